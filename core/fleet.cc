@@ -1,0 +1,218 @@
+#include "core/fleet.h"
+
+#include <algorithm>
+#include <bit>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/check.h"
+
+namespace phalanx::core {
+
+int Fleet::Slot::FreeGpus() const {
+  return node.spec.gpu_count - std::popcount(used_gpu_mask);
+}
+
+Fleet::Fleet(std::vector<std::string> levels) : levels_(std::move(levels)) {
+  Rebuild();
+}
+
+int Fleet::LevelIndex(absl::string_view level) const {
+  if (level == kNodeLevel) return static_cast<int>(levels_.size());
+  for (size_t i = 0; i < levels_.size(); ++i) {
+    if (levels_[i] == level) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+absl::Status Fleet::SetLevels(std::vector<std::string> levels) {
+  for (const Slot& slot : slots_) {
+    for (const std::string& level : levels) {
+      if (!slot.node.spec.labels.contains(level)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("node \"", slot.node.spec.id.value(),
+                         "\" has no label for topology level \"", level, "\""));
+      }
+    }
+  }
+  levels_ = std::move(levels);
+  Rebuild();
+  return absl::OkStatus();
+}
+
+absl::Status Fleet::CheckUpsert(const NodeSpec& spec) const {
+  for (const std::string& level : levels_) {
+    if (!spec.labels.contains(level)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("labels: missing topology level \"", level, "\""));
+    }
+  }
+  int index = Find(spec.id);
+  if (index < 0) return absl::OkStatus();
+  const Slot& slot = slots_[index];
+  int highest_used = 64 - std::countl_zero(slot.used_gpu_mask);
+  if (spec.gpu_count < highest_used) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("gpu_count: GPU ", highest_used - 1,
+                     " is allocated; drain the node before shrinking it"));
+  }
+  if (spec.gpu_model != slot.node.spec.gpu_model && !slot.Idle()) {
+    return absl::FailedPreconditionError(
+        "gpu_model: the node holds gangs; drain it before changing its model");
+  }
+  return absl::OkStatus();
+}
+
+void Fleet::Upsert(const std::vector<Node>& nodes) {
+  bool rebuild = false;
+  for (const Node& node : nodes) {
+    const int index = Find(node.spec.id);
+    if (index >= 0) {
+      rebuild |= slots_[index].node.spec.labels != node.spec.labels;
+      slots_[index].node = node;
+      continue;
+    }
+    Slot slot;
+    slot.node = node;
+    index_[node.spec.id] = static_cast<int>(slots_.size());
+    slots_.push_back(std::move(slot));
+    rebuild = true;
+  }
+  if (rebuild) Rebuild();
+}
+
+bool Fleet::Remove(const NodeId& id) {
+  int index = Find(id);
+  if (index < 0) return false;
+  PHALANX_CHECK(slots_[index].Idle());
+  slots_.erase(slots_.begin() + index);
+  Rebuild();
+  return true;
+}
+
+int Fleet::Find(const NodeId& id) const {
+  auto it = index_.find(id);
+  return it == index_.end() ? -1 : it->second;
+}
+
+std::vector<std::string> Fleet::Models() const {
+  std::set<std::string> models;
+  for (const Slot& slot : slots_) models.insert(slot.node.spec.gpu_model);
+  return {models.begin(), models.end()};
+}
+
+std::string Fleet::PathOf(const Node& node, int depth) const {
+  std::vector<absl::string_view> parts;
+  for (int i = 0; i < depth; ++i) {
+    auto it = node.spec.labels.find(levels_[i]);
+    parts.push_back(it == node.spec.labels.end() ? "" : it->second);
+  }
+  return absl::StrJoin(parts, "/");
+}
+
+// Sorts slots into fleet order and rebuilds the index and the domain tree.
+void Fleet::Rebuild() {
+  const int depth = static_cast<int>(levels_.size());
+  std::vector<std::pair<std::string, Slot>> keyed;
+  keyed.reserve(slots_.size());
+  for (Slot& slot : slots_) {
+    // "\x01" sorts below every printable character, so "b1/r1" < "b1/r10".
+    std::string key = PathOf(slot.node, depth);
+    std::replace(key.begin(), key.end(), '/', '\x01');
+    keyed.emplace_back(absl::StrCat(key, "\x01", slot.node.spec.id.value()),
+                       std::move(slot));
+  }
+  std::sort(keyed.begin(), keyed.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  slots_.clear();
+  index_.clear();
+  for (auto& [key, slot] : keyed) {
+    index_[slot.node.spec.id] = static_cast<int>(slots_.size());
+    slots_.push_back(std::move(slot));
+  }
+
+  domains_.assign(1, Domain{"", -1, 0, static_cast<int>(slots_.size()), {}});
+  domains_by_level_.assign(depth, {});
+  for (int level = 0; level < depth; ++level) {
+    std::vector<int> parents =
+        level == 0 ? std::vector<int>{0} : domains_by_level_[level - 1];
+    for (int parent : parents) {
+      int begin = domains_[parent].node_begin;
+      const int end = domains_[parent].node_end;
+      while (begin < end) {
+        std::string path = PathOf(slots_[begin].node, level + 1);
+        int stop = begin + 1;
+        while (stop < end && PathOf(slots_[stop].node, level + 1) == path) {
+          ++stop;
+        }
+        const int id = static_cast<int>(domains_.size());
+        domains_.push_back(Domain{std::move(path), level, begin, stop, {}});
+        domains_[parent].child_domains.push_back(id);
+        domains_by_level_[level].push_back(id);
+        begin = stop;
+      }
+    }
+  }
+}
+
+absl::Status Fleet::Allocate(const Gang& gang,
+                             const std::vector<PodPlacement>& placement) {
+  // Check every pod against the masks as they would be before changing any.
+  absl::flat_hash_map<int, uint64_t> taken;
+  for (const PodPlacement& pod : placement) {
+    const int index = Find(pod.node);
+    if (index < 0) {
+      return absl::NotFoundError(absl::StrCat(
+          gang.id.value(), ": node \"", pod.node.value(), "\" does not exist"));
+    }
+    if (FindPodSet(gang.spec, pod.pod_set) == nullptr) {
+      return absl::NotFoundError(absl::StrCat(
+          gang.id.value(), ": pod set \"", pod.pod_set, "\" does not exist"));
+    }
+    uint64_t& mask = taken.try_emplace(index, slots_[index].used_gpu_mask)
+                         .first->second;
+    for (int gpu : pod.gpu_indices) {
+      if (gpu < 0 || gpu >= slots_[index].node.spec.gpu_count ||
+          (mask >> gpu & 1)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(gang.id.value(), ": GPU ", gpu, " of node \"",
+                         pod.node.value(), "\" is held twice or does not exist"));
+      }
+      mask |= uint64_t{1} << gpu;
+    }
+  }
+  for (const PodPlacement& pod : placement) {
+    Slot& slot = slots_[Find(pod.node)];
+    const PodSetSpec* set = FindPodSet(gang.spec, pod.pod_set);
+    for (int gpu : pod.gpu_indices) slot.used_gpu_mask |= uint64_t{1} << gpu;
+    slot.used_cpu_millis += set->cpu_millis;
+    slot.used_memory_bytes += set->memory_bytes;
+    ++slot.gang_pods[gang.id];
+  }
+  return absl::OkStatus();
+}
+
+void Fleet::Release(const Gang& gang,
+                    const std::vector<PodPlacement>& placement) {
+  for (const PodPlacement& pod : placement) {
+    const int index = Find(pod.node);
+    const PodSetSpec* set = FindPodSet(gang.spec, pod.pod_set);
+    PHALANX_CHECK(index >= 0 && set != nullptr);
+    Slot& slot = slots_[index];
+    for (int gpu : pod.gpu_indices) slot.used_gpu_mask &= ~(uint64_t{1} << gpu);
+    slot.used_cpu_millis -= set->cpu_millis;
+    slot.used_memory_bytes -= set->memory_bytes;
+    if (--slot.gang_pods[gang.id] == 0) slot.gang_pods.erase(gang.id);
+  }
+}
+
+const PodSetSpec* FindPodSet(const GangSpec& spec, absl::string_view name) {
+  for (const PodSetSpec& set : spec.pod_sets) {
+    if (set.name == name) return &set;
+  }
+  return nullptr;
+}
+
+}  // namespace phalanx::core

@@ -1,0 +1,97 @@
+// Fleet: the nodes in fleet order (by topology path, then id), what each has
+// allocated, and the topology tree over them (DESIGN §3). Every domain covers
+// a contiguous range of nodes, so capacities are sums over ranges. Owned by
+// the Scheduler; not thread-safe.
+#ifndef PHALANX_CORE_FLEET_H_
+#define PHALANX_CORE_FLEET_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "core/model.h"
+
+namespace phalanx::core {
+
+class Fleet {
+ public:
+  // One node and what is allocated on it.
+  struct Slot {
+    Node node;
+    uint64_t used_gpu_mask = 0;  // bit i = GPU i allocated
+    int64_t used_cpu_millis = 0;
+    int64_t used_memory_bytes = 0;
+    std::map<GangId, int> gang_pods;  // gangs with pods here -> pods
+
+    int FreeGpus() const;
+    bool Idle() const { return used_gpu_mask == 0 && gang_pods.empty(); }
+  };
+
+  // A topology domain. The root (index 0, level -1) covers the whole fleet.
+  struct Domain {
+    std::string path;  // "b1/r07"; "" for the root
+    int level = -1;    // index into levels(); -1 for the root
+    int node_begin = 0;
+    int node_end = 0;                 // slots [node_begin, node_end)
+    std::vector<int> child_domains;  // empty on the lowest level
+  };
+
+  explicit Fleet(std::vector<std::string> levels = {});
+
+  // Topology levels, widest first (the node level is implicit).
+  const std::vector<std::string>& levels() const { return levels_; }
+  // Returns the index of `level` in levels(), levels().size() for "node",
+  // or -1 when unknown.
+  int LevelIndex(absl::string_view level) const;
+  // Checks that every node labels every level in `levels`; then adopts them.
+  absl::Status SetLevels(std::vector<std::string> levels);
+
+  // Checks that `node` can be stored: labels for every level, and its GPUs,
+  // CPU and memory still cover what is allocated on it.
+  absl::Status CheckUpsert(const NodeSpec& spec) const;
+  // Adds or replaces nodes (an existing node keeps its allocations). Call
+  // CheckUpsert for each first.
+  void Upsert(const std::vector<Node>& nodes);
+  // Removes an idle node. Returns false when absent.
+  bool Remove(const NodeId& id);
+
+  // Returns the slot index of `id`, or -1.
+  int Find(const NodeId& id) const;
+  const std::vector<Slot>& slots() const { return slots_; }
+  Slot& slot(int index) { return slots_[index]; }
+  const std::vector<Domain>& domains() const { return domains_; }
+  // Domains at `level` (0-based), in fleet order.
+  const std::vector<int>& DomainsAtLevel(int level) const {
+    return domains_by_level_[level];
+  }
+  // GPU models present, sorted.
+  std::vector<std::string> Models() const;
+
+  // Marks the pods of `gang` at `placement` allocated. Fails (and changes
+  // nothing) when a node is unknown or a GPU is already held.
+  absl::Status Allocate(const Gang& gang,
+                        const std::vector<PodPlacement>& placement);
+  // Frees what Allocate took for `gang` at `placement`.
+  void Release(const Gang& gang, const std::vector<PodPlacement>& placement);
+
+ private:
+  void Rebuild();
+  std::string PathOf(const Node& node, int depth) const;
+
+  std::vector<std::string> levels_;
+  std::vector<Slot> slots_;
+  absl::flat_hash_map<NodeId, int> index_;
+  std::vector<Domain> domains_;
+  std::vector<std::vector<int>> domains_by_level_;
+};
+
+// Returns the pod set named `name` in `spec`, or nullptr.
+const PodSetSpec* FindPodSet(const GangSpec& spec, absl::string_view name);
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_FLEET_H_

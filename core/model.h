@@ -1,0 +1,212 @@
+// The domain model of DESIGN §3 as plain values: nodes, queues, gang specs,
+// gangs, events and configuration. No behaviour beyond small helpers; the
+// Scheduler owns instances. Values are thread-compatible; a `GangPtr` points
+// to an immutable gang that may be shared between snapshots.
+#ifndef PHALANX_CORE_MODEL_H_
+#define PHALANX_CORE_MODEL_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/ids.h"
+
+namespace phalanx::core {
+
+// The implicit last topology level: one host.
+inline constexpr char kNodeLevel[] = "node";
+
+enum class TopologyMode { kUnconstrained, kPreferred, kRequired };
+
+struct TopologyConstraint {
+  TopologyMode mode = TopologyMode::kUnconstrained;
+  std::string level;
+  bool operator==(const TopologyConstraint&) const = default;
+};
+
+struct SliceSpec {
+  int size = 0;  // 0 = no slicing
+  std::string level;
+  bool operator==(const SliceSpec&) const = default;
+};
+
+struct PodSetSpec {
+  std::string name;
+  int count = 0;
+  int gpus = 0;
+  int64_t cpu_millis = 0;
+  int64_t memory_bytes = 0;
+  std::vector<std::string> gpu_models;  // preference order; empty = any
+  TopologyConstraint topology;
+  SliceSpec slice;
+  std::string group;
+  bool operator==(const PodSetSpec&) const = default;
+};
+
+struct GangSpec {
+  QueueName queue;
+  int priority = 0;
+  std::map<std::string, std::string> labels;
+  std::string request_id;
+  absl::Duration estimated_runtime = absl::ZeroDuration();
+  absl::Duration max_runtime = absl::ZeroDuration();
+  std::vector<PodSetSpec> pod_sets;
+  bool allow_mixed_models = false;
+  bool operator==(const GangSpec&) const = default;
+
+  // Total pods over all pod sets.
+  int TotalPods() const;
+  // Total GPUs over all pods.
+  int64_t TotalGpus() const;
+};
+
+enum class GangState {
+  kPending,
+  kAdmitted,
+  kRunning,
+  kPreempting,
+  kSucceeded,
+  kFailed,
+  kCancelled,
+};
+
+// Returns true for SUCCEEDED, FAILED and CANCELLED.
+bool IsFinal(GangState state);
+// Returns true for states that hold GPUs (ADMITTED, RUNNING, PREEMPTING).
+bool HoldsCapacity(GangState state);
+// Returns the state's upper-case name ("PENDING", …).
+const char* GangStateName(GangState state);
+
+struct PodPlacement {
+  std::string pod_set;
+  int index = 0;
+  NodeId node;
+  std::vector<int> gpu_indices;  // ascending
+  bool operator==(const PodPlacement&) const = default;
+};
+
+struct Gang {
+  GangId id;
+  GangSpec spec;
+  GangState state = GangState::kPending;
+  std::string reason;
+  absl::Time submit_time;
+  std::optional<absl::Time> admit_time;
+  std::optional<absl::Time> finish_time;
+  std::vector<PodPlacement> placement;  // pods in pod-set order while held
+  int64_t revision = 0;
+  int attempts = 0;
+  std::optional<absl::Time> last_checkpoint_time;
+  std::string message;
+  bool operator==(const Gang&) const = default;
+};
+using GangPtr = std::shared_ptr<const Gang>;
+
+enum class NodeState { kReady, kCordoned, kDraining, kUnhealthy };
+const char* NodeStateName(NodeState state);
+
+// What describes a node's hardware and place; replaced by UpsertNodes.
+struct NodeSpec {
+  NodeId id;
+  std::string gpu_model;
+  int gpu_count = 0;
+  int64_t cpu_millis = 0;    // 0 = not tracked
+  int64_t memory_bytes = 0;  // 0 = not tracked
+  std::map<std::string, std::string> labels;
+  bool operator==(const NodeSpec&) const = default;
+};
+
+struct Node {
+  NodeSpec spec;
+  NodeState state = NodeState::kReady;
+  std::string state_reason;
+  bool operator==(const Node&) const = default;
+};
+
+struct Queue {
+  QueueName name;
+  QueueName parent;
+  double weight = 1.0;
+  std::map<std::string, int64_t> nominal_gpus;
+  int64_t borrowing_limit_gpus = -1;  // -1 = unlimited
+  int64_t lending_limit_gpus = -1;    // -1 = unlimited
+  bool held = false;
+  bool operator==(const Queue&) const = default;
+};
+
+struct RetentionConfig {
+  int64_t finished_gangs = 10000;
+  absl::Duration finished_gang_age = absl::Hours(168);
+  int64_t events = 1000000;
+  bool operator==(const RetentionConfig&) const = default;
+};
+
+struct WatchConfig {
+  absl::Duration bookmark_interval = absl::Seconds(10);
+  int64_t max_lag_events = 100000;
+  bool operator==(const WatchConfig&) const = default;
+};
+
+struct Config {
+  std::vector<std::string> topology_levels;
+  absl::Duration cycle_interval = absl::Seconds(1);
+  RetentionConfig retention;
+  WatchConfig watch;
+  absl::Duration idempotency_retention = absl::Hours(24);
+  absl::Duration heartbeat_timeout = absl::ZeroDuration();  // 0 = off
+  absl::Duration startup_grace = absl::Minutes(5);
+  int64_t version = 0;
+  bool operator==(const Config&) const = default;
+};
+
+enum class EventType {
+  kSubmitted,
+  kAdmitted,
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kCancelled,
+  kRequeued,
+  kPreempting,
+  kEvicted,
+  kRepaired,
+  kReserved,
+  kBookmark,
+};
+const char* EventTypeName(EventType type);
+
+struct Event {
+  int64_t revision = 0;
+  EventType type = EventType::kBookmark;
+  absl::Time time;
+  GangPtr gang;  // the gang after the event; null for a bookmark
+};
+
+// An idempotency key: (queue, request_id) -> the gang its first submit made.
+struct RequestRecord {
+  QueueName queue;
+  std::string request_id;
+  GangId gang_id;
+  uint64_t spec_fingerprint = 0;
+  absl::Time expires;
+};
+
+// Counters persisted beside the state.
+struct Meta {
+  int64_t last_revision = 0;
+  int64_t next_gang_seq = 1;
+  int64_t first_retained_revision = 1;
+  bool operator==(const Meta&) const = default;
+};
+
+// Returns a fingerprint of `spec` that is stable across processes and
+// versions of this binary (FNV-1a over a canonical encoding).
+uint64_t SpecFingerprint(const GangSpec& spec);
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_MODEL_H_

@@ -1,0 +1,37 @@
+// Placement (DESIGN §6): where a gang's pods go on a Fleet, all or nothing.
+// REQUIRED picks the best-fitting domain at the level and descends into it;
+// PREFERRED walks up a level at a time; UNCONSTRAINED packs the least-free
+// nodes first. Pure functions over a Fleet; not thread-safe with writers of
+// that Fleet.
+#ifndef PHALANX_CORE_PLACEMENT_H_
+#define PHALANX_CORE_PLACEMENT_H_
+
+#include <string>
+#include <vector>
+
+#include "core/fleet.h"
+#include "core/model.h"
+
+namespace phalanx::core {
+
+// Which resources a placement may use.
+enum class CapacityBasis {
+  kFree,   // free resources of READY nodes (admission, dry run)
+  kTotal,  // all resources of every node (can the gang ever fit?)
+};
+
+struct PlacementResult {
+  bool placed = false;
+  std::vector<PodPlacement> pods;  // in pod-set order when placed
+  std::string reason;              // why not, when not placed
+};
+
+// Finds a placement for every pod of `spec` on `fleet`. Leaves `fleet` as it
+// was (pod sets are placed tentatively one after another, then released).
+// Deterministic: ties are broken by fleet order.
+PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
+                          CapacityBasis basis = CapacityBasis::kFree);
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_PLACEMENT_H_

@@ -1,0 +1,645 @@
+#include "core/scheduler.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/check.h"
+#include "core/status_macros.h"
+#include "core/validate.h"
+
+namespace phalanx::core {
+
+bool Mutation::empty() const {
+  return gangs_put.empty() && gangs_deleted.empty() && nodes_put.empty() &&
+         nodes_deleted.empty() && queues_put.empty() &&
+         queues_deleted.empty() && !config.has_value() &&
+         requests_put.empty() && requests_deleted.empty() && events.empty() &&
+         trim_events_before == 0;
+}
+
+int64_t GangSeq(const GangId& id) {
+  int64_t seq = 0;
+  absl::string_view value = id.value();
+  if (value.size() < 3 || !absl::SimpleAtoi(value.substr(2), &seq)) return 0;
+  return seq;
+}
+
+bool Scheduler::PendingKey::operator<(const PendingKey& other) const {
+  return std::tie(other.priority, submit_time, seq, id) <
+         std::tie(priority, other.submit_time, other.seq, other.id);
+}
+
+namespace {
+absl::Time FinishTime(const Gang& gang) {
+  return gang.finish_time.value_or(gang.submit_time);
+}
+}  // namespace
+
+Scheduler::PendingKey Scheduler::KeyOf(const Gang& gang) {
+  return PendingKey{gang.spec.priority, gang.submit_time, GangSeq(gang.id),
+                    gang.id};
+}
+
+Scheduler::Scheduler(Config config)
+    : config_(std::move(config)), fleet_(config_.topology_levels) {}
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(
+    LoadedState state, absl::Time now) {
+  auto scheduler = std::make_unique<Scheduler>(state.config.value_or(Config{}));
+  Scheduler& s = *scheduler;
+  auto refuse = [](absl::string_view why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("refusing to start: ", why));
+  };
+  for (const Node& node : state.nodes) {
+    if (absl::Status st = s.fleet_.CheckUpsert(node.spec); !st.ok()) {
+      return refuse(absl::StrCat("node ", node.spec.id.value(), ": ",
+                                 st.message()));
+    }
+    s.heartbeats_[node.spec.id] = now;
+  }
+  s.fleet_.Upsert(state.nodes);
+  for (Queue& queue : state.queues) {
+    s.queues_[queue.name] = std::move(queue);
+  }
+  for (Gang& gang : state.gangs) {
+    if (!s.queues_.contains(gang.spec.queue) && !IsFinal(gang.state)) {
+      return refuse(absl::StrCat("gang ", gang.id.value(), " is in unknown queue ",
+                                 gang.spec.queue.value()));
+    }
+    const bool holds = HoldsCapacity(gang.state);
+    if (holds != !gang.placement.empty() ||
+        (holds && static_cast<int>(gang.placement.size()) !=
+                      gang.spec.TotalPods())) {
+      return refuse(absl::StrCat("gang ", gang.id.value(), " is ",
+                                 GangStateName(gang.state), " with ",
+                                 gang.placement.size(), " of ",
+                                 gang.spec.TotalPods(), " pods placed"));
+    }
+    if (holds) {
+      if (absl::Status st = s.fleet_.Allocate(gang, gang.placement); !st.ok()) {
+        return refuse(st.message());
+      }
+    }
+    GangPtr stored = s.Put(std::move(gang));
+    if (holds) s.Charge(*stored, +1);
+  }
+  for (RequestRecord& record : state.requests) {
+    auto key = std::make_pair(record.queue, record.request_id);
+    s.request_expiry_.insert({record.expires, key});
+    s.requests_[key] = std::move(record);
+  }
+  s.revision_ = state.meta.last_revision;
+  s.next_gang_seq_ = state.meta.next_gang_seq;
+  s.first_retained_revision_ = state.meta.first_retained_revision;
+  s.dirty_gangs_.clear();  // nothing loaded needs writing back
+  return scheduler;
+}
+
+// ---------------------------------------------------------------------------
+// State bookkeeping.
+
+GangPtr Scheduler::Put(Gang gang) {
+  auto it = gangs_.find(gang.id);
+  if (it != gangs_.end()) {
+    const Gang& old = *it->second;
+    if (old.state == GangState::kPending) pending_.erase(KeyOf(old));
+    if (IsFinal(old.state)) finished_.erase({FinishTime(old), old.id});
+    --gang_counts_[{old.spec.queue, old.state}];
+  }
+  if (gang.state == GangState::kPending) pending_.insert(KeyOf(gang));
+  if (IsFinal(gang.state)) finished_.insert({FinishTime(gang), gang.id});
+  ++gang_counts_[{gang.spec.queue, gang.state}];
+  dirty_gangs_.insert(gang.id);
+  auto ptr = std::make_shared<const Gang>(std::move(gang));
+  gangs_[ptr->id] = ptr;
+  return ptr;
+}
+
+GangPtr Scheduler::Transition(Gang gang, EventType type, absl::Time now) {
+  gang.revision = ++revision_;
+  dirty_meta_ = true;
+  GangPtr ptr = Put(std::move(gang));
+  events_.push_back(Event{revision_, type, now, ptr});
+  return ptr;
+}
+
+// Adds (sign +1) or removes (-1) a gang's GPUs to its queue's usage.
+void Scheduler::Charge(const Gang& gang, int sign) {
+  QueueUsage& usage = usage_[gang.spec.queue];
+  for (const PodPlacement& pod : gang.placement) {
+    const int slot = fleet_.Find(pod.node);
+    PHALANX_CHECK(slot >= 0);
+    const std::string& model = fleet_.slots()[slot].node.spec.gpu_model;
+    usage.held_gpus[model] += sign * static_cast<int64_t>(pod.gpu_indices.size());
+  }
+}
+
+// Frees the gang's capacity and clears its placement.
+void Scheduler::ReleaseCapacity(Gang& gang) {
+  if (!HoldsCapacity(gang.state)) return;
+  Charge(gang, -1);
+  fleet_.Release(gang, gang.placement);
+  gang.placement.clear();
+}
+
+void Scheduler::SetReason(const GangPtr& gang, std::string reason) {
+  if (gang->reason == reason) return;
+  Gang copy = *gang;
+  copy.reason = std::move(reason);
+  Put(std::move(copy));
+}
+
+GangPtr Scheduler::FindGang(const GangId& id) const {
+  auto it = gangs_.find(id);
+  return it == gangs_.end() ? nullptr : it->second;
+}
+
+std::optional<absl::Time> Scheduler::LastHeartbeat(const NodeId& id) const {
+  auto it = heartbeats_.find(id);
+  if (it == heartbeats_.end()) return std::nullopt;
+  return it->second;
+}
+
+QueueUsage Scheduler::Usage(const QueueName& name) const {
+  QueueUsage usage;
+  if (auto it = usage_.find(name); it != usage_.end()) usage = it->second;
+  for (auto it = gang_counts_.lower_bound({name, GangState::kPending});
+       it != gang_counts_.end() && it->first.first == name; ++it) {
+    if (it->first.second == GangState::kPending) usage.pending += it->second;
+    if (HoldsCapacity(it->first.second)) usage.active += it->second;
+  }
+  return usage;
+}
+
+// ---------------------------------------------------------------------------
+// Gang commands.
+
+absl::Status Scheduler::CheckSubmittable(const GangSpec& spec) const {
+  RETURN_IF_ERROR(ValidateGangSpec(spec, "spec"));
+  if (!queues_.contains(spec.queue)) {
+    return absl::NotFoundError(
+        absl::StrCat("spec.queue: no queue \"", spec.queue.value(), "\""));
+  }
+  for (size_t i = 0; i < spec.pod_sets.size(); ++i) {
+    const TopologyConstraint& topo = spec.pod_sets[i].topology;
+    if (topo.mode != TopologyMode::kUnconstrained &&
+        fleet_.LevelIndex(topo.level) < 0) {
+      std::vector<std::string> known = fleet_.levels();
+      known.push_back(kNodeLevel);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.pod_sets[", i, "].topology.level: unknown level \"",
+          topo.level, "\" (levels: ", absl::StrJoin(known, ", "), ")"));
+    }
+  }
+  // Can it ever fit the fleet as configured, with every GPU free?
+  Fleet& fleet = const_cast<Fleet&>(fleet_);  // kTotal never allocates
+  PlacementResult ever = PlaceGang(spec, fleet, CapacityBasis::kTotal);
+  if (!ever.placed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("spec: ", ever.reason));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now) {
+  NormalizeGangSpec(spec);
+  RETURN_IF_ERROR(ValidateGangSpec(spec, "spec"));
+  const uint64_t fingerprint = SpecFingerprint(spec);
+  auto key = std::make_pair(spec.queue, spec.request_id);
+  if (!spec.request_id.empty()) {
+    if (auto it = requests_.find(key); it != requests_.end()) {
+      const RequestRecord& record = it->second;
+      GangPtr original = FindGang(record.gang_id);
+      if (record.spec_fingerprint != fingerprint) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "spec.request_id: \"", spec.request_id, "\" was used by gang ",
+            record.gang_id.value(), " with a different spec"));
+      }
+      if (original == nullptr) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "spec.request_id: \"", spec.request_id, "\" was used by gang ",
+            record.gang_id.value(), ", which retention has since deleted"));
+      }
+      return SubmitResult{original, false};
+    }
+  }
+  RETURN_IF_ERROR(CheckSubmittable(spec));
+
+  Gang gang;
+  gang.id = GangId(absl::StrFormat("g-%06d", next_gang_seq_++));
+  gang.spec = std::move(spec);
+  gang.state = GangState::kPending;
+  gang.reason = "WAITING: not yet considered by an admission cycle";
+  gang.submit_time = now;
+  if (!gang.spec.request_id.empty()) {
+    RequestRecord record{key.first, key.second, gang.id, fingerprint,
+                         now + config_.idempotency_retention};
+    request_expiry_.insert({record.expires, key});
+    requests_[key] = record;
+    requests_put_.push_back(std::move(record));
+  }
+  return SubmitResult{Transition(std::move(gang), EventType::kSubmitted, now),
+                      true};
+}
+
+absl::StatusOr<GangPtr> Scheduler::Cancel(const GangId& id,
+                                          absl::string_view reason,
+                                          absl::Time now) {
+  GangPtr current = FindGang(id);
+  if (current == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("gang_id: no gang \"", id.value(), "\""));
+  }
+  if (IsFinal(current->state)) return current;
+  Gang gang = *current;
+  ReleaseCapacity(gang);
+  gang.state = GangState::kCancelled;
+  gang.reason = "CANCELLED";
+  gang.message = std::string(reason);
+  gang.finish_time = now;
+  return Transition(std::move(gang), EventType::kCancelled, now);
+}
+
+absl::StatusOr<GangPtr> Scheduler::Report(const GangReport& report,
+                                          absl::Time now) {
+  GangPtr current = FindGang(report.gang_id);
+  if (current == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("gang_id: no gang \"", report.gang_id.value(), "\""));
+  }
+  if (!report.state && !report.preemption_acknowledged &&
+      !report.last_checkpoint_time) {
+    return absl::InvalidArgumentError(
+        "state: report RUNNING, SUCCEEDED or FAILED, a checkpoint, or "
+        "preemption_acknowledged");
+  }
+  Gang gang = *current;
+  const GangState from = gang.state;
+  auto refuse = [&](absl::string_view what) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("gang ", gang.id.value(), " is ", GangStateName(from),
+                     ": cannot ", what));
+  };
+  if (report.preemption_acknowledged && from != GangState::kPreempting) {
+    return refuse("acknowledge a preemption");
+  }
+  std::optional<EventType> event;
+  if (report.state == GangState::kRunning) {
+    if (from != GangState::kAdmitted && from != GangState::kRunning) {
+      return refuse("report RUNNING");
+    }
+    if (from == GangState::kAdmitted) event = EventType::kRunning;
+    gang.state = GangState::kRunning;
+  } else if (report.state == GangState::kSucceeded ||
+             report.state == GangState::kFailed) {
+    if (from == *report.state) return current;  // a repeated report
+    if (!HoldsCapacity(from)) {
+      return refuse(absl::StrCat("report ", GangStateName(*report.state)));
+    }
+    ReleaseCapacity(gang);
+    gang.state = *report.state;
+    gang.reason = GangStateName(*report.state);
+    gang.finish_time = now;
+    event = *report.state == GangState::kSucceeded ? EventType::kSucceeded
+                                                   : EventType::kFailed;
+  } else if (report.state.has_value()) {
+    return absl::InvalidArgumentError(
+        "state: only RUNNING, SUCCEEDED or FAILED can be reported");
+  }
+  if (report.preemption_acknowledged && !event) {
+    ReleaseCapacity(gang);
+    gang.state = GangState::kPending;
+    gang.reason = "REQUEUED: preempted";
+    event = EventType::kRequeued;
+  }
+  if (report.last_checkpoint_time) {
+    gang.last_checkpoint_time = report.last_checkpoint_time;
+  }
+  if (!report.message.empty()) gang.message = report.message;
+  if (event) return Transition(std::move(gang), *event, now);
+  if (gang == *current) return current;
+  return Put(std::move(gang));
+}
+
+// ---------------------------------------------------------------------------
+// Fleet commands.
+
+absl::StatusOr<std::vector<Node>> Scheduler::UpsertNodes(
+    std::vector<Node> nodes) {
+  std::set<NodeId> seen;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::string field = absl::StrCat("nodes[", i, "]");
+    RETURN_IF_ERROR(ValidateNodeSpec(nodes[i].spec, field));
+    if (!seen.insert(nodes[i].spec.id).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".id: \"", nodes[i].spec.id.value(), "\" appears twice"));
+    }
+    if (absl::Status s = fleet_.CheckUpsert(nodes[i].spec); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(field, ".", s.message()));
+    }
+    if (const int slot = fleet_.Find(nodes[i].spec.id); slot >= 0) {
+      const Node& old = fleet_.slots()[slot].node;
+      nodes[i].state = old.state;
+      nodes[i].state_reason = old.state_reason;
+    }
+  }
+  fleet_.Upsert(nodes);
+  for (const Node& node : nodes) {
+    dirty_nodes_.insert(node.spec.id);
+    deleted_nodes_.erase(node.spec.id);
+  }
+  return nodes;
+}
+
+void Scheduler::EvictFromNode(int slot, absl::Time now) {
+  const Fleet::Slot& s = fleet_.slots()[slot];
+  const std::string why =
+      absl::StrCat("EVICTED: node ", s.node.spec.id.value(), " is unhealthy");
+  std::vector<GangId> victims;
+  for (const auto& [id, pods] : s.gang_pods) victims.push_back(id);
+  for (const GangId& id : victims) {
+    Gang gang = *gangs_.at(id);
+    ReleaseCapacity(gang);
+    gang.state = GangState::kPending;
+    gang.reason = why;
+    Transition(std::move(gang), EventType::kEvicted, now);
+  }
+}
+
+absl::StatusOr<Node> Scheduler::SetNodeState(const NodeId& id, NodeState state,
+                                             absl::string_view reason,
+                                             absl::Time now) {
+  const int slot = fleet_.Find(id);
+  if (slot < 0) {
+    return absl::NotFoundError(
+        absl::StrCat("node_id: no node \"", id.value(), "\""));
+  }
+  Node node = fleet_.slots()[slot].node;
+  node.state = state;
+  node.state_reason = std::string(reason);
+  fleet_.Upsert({node});
+  if (state == NodeState::kUnhealthy) EvictFromNode(fleet_.Find(id), now);
+  dirty_nodes_.insert(id);
+  return node;
+}
+
+absl::Status Scheduler::RemoveNode(const NodeId& id) {
+  const int slot = fleet_.Find(id);
+  if (slot < 0) {
+    return absl::NotFoundError(
+        absl::StrCat("node_id: no node \"", id.value(), "\""));
+  }
+  const Fleet::Slot& s = fleet_.slots()[slot];
+  if (!s.Idle()) {
+    std::vector<std::string> holders;
+    for (const auto& [gang, pods] : s.gang_pods) holders.push_back(gang.value());
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node_id: node \"", id.value(), "\" holds gangs ",
+        absl::StrJoin(holders, ", "), "; drain it or mark it UNHEALTHY first"));
+  }
+  fleet_.Remove(id);
+  heartbeats_.erase(id);
+  dirty_nodes_.erase(id);
+  deleted_nodes_.insert(id);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Heartbeat(const std::vector<NodeId>& ids,
+                                  absl::Time now) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (fleet_.Find(ids[i]) < 0) {
+      return absl::NotFoundError(absl::StrCat("node_ids[", i, "]: no node \"",
+                                              ids[i].value(), "\""));
+    }
+  }
+  for (const NodeId& id : ids) heartbeats_[id] = now;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Admin commands.
+
+absl::StatusOr<Queue> Scheduler::PutQueue(Queue queue) {
+  RETURN_IF_ERROR(ValidateQueue(queue, "queue"));
+  if (!queue.parent.empty()) {
+    if (!queues_.contains(queue.parent)) {
+      return absl::NotFoundError(absl::StrCat(
+          "queue.parent: no queue \"", queue.parent.value(), "\""));
+    }
+    for (QueueName up = queue.parent; !up.empty();
+         up = queues_.at(up).parent) {
+      if (up == queue.name) {
+        return absl::InvalidArgumentError(
+            "queue.parent: would make a cycle of queues");
+      }
+    }
+  }
+  queues_[queue.name] = queue;
+  dirty_queues_.insert(queue.name);
+  deleted_queues_.erase(queue.name);
+  return queue;
+}
+
+absl::Status Scheduler::DeleteQueue(const QueueName& name) {
+  if (!queues_.contains(name)) {
+    return absl::NotFoundError(
+        absl::StrCat("name: no queue \"", name.value(), "\""));
+  }
+  const QueueUsage usage = Usage(name);
+  if (usage.pending + usage.active > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "name: queue \"", name.value(), "\" has ", usage.pending,
+        " pending and ", usage.active, " active gangs"));
+  }
+  for (const auto& [child, queue] : queues_) {
+    if (queue.parent == name) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("name: queue \"", name.value(), "\" is the parent of \"",
+                       child.value(), "\""));
+    }
+  }
+  queues_.erase(name);
+  dirty_queues_.erase(name);
+  deleted_queues_.insert(name);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Config> Scheduler::UpdateConfig(
+    Config config, std::optional<int64_t> expected_version) {
+  if (expected_version && *expected_version != config_.version) {
+    return absl::AbortedError(absl::StrCat("expected_version: config is at ",
+                                           config_.version, ", not ",
+                                           *expected_version));
+  }
+  RETURN_IF_ERROR(ValidateConfig(config, "config"));
+  const std::vector<std::string>& levels = config.topology_levels;
+  for (const auto& [id, gang] : gangs_) {
+    if (IsFinal(gang->state)) continue;
+    for (const PodSetSpec& set : gang->spec.pod_sets) {
+      const std::string& level = set.topology.level;
+      if (set.topology.mode != TopologyMode::kUnconstrained &&
+          level != kNodeLevel &&
+          std::find(levels.begin(), levels.end(), level) == levels.end()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "config.topology_levels: gang ", id.value(), " uses level \"",
+            level, "\""));
+      }
+    }
+  }
+  if (absl::Status s = fleet_.SetLevels(levels); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("config.topology_levels: ", s.message()));
+  }
+  config.version = config_.version + 1;
+  config_ = std::move(config);
+  dirty_config_ = true;
+  return config_;
+}
+
+// ---------------------------------------------------------------------------
+// The admission cycle.
+
+void Scheduler::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
+                      absl::Time now) {
+  Gang admitted = *gang;
+  admitted.placement = std::move(pods);
+  PHALANX_CHECK(fleet_.Allocate(admitted, admitted.placement).ok());
+  admitted.state = GangState::kAdmitted;
+  admitted.reason.clear();
+  admitted.admit_time = now;
+  ++admitted.attempts;
+  Charge(admitted, +1);
+  Transition(std::move(admitted), EventType::kAdmitted, now);
+}
+
+void Scheduler::RunCycle(absl::Time now) {
+  // 1. Housekeeping: forget expired idempotency keys; apply retention to
+  //    finished gangs and to the event log.
+  ExpireAndTrim(now);
+
+  // 2. Order: pending gangs by priority (desc), submit time, id. Copied,
+  //    because admissions change the pending index while we walk it.
+  std::vector<GangPtr> order;
+  order.reserve(pending_.size());
+  for (const PendingKey& key : pending_) order.push_back(gangs_.at(key.id));
+
+  for (const GangPtr& gang : order) {
+    // 3. Gate: a held queue admits nothing new.
+    const Queue& queue = queues_.at(gang->spec.queue);
+    if (queue.held) {
+      SetReason(gang, absl::StrCat("QUEUE_HELD: queue ", queue.name.value(),
+                                   " is held"));
+      continue;
+    }
+    // 4. Place every pod set on the live fleet, all or nothing.
+    PlacementResult placement = PlaceGang(gang->spec, fleet_);
+    if (!placement.placed) {
+      // 5. Every gang left pending carries its reason.
+      SetReason(gang, std::move(placement.reason));
+      continue;
+    }
+    // 6. Admit: allocate GPUs, record the ADMITTED event.
+    Admit(gang, std::move(placement.pods), now);
+  }
+}
+
+void Scheduler::ExpireAndTrim(absl::Time now) {
+  while (!request_expiry_.empty() && request_expiry_.begin()->first <= now) {
+    auto key = request_expiry_.begin()->second;
+    request_expiry_.erase(request_expiry_.begin());
+    auto it = requests_.find(key);
+    if (it != requests_.end() && it->second.expires <= now) {
+      requests_.erase(it);
+      requests_deleted_.push_back(key);
+    }
+  }
+  const RetentionConfig& keep = config_.retention;
+  while (!finished_.empty() &&
+         (static_cast<int64_t>(finished_.size()) > keep.finished_gangs ||
+          finished_.begin()->first + keep.finished_gang_age <= now)) {
+    const GangId id = finished_.begin()->second;
+    const Gang& gang = *gangs_.at(id);
+    --gang_counts_[{gang.spec.queue, gang.state}];
+    finished_.erase(finished_.begin());
+    gangs_.erase(id);
+    dirty_gangs_.erase(id);
+    deleted_gangs_.insert(id);
+  }
+  if (revision_ - first_retained_revision_ + 1 > keep.events) {
+    first_retained_revision_ = revision_ - keep.events + 1;
+    trim_events_before_ = first_retained_revision_;
+    dirty_meta_ = true;
+  }
+}
+
+Mutation Scheduler::TakeMutation() {
+  Mutation m;
+  for (const GangId& id : dirty_gangs_) m.gangs_put.push_back(gangs_.at(id));
+  m.gangs_deleted.assign(deleted_gangs_.begin(), deleted_gangs_.end());
+  for (const NodeId& id : dirty_nodes_) {
+    m.nodes_put.push_back(fleet_.slots()[fleet_.Find(id)].node);
+  }
+  m.nodes_deleted.assign(deleted_nodes_.begin(), deleted_nodes_.end());
+  for (const QueueName& name : dirty_queues_) {
+    m.queues_put.push_back(queues_.at(name));
+  }
+  m.queues_deleted.assign(deleted_queues_.begin(), deleted_queues_.end());
+  if (dirty_config_) m.config = config_;
+  m.requests_put = std::move(requests_put_);
+  m.requests_deleted = std::move(requests_deleted_);
+  m.events = std::move(events_);
+  m.trim_events_before = trim_events_before_;
+  m.meta = Meta{revision_, next_gang_seq_, first_retained_revision_};
+
+  dirty_gangs_.clear();
+  deleted_gangs_.clear();
+  dirty_nodes_.clear();
+  deleted_nodes_.clear();
+  dirty_queues_.clear();
+  deleted_queues_.clear();
+  dirty_config_ = false;
+  requests_put_.clear();
+  requests_deleted_.clear();
+  events_.clear();
+  trim_events_before_ = 0;
+  dirty_meta_ = false;
+  return m;
+}
+
+// ---------------------------------------------------------------------------
+// Reads.
+
+absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
+  GangPtr gang = FindGang(id);
+  if (gang == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("gang_id: no gang \"", id.value(), "\""));
+  }
+  Explanation explanation{gang, "", 0, 0};
+  if (gang->state != GangState::kPending) return explanation;
+  explanation.reason = gang->reason;
+  int position = 0;
+  int in_queue = 0;
+  for (const PendingKey& key : pending_) {
+    ++position;
+    const bool same_queue = gangs_.at(key.id)->spec.queue == gang->spec.queue;
+    if (same_queue) ++in_queue;
+    if (key.id == id) break;
+  }
+  explanation.position = position;
+  explanation.position_in_queue = in_queue;
+  return explanation;
+}
+
+absl::StatusOr<PlacementResult> Scheduler::DryRun(GangSpec spec) {
+  NormalizeGangSpec(spec);
+  RETURN_IF_ERROR(CheckSubmittable(spec));
+  return PlaceGang(spec, fleet_);
+}
+
+}  // namespace phalanx::core

@@ -1,0 +1,183 @@
+// Scheduler: the whole scheduling state and its commands, as pure logic
+// (DESIGN §3–§4). Commands validate, change state and record what changed;
+// RunCycle admits pending gangs all or nothing; TakeMutation hands the
+// changes to the caller to persist. Time is always an argument.
+//
+// Owned by one thread (the scheduler loop in the daemon, the simulator's main
+// loop); not thread-safe.
+#ifndef PHALANX_CORE_SCHEDULER_H_
+#define PHALANX_CORE_SCHEDULER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/fleet.h"
+#include "core/model.h"
+#include "core/placement.h"
+#include "core/state_store.h"
+
+namespace phalanx::core {
+
+struct SubmitResult {
+  GangPtr gang;
+  bool created = false;  // false: an earlier submit with the same request_id
+};
+
+// A launcher's report (ReportGang).
+struct GangReport {
+  GangId gang_id;
+  std::optional<GangState> state;  // RUNNING, SUCCEEDED or FAILED
+  std::optional<absl::Time> last_checkpoint_time;
+  bool preemption_acknowledged = false;
+  std::string message;
+};
+
+struct Explanation {
+  GangPtr gang;
+  std::string reason;
+  int position = 0;           // among all pending gangs, 1-based; 0 = n/a
+  int position_in_queue = 0;  // among its queue's pending gangs
+};
+
+// Live figures of a queue.
+struct QueueUsage {
+  std::map<std::string, int64_t> held_gpus;  // by GPU model
+  int pending = 0;
+  int active = 0;
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(Config config = {});
+
+  // Rebuilds a scheduler from persisted state: free capacity from placements.
+  // Fails with FailedPrecondition, naming what is wrong, when an invariant is
+  // broken (a GPU held twice, a gang partly placed, a missing node or queue).
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Restore(LoadedState state,
+                                                            absl::Time now);
+
+  // --- Commands: each either changes state and returns OK, or changes
+  // nothing. ---
+
+  // Accepts `spec` as a PENDING gang. NotFound for an unknown queue;
+  // InvalidArgument naming a bad field; FailedPrecondition when it can never
+  // fit the fleet; AlreadyExists for a reused request_id with another spec.
+  absl::StatusOr<SubmitResult> Submit(GangSpec spec, absl::Time now);
+  // Cancels a non-final gang (a final gang is returned unchanged).
+  absl::StatusOr<GangPtr> Cancel(const GangId& id, absl::string_view reason,
+                                 absl::Time now);
+  // Applies a launcher's report; FailedPrecondition for a transition the
+  // lifecycle does not allow.
+  absl::StatusOr<GangPtr> Report(const GangReport& report, absl::Time now);
+  // Adds or updates nodes, all or none; existing nodes keep their state.
+  absl::StatusOr<std::vector<Node>> UpsertNodes(std::vector<Node> nodes);
+  // Changes a node's state; UNHEALTHY evicts and requeues its gangs.
+  absl::StatusOr<Node> SetNodeState(const NodeId& id, NodeState state,
+                                    absl::string_view reason, absl::Time now);
+  // Removes a node that holds no gang.
+  absl::Status RemoveNode(const NodeId& id);
+  // Records heartbeats (kept in memory only).
+  absl::Status Heartbeat(const std::vector<NodeId>& ids, absl::Time now);
+  // Creates or replaces a queue.
+  absl::StatusOr<Queue> PutQueue(Queue queue);
+  // Deletes a queue without non-final gangs or children.
+  absl::Status DeleteQueue(const QueueName& name);
+  // Replaces the configuration; Aborted when `expected_version` is stale.
+  absl::StatusOr<Config> UpdateConfig(Config config,
+                                      std::optional<int64_t> expected_version);
+
+  // Runs one admission cycle (and housekeeping: expiry and retention).
+  void RunCycle(absl::Time now);
+  // Returns everything changed since the last call and forgets it.
+  Mutation TakeMutation();
+
+  // --- Reads. ---
+  GangPtr FindGang(const GangId& id) const;
+  const absl::flat_hash_map<GangId, GangPtr>& gangs() const { return gangs_; }
+  const Config& config() const { return config_; }
+  const Fleet& fleet() const { return fleet_; }
+  std::optional<absl::Time> LastHeartbeat(const NodeId& id) const;
+  const absl::btree_map<QueueName, Queue>& queues() const { return queues_; }
+  QueueUsage Usage(const QueueName& name) const;
+  int64_t revision() const { return revision_; }
+  // Why a gang waits and where it stands. NotFound for an unknown gang.
+  absl::StatusOr<Explanation> Explain(const GangId& id) const;
+  // Where `spec` would go now; nothing changes. Errors as Submit.
+  absl::StatusOr<PlacementResult> DryRun(GangSpec spec);
+  // Gangs per (queue, state), for metrics.
+  const std::map<std::pair<QueueName, GangState>, int64_t>& gang_counts()
+      const {
+    return gang_counts_;
+  }
+
+ private:
+  // Pending gangs in admission order: priority (desc), submit time, id.
+  struct PendingKey {
+    int priority;
+    absl::Time submit_time;
+    int64_t seq;
+    GangId id;
+    bool operator<(const PendingKey& other) const;
+  };
+  static PendingKey KeyOf(const Gang& gang);
+
+  absl::Status CheckSubmittable(const GangSpec& spec) const;
+  GangPtr Put(Gang gang);
+  GangPtr Transition(Gang gang, EventType type, absl::Time now);
+  void Charge(const Gang& gang, int sign);
+  void ReleaseCapacity(Gang& gang);
+  void Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
+             absl::Time now);
+  void SetReason(const GangPtr& gang, std::string reason);
+  void ExpireAndTrim(absl::Time now);
+  void EvictFromNode(int slot, absl::Time now);
+
+  Config config_;
+  Fleet fleet_;
+  absl::btree_map<QueueName, Queue> queues_;
+  absl::flat_hash_map<GangId, GangPtr> gangs_;
+  std::set<PendingKey> pending_;
+  std::set<std::pair<absl::Time, GangId>> finished_;
+  absl::flat_hash_map<QueueName, QueueUsage> usage_;
+  std::map<std::pair<QueueName, GangState>, int64_t> gang_counts_;
+  absl::btree_map<std::pair<QueueName, std::string>, RequestRecord> requests_;
+  std::set<std::pair<absl::Time, std::pair<QueueName, std::string>>>
+      request_expiry_;
+  absl::flat_hash_map<NodeId, absl::Time> heartbeats_;
+  int64_t revision_ = 0;
+  int64_t next_gang_seq_ = 1;
+  int64_t first_retained_revision_ = 1;
+
+  // What changed since the last TakeMutation.
+  absl::btree_set<GangId> dirty_gangs_;
+  absl::btree_set<GangId> deleted_gangs_;
+  absl::btree_set<NodeId> dirty_nodes_;
+  absl::btree_set<NodeId> deleted_nodes_;
+  absl::btree_set<QueueName> dirty_queues_;
+  absl::btree_set<QueueName> deleted_queues_;
+  bool dirty_config_ = false;
+  std::vector<RequestRecord> requests_put_;
+  std::vector<std::pair<QueueName, std::string>> requests_deleted_;
+  std::vector<Event> events_;
+  int64_t trim_events_before_ = 0;
+  bool dirty_meta_ = false;
+};
+
+// Parses the sequence number of a gang id "g-000042" (0 if malformed).
+int64_t GangSeq(const GangId& id);
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_SCHEDULER_H_

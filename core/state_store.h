@@ -1,0 +1,62 @@
+// StateStore: the port through which Phalanx persists its state (DESIGN §7).
+// Core declares it; storage/ implements it on RocksDB and memory_store.h in
+// memory. Implementations say whether they are thread-safe.
+#ifndef PHALANX_CORE_STATE_STORE_H_
+#define PHALANX_CORE_STATE_STORE_H_
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/model.h"
+
+namespace phalanx::core {
+
+// Everything a scheduler needs at start-up.
+struct LoadedState {
+  std::optional<Config> config;  // unset on a fresh store
+  std::vector<Node> nodes;
+  std::vector<Queue> queues;
+  std::vector<Gang> gangs;  // non-final and retained final gangs
+  std::vector<RequestRecord> requests;
+  Meta meta;
+};
+
+// What one scheduler-loop batch changed; committed atomically.
+struct Mutation {
+  std::vector<GangPtr> gangs_put;
+  std::vector<GangId> gangs_deleted;
+  std::vector<Node> nodes_put;
+  std::vector<NodeId> nodes_deleted;
+  std::vector<Queue> queues_put;
+  std::vector<QueueName> queues_deleted;
+  std::optional<Config> config;
+  std::vector<RequestRecord> requests_put;
+  std::vector<std::pair<QueueName, std::string>> requests_deleted;
+  std::vector<Event> events;
+  int64_t trim_events_before = 0;  // drop events below this revision; 0 = none
+  Meta meta;
+
+  // Returns true when nothing needs to be written.
+  bool empty() const;
+};
+
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+  // Reads the whole persisted state.
+  virtual absl::StatusOr<LoadedState> LoadAll() = 0;
+  // Writes `mutation` atomically and durably before returning OK.
+  virtual absl::Status Commit(const Mutation& mutation) = 0;
+  // Returns up to `limit` events with revision > `after`, in order. Fails
+  // with OutOfRange when events after `after` have been trimmed.
+  virtual absl::StatusOr<std::vector<Event>> ReadEvents(int64_t after,
+                                                        int limit) = 0;
+};
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_STATE_STORE_H_
