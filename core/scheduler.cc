@@ -45,7 +45,9 @@ Scheduler::PendingKey Scheduler::KeyOf(const Gang& gang) {
 }
 
 Scheduler::Scheduler(Config config)
-    : config_(std::move(config)), fleet_(config_.topology_levels) {}
+    : config_(std::move(config)),
+      fleet_(config_.topology_levels),
+      dirty_config_(true) {}
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(
     LoadedState state, absl::Time now) {
@@ -96,7 +98,9 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(
   s.revision_ = state.meta.last_revision;
   s.next_gang_seq_ = state.meta.next_gang_seq;
   s.first_retained_revision_ = state.meta.first_retained_revision;
-  s.dirty_gangs_.clear();  // nothing loaded needs writing back
+  // Nothing loaded needs writing back.
+  s.dirty_gangs_.clear();
+  s.dirty_config_ = false;
   return scheduler;
 }
 

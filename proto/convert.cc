@@ -1,0 +1,390 @@
+#include "proto/convert.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace phalanx::convert {
+namespace {
+
+absl::Status BadEnum(absl::string_view field, int value) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": unknown value ", value));
+}
+
+std::optional<absl::Time> OptionalTime(
+    bool has, const google::protobuf::Timestamp& ts) {
+  if (!has) return std::nullopt;
+  return FromProto(ts);
+}
+
+absl::StatusOr<core::TopologyMode> ModeFromProto(int value,
+                                                 absl::string_view field) {
+  switch (value) {
+    case pb::TOPOLOGY_MODE_UNSPECIFIED:
+    case pb::TOPOLOGY_MODE_UNCONSTRAINED:
+      return core::TopologyMode::kUnconstrained;
+    case pb::TOPOLOGY_MODE_PREFERRED:
+      return core::TopologyMode::kPreferred;
+    case pb::TOPOLOGY_MODE_REQUIRED:
+      return core::TopologyMode::kRequired;
+  }
+  return BadEnum(field, value);
+}
+
+pb::TopologyMode ToProto(core::TopologyMode mode) {
+  switch (mode) {
+    case core::TopologyMode::kUnconstrained:
+      return pb::TOPOLOGY_MODE_UNCONSTRAINED;
+    case core::TopologyMode::kPreferred:
+      return pb::TOPOLOGY_MODE_PREFERRED;
+    case core::TopologyMode::kRequired:
+      return pb::TOPOLOGY_MODE_REQUIRED;
+  }
+  return pb::TOPOLOGY_MODE_UNSPECIFIED;
+}
+
+absl::StatusOr<core::PodSetSpec> PodSetFromProto(const pb::PodSet& in,
+                                                 const std::string& field) {
+  core::PodSetSpec out;
+  out.name = in.name();
+  out.count = in.count();
+  out.gpus = in.gpus();
+  out.cpu_millis = in.cpu_millis();
+  out.memory_bytes = in.memory_bytes();
+  out.gpu_models.assign(in.gpu_models().begin(), in.gpu_models().end());
+  ASSIGN_OR_RETURN(out.topology.mode,
+                   ModeFromProto(in.topology().mode(), field + ".topology.mode"));
+  out.topology.level = in.topology().level();
+  out.slice.size = in.slice().size();
+  out.slice.level = in.slice().level();
+  out.group = in.group();
+  return out;
+}
+
+}  // namespace
+
+absl::Time FromProto(const google::protobuf::Timestamp& ts) {
+  return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
+}
+
+void ToProto(absl::Time time, google::protobuf::Timestamp* out) {
+  const int64_t nanos = absl::ToUnixNanos(time);
+  int64_t seconds = nanos / 1'000'000'000;
+  int64_t rest = nanos % 1'000'000'000;
+  if (rest < 0) {
+    rest += 1'000'000'000;
+    --seconds;
+  }
+  out->set_seconds(seconds);
+  out->set_nanos(static_cast<int32_t>(rest));
+}
+
+absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+void ToProto(absl::Duration duration, google::protobuf::Duration* out) {
+  const int64_t nanos = absl::ToInt64Nanoseconds(duration);
+  out->set_seconds(nanos / 1'000'000'000);
+  out->set_nanos(static_cast<int32_t>(nanos % 1'000'000'000));
+}
+
+absl::StatusOr<core::GangState> GangStateFromProto(int value,
+                                                   absl::string_view field) {
+  switch (value) {
+    case pb::GANG_STATE_PENDING:
+      return core::GangState::kPending;
+    case pb::GANG_STATE_ADMITTED:
+      return core::GangState::kAdmitted;
+    case pb::GANG_STATE_RUNNING:
+      return core::GangState::kRunning;
+    case pb::GANG_STATE_PREEMPTING:
+      return core::GangState::kPreempting;
+    case pb::GANG_STATE_SUCCEEDED:
+      return core::GangState::kSucceeded;
+    case pb::GANG_STATE_FAILED:
+      return core::GangState::kFailed;
+    case pb::GANG_STATE_CANCELLED:
+      return core::GangState::kCancelled;
+  }
+  return BadEnum(field, value);
+}
+
+pb::GangState ToProto(core::GangState state) {
+  return static_cast<pb::GangState>(static_cast<int>(state) + 1);
+}
+
+absl::StatusOr<core::NodeState> NodeStateFromProto(int value,
+                                                   absl::string_view field) {
+  switch (value) {
+    case pb::NODE_STATE_READY:
+      return core::NodeState::kReady;
+    case pb::NODE_STATE_CORDONED:
+      return core::NodeState::kCordoned;
+    case pb::NODE_STATE_DRAINING:
+      return core::NodeState::kDraining;
+    case pb::NODE_STATE_UNHEALTHY:
+      return core::NodeState::kUnhealthy;
+  }
+  return BadEnum(field, value);
+}
+
+pb::NodeState ToProto(core::NodeState state) {
+  return static_cast<pb::NodeState>(static_cast<int>(state) + 1);
+}
+
+pb::EventType ToProto(core::EventType type) {
+  return static_cast<pb::EventType>(static_cast<int>(type) + 1);
+}
+
+absl::StatusOr<core::GangSpec> GangSpecFromProto(const pb::GangSpec& in,
+                                                 absl::string_view field) {
+  core::GangSpec out;
+  out.queue = core::QueueName(in.queue());
+  out.priority = in.priority();
+  out.labels.insert(in.labels().begin(), in.labels().end());
+  out.request_id = in.request_id();
+  out.estimated_runtime = FromProto(in.estimated_runtime());
+  out.max_runtime = FromProto(in.max_runtime());
+  out.allow_mixed_models = in.allow_mixed_models();
+  for (int i = 0; i < in.pod_sets_size(); ++i) {
+    ASSIGN_OR_RETURN(core::PodSetSpec set,
+                     PodSetFromProto(in.pod_sets(i), absl::StrCat(
+                                                         field, ".pod_sets[", i, "]")));
+    out.pod_sets.push_back(std::move(set));
+  }
+  return out;
+}
+
+void ToProto(const core::GangSpec& in, pb::GangSpec* out) {
+  out->set_queue(in.queue.value());
+  out->set_priority(in.priority);
+  out->mutable_labels()->insert(in.labels.begin(), in.labels.end());
+  out->set_request_id(in.request_id);
+  if (in.estimated_runtime != absl::ZeroDuration()) {
+    ToProto(in.estimated_runtime, out->mutable_estimated_runtime());
+  }
+  if (in.max_runtime != absl::ZeroDuration()) {
+    ToProto(in.max_runtime, out->mutable_max_runtime());
+  }
+  out->set_allow_mixed_models(in.allow_mixed_models);
+  for (const core::PodSetSpec& set : in.pod_sets) {
+    pb::PodSet* p = out->add_pod_sets();
+    p->set_name(set.name);
+    p->set_count(set.count);
+    p->set_gpus(set.gpus);
+    p->set_cpu_millis(set.cpu_millis);
+    p->set_memory_bytes(set.memory_bytes);
+    for (const std::string& model : set.gpu_models) p->add_gpu_models(model);
+    p->mutable_topology()->set_mode(ToProto(set.topology.mode));
+    p->mutable_topology()->set_level(set.topology.level);
+    if (set.slice.size != 0 || !set.slice.level.empty()) {
+      p->mutable_slice()->set_size(set.slice.size);
+      p->mutable_slice()->set_level(set.slice.level);
+    }
+    p->set_group(set.group);
+  }
+}
+
+void ToProto(const core::PodPlacement& in, pb::PodPlacement* out) {
+  out->set_pod_set(in.pod_set);
+  out->set_index(in.index);
+  out->set_node(in.node.value());
+  for (int gpu : in.gpu_indices) out->add_gpu_indices(gpu);
+}
+
+void ToProto(const core::Gang& in, pb::Gang* out) {
+  out->set_id(in.id.value());
+  ToProto(in.spec, out->mutable_spec());
+  out->set_state(ToProto(in.state));
+  out->set_reason(in.reason);
+  ToProto(in.submit_time, out->mutable_submit_time());
+  if (in.admit_time) ToProto(*in.admit_time, out->mutable_admit_time());
+  if (in.finish_time) ToProto(*in.finish_time, out->mutable_finish_time());
+  for (const core::PodPlacement& pod : in.placement) {
+    ToProto(pod, out->add_placement());
+  }
+  out->set_revision(in.revision);
+  out->set_attempts(in.attempts);
+  if (in.last_checkpoint_time) {
+    ToProto(*in.last_checkpoint_time, out->mutable_last_checkpoint_time());
+  }
+  out->set_message(in.message);
+}
+
+absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
+  core::Gang out;
+  out.id = core::GangId(in.id());
+  ASSIGN_OR_RETURN(out.spec, GangSpecFromProto(in.spec(), "spec"));
+  ASSIGN_OR_RETURN(out.state, GangStateFromProto(in.state(), "state"));
+  out.reason = in.reason();
+  out.submit_time = FromProto(in.submit_time());
+  out.admit_time = OptionalTime(in.has_admit_time(), in.admit_time());
+  out.finish_time = OptionalTime(in.has_finish_time(), in.finish_time());
+  for (const pb::PodPlacement& pod : in.placement()) {
+    out.placement.push_back(core::PodPlacement{
+        pod.pod_set(), pod.index(), core::NodeId(pod.node()),
+        {pod.gpu_indices().begin(), pod.gpu_indices().end()}});
+  }
+  out.revision = in.revision();
+  out.attempts = in.attempts();
+  out.last_checkpoint_time = OptionalTime(in.has_last_checkpoint_time(),
+                                          in.last_checkpoint_time());
+  out.message = in.message();
+  return out;
+}
+
+void ToProto(const core::Event& in, pb::GangEvent* out) {
+  out->set_revision(in.revision);
+  out->set_type(ToProto(in.type));
+  ToProto(in.time, out->mutable_time());
+  if (in.gang) ToProto(*in.gang, out->mutable_gang());
+}
+
+absl::StatusOr<core::Event> EventFromProto(const pb::GangEvent& in) {
+  core::Event out;
+  out.revision = in.revision();
+  if (in.type() < pb::EVENT_TYPE_SUBMITTED || in.type() > pb::EVENT_TYPE_BOOKMARK) {
+    return BadEnum("type", in.type());
+  }
+  out.type = static_cast<core::EventType>(in.type() - 1);
+  out.time = FromProto(in.time());
+  if (in.has_gang()) {
+    ASSIGN_OR_RETURN(core::Gang gang, GangFromProto(in.gang()));
+    out.gang = std::make_shared<const core::Gang>(std::move(gang));
+  }
+  return out;
+}
+
+absl::StatusOr<core::Node> NodeFromProto(const pb::Node& in,
+                                         absl::string_view field) {
+  core::Node out;
+  out.spec.id = core::NodeId(in.id());
+  out.spec.gpu_model = in.gpu_model();
+  out.spec.gpu_count = in.gpu_count();
+  out.spec.cpu_millis = in.cpu_millis();
+  out.spec.memory_bytes = in.memory_bytes();
+  out.spec.labels.insert(in.labels().begin(), in.labels().end());
+  if (in.state() == pb::NODE_STATE_UNSPECIFIED) {
+    out.state = core::NodeState::kReady;
+  } else {
+    ASSIGN_OR_RETURN(out.state, NodeStateFromProto(
+                                    in.state(), absl::StrCat(field, ".state")));
+  }
+  out.state_reason = in.state_reason();
+  return out;
+}
+
+void ToProto(const core::Node& in, pb::Node* out) {
+  out->set_id(in.spec.id.value());
+  out->set_gpu_model(in.spec.gpu_model);
+  out->set_gpu_count(in.spec.gpu_count);
+  out->set_cpu_millis(in.spec.cpu_millis);
+  out->set_memory_bytes(in.spec.memory_bytes);
+  out->mutable_labels()->insert(in.spec.labels.begin(), in.spec.labels.end());
+  out->set_state(ToProto(in.state));
+  out->set_state_reason(in.state_reason);
+}
+
+core::Queue QueueFromProto(const pb::Queue& in) {
+  core::Queue out;
+  out.name = core::QueueName(in.name());
+  out.parent = core::QueueName(in.parent());
+  out.weight = in.weight();
+  out.nominal_gpus.insert(in.nominal_gpus().begin(), in.nominal_gpus().end());
+  out.borrowing_limit_gpus = in.borrowing_limit_gpus();
+  out.lending_limit_gpus = in.lending_limit_gpus();
+  out.held = in.held();
+  return out;
+}
+
+void ToProto(const core::Queue& in, pb::Queue* out) {
+  out->set_name(in.name.value());
+  out->set_parent(in.parent.value());
+  out->set_weight(in.weight);
+  out->mutable_nominal_gpus()->insert(in.nominal_gpus.begin(),
+                                      in.nominal_gpus.end());
+  out->set_borrowing_limit_gpus(in.borrowing_limit_gpus);
+  out->set_lending_limit_gpus(in.lending_limit_gpus);
+  out->set_held(in.held);
+}
+
+absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
+                                             absl::string_view field) {
+  (void)field;  // every proto value is representable; ValidateConfig checks
+  core::Config out;
+  out.topology_levels.assign(in.topology_levels().begin(),
+                             in.topology_levels().end());
+  if (in.has_cycle_interval()) out.cycle_interval = FromProto(in.cycle_interval());
+  const pb::RetentionConfig& r = in.retention();
+  if (r.finished_gangs() != 0) out.retention.finished_gangs = r.finished_gangs();
+  if (r.has_finished_gang_age()) {
+    out.retention.finished_gang_age = FromProto(r.finished_gang_age());
+  }
+  if (r.events() != 0) out.retention.events = r.events();
+  if (in.watch().has_bookmark_interval()) {
+    out.watch.bookmark_interval = FromProto(in.watch().bookmark_interval());
+  }
+  if (in.watch().max_lag_events() != 0) {
+    out.watch.max_lag_events = in.watch().max_lag_events();
+  }
+  if (in.idempotency().has_retention()) {
+    out.idempotency_retention = FromProto(in.idempotency().retention());
+  }
+  if (in.node().has_heartbeat_timeout()) {
+    out.heartbeat_timeout = FromProto(in.node().heartbeat_timeout());
+  }
+  if (in.node().has_startup_grace()) {
+    out.startup_grace = FromProto(in.node().startup_grace());
+  }
+  out.version = in.version();
+  return out;
+}
+
+void ToProto(const core::Config& in, pb::Config* out) {
+  for (const std::string& level : in.topology_levels) {
+    out->add_topology_levels(level);
+  }
+  ToProto(in.cycle_interval, out->mutable_cycle_interval());
+  out->mutable_retention()->set_finished_gangs(in.retention.finished_gangs);
+  ToProto(in.retention.finished_gang_age,
+          out->mutable_retention()->mutable_finished_gang_age());
+  out->mutable_retention()->set_events(in.retention.events);
+  ToProto(in.watch.bookmark_interval,
+          out->mutable_watch()->mutable_bookmark_interval());
+  out->mutable_watch()->set_max_lag_events(in.watch.max_lag_events);
+  ToProto(in.idempotency_retention,
+          out->mutable_idempotency()->mutable_retention());
+  ToProto(in.heartbeat_timeout, out->mutable_node()->mutable_heartbeat_timeout());
+  ToProto(in.startup_grace, out->mutable_node()->mutable_startup_grace());
+  out->set_version(in.version);
+}
+
+core::RequestRecord RequestFromProto(const storage::v1::RequestRecord& in,
+                                     const core::QueueName& queue,
+                                     const std::string& request_id) {
+  return core::RequestRecord{queue, request_id, core::GangId(in.gang_id()),
+                             in.spec_fingerprint(), FromProto(in.expires())};
+}
+
+void ToProto(const core::RequestRecord& in, storage::v1::RequestRecord* out) {
+  out->set_gang_id(in.gang_id.value());
+  out->set_spec_fingerprint(in.spec_fingerprint);
+  ToProto(in.expires, out->mutable_expires());
+}
+
+core::Meta MetaFromProto(const storage::v1::MetaRecord& in) {
+  return core::Meta{in.last_revision(), in.next_gang_seq(),
+                    in.first_retained_revision()};
+}
+
+void ToProto(const core::Meta& in, storage::v1::MetaRecord* out) {
+  out->set_schema_version(1);
+  out->set_last_revision(in.last_revision);
+  out->set_next_gang_seq(in.next_gang_seq);
+  out->set_first_retained_revision(in.first_retained_revision);
+}
+
+}  // namespace phalanx::convert

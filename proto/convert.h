@@ -1,0 +1,69 @@
+// Conversion between the protobuf messages of proto/ and core's values. The
+// one place this mapping is written; used by server/ and storage/.
+// Stateless functions; thread-safe.
+//
+// *FromProto functions reject what core cannot represent (unknown enum
+// values, out-of-range numbers) with InvalidArgument naming the field by its
+// path, which the caller passes in ("spec", "nodes[3]").
+#ifndef PHALANX_PROTO_CONVERT_H_
+#define PHALANX_PROTO_CONVERT_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/model.h"
+#include "phalanx/storage/v1/records.pb.h"
+#include "phalanx/v1/types.pb.h"
+
+namespace phalanx::convert {
+
+namespace pb = ::phalanx::v1;
+
+// Time.
+absl::Time FromProto(const google::protobuf::Timestamp& ts);
+void ToProto(absl::Time time, google::protobuf::Timestamp* out);
+absl::Duration FromProto(const google::protobuf::Duration& d);
+void ToProto(absl::Duration duration, google::protobuf::Duration* out);
+
+// Enums. FromProto fails for UNSPECIFIED (where meaningless) and unknown
+// values.
+absl::StatusOr<core::GangState> GangStateFromProto(int value,
+                                                   absl::string_view field);
+pb::GangState ToProto(core::GangState state);
+absl::StatusOr<core::NodeState> NodeStateFromProto(int value,
+                                                   absl::string_view field);
+pb::NodeState ToProto(core::NodeState state);
+pb::EventType ToProto(core::EventType type);
+
+// Gang specs and gangs.
+absl::StatusOr<core::GangSpec> GangSpecFromProto(const pb::GangSpec& in,
+                                                 absl::string_view field);
+void ToProto(const core::GangSpec& in, pb::GangSpec* out);
+void ToProto(const core::PodPlacement& in, pb::PodPlacement* out);
+void ToProto(const core::Gang& in, pb::Gang* out);
+absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in);
+
+// Events.
+void ToProto(const core::Event& in, pb::GangEvent* out);
+absl::StatusOr<core::Event> EventFromProto(const pb::GangEvent& in);
+
+// Nodes, queues, configuration.
+absl::StatusOr<core::Node> NodeFromProto(const pb::Node& in,
+                                         absl::string_view field);
+void ToProto(const core::Node& in, pb::Node* out);
+core::Queue QueueFromProto(const pb::Queue& in);
+void ToProto(const core::Queue& in, pb::Queue* out);
+absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
+                                             absl::string_view field);
+void ToProto(const core::Config& in, pb::Config* out);
+
+// Storage records.
+core::RequestRecord RequestFromProto(const storage::v1::RequestRecord& in,
+                                     const core::QueueName& queue,
+                                     const std::string& request_id);
+void ToProto(const core::RequestRecord& in, storage::v1::RequestRecord* out);
+core::Meta MetaFromProto(const storage::v1::MetaRecord& in);
+void ToProto(const core::Meta& in, storage::v1::MetaRecord* out);
+
+}  // namespace phalanx::convert
+
+#endif  // PHALANX_PROTO_CONVERT_H_

@@ -1,0 +1,53 @@
+#include "proto/convert.h"
+
+#include "gtest/gtest.h"
+#include "core/testing.h"
+
+namespace phalanx::convert {
+namespace {
+
+TEST(ConvertTest, GangRoundTrips) {
+  core::Gang gang;
+  gang.id = core::GangId("g-000007");
+  gang.spec = core::testing::Spec("llm").Pods(4, 8).Required("rack").Models(
+      {"H200", "H100"});
+  gang.spec.labels = {{"team", "pretrain"}};
+  gang.spec.estimated_runtime = absl::Hours(3);
+  gang.state = core::GangState::kAdmitted;
+  gang.submit_time = absl::FromUnixMillis(1'700'000'000'123);
+  gang.admit_time = gang.submit_time + absl::Seconds(5);
+  gang.placement = {{"set-0", 0, core::NodeId("n1"), {0, 1, 2, 3, 4, 5, 6, 7}}};
+  gang.revision = 42;
+  gang.attempts = 1;
+  pb::Gang proto;
+  ToProto(gang, &proto);
+  auto back = GangFromProto(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, gang);
+}
+
+TEST(ConvertTest, UnknownEnumValuesNameTheField) {
+  pb::GangSpec spec;
+  spec.add_pod_sets()->mutable_topology()->set_mode(
+      static_cast<pb::TopologyMode>(9));
+  auto result = GangSpecFromProto(spec, "spec");
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(result.status().message(),
+            "spec.pod_sets[0].topology.mode: unknown value 9");
+}
+
+TEST(ConvertTest, ConfigDefaultsFillUnsetFields) {
+  pb::Config proto;
+  proto.add_topology_levels("block");
+  auto config = ConfigFromProto(proto, "config");
+  ASSERT_TRUE(config.ok());
+  core::Config expected;
+  expected.topology_levels = {"block"};
+  EXPECT_EQ(*config, expected);
+  pb::Config again;
+  ToProto(*config, &again);
+  EXPECT_EQ(*ConfigFromProto(again, "config"), expected);
+}
+
+}  // namespace
+}  // namespace phalanx::convert

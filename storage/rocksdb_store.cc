@@ -1,0 +1,237 @@
+#include "storage/rocksdb_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "phalanx/storage/v1/records.pb.h"
+#include "phalanx/v1/types.pb.h"
+#include "proto/convert.h"
+#include "rocksdb/db.h"
+#include "rocksdb/statistics.h"
+#include "rocksdb/write_batch.h"
+
+namespace phalanx::storage {
+namespace {
+
+namespace pb = ::phalanx::v1;
+
+// Column families, in handle order.
+enum Family { kDefault, kNodes, kQueues, kGangs, kLedger, kConfig, kEvents,
+              kRequests, kMeta, kFamilies };
+constexpr const char* kFamilyNames[kFamilies] = {
+    "default", "nodes",  "queues",   "gangs", "ledger",
+    "config",  "events", "requests", "meta"};
+constexpr char kMetaKey[] = "state";
+constexpr char kConfigKey[] = "current";
+
+absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", s.ToString()));
+}
+
+std::string RequestKey(const core::QueueName& queue, const std::string& id) {
+  return absl::StrCat(queue.value(), std::string(1, '\0'), id);
+}
+
+template <typename Message>
+absl::Status ParseInto(const rocksdb::Slice& value, Message* message,
+                       absl::string_view what) {
+  if (!message->ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+    return absl::DataLossError(absl::StrCat("cannot parse ", what));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string EventKey(int64_t revision) {
+  std::string key(8, '\0');
+  for (int i = 7; i >= 0; --i) {
+    key[i] = static_cast<char>(revision & 0xff);
+    revision >>= 8;
+  }
+  return key;
+}
+
+absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
+    const std::string& dir, Options options) {
+  std::unique_ptr<RocksDbStore> store(new RocksDbStore());
+  store->options_ = options;
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.max_total_wal_size = options.max_total_wal_size;
+  store->statistics_ = rocksdb::CreateDBStatistics();
+  db_options.statistics = store->statistics_;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const char* name : kFamilyNames) {
+    families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  }
+  rocksdb::DB* db = nullptr;
+  RETURN_IF_ERROR(FromRocks(
+      rocksdb::DB::Open(db_options, dir, families, &store->handles_, &db),
+      absl::StrCat("open ", dir)));
+  store->db_.reset(db);
+  return store;
+}
+
+RocksDbStore::~RocksDbStore() {
+  for (rocksdb::ColumnFamilyHandle* handle : handles_) {
+    db_->DestroyColumnFamilyHandle(handle);
+  }
+  if (db_) db_->Close();
+}
+
+uint64_t RocksDbStore::WalSyncs() const {
+  return statistics_->getTickerCount(rocksdb::WAL_FILE_SYNCED);
+}
+
+absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
+  core::LoadedState state;
+  std::string value;
+  rocksdb::Status s = db_->Get({}, handles_[kConfig], kConfigKey, &value);
+  if (s.ok()) {
+    pb::Config config;
+    RETURN_IF_ERROR(ParseInto(value, &config, "config"));
+    ASSIGN_OR_RETURN(state.config, convert::ConfigFromProto(config, "config"));
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read config");
+  }
+  s = db_->Get({}, handles_[kMeta], kMetaKey, &value);
+  if (s.ok()) {
+    storage::v1::MetaRecord meta;
+    RETURN_IF_ERROR(ParseInto(value, &meta, "meta"));
+    state.meta = convert::MetaFromProto(meta);
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read meta");
+  }
+  first_retained_ = state.meta.first_retained_revision;
+
+  auto scan = [&](Family family, auto&& each) -> absl::Status {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[family]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      RETURN_IF_ERROR(each(it->key(), it->value()));
+    }
+    return FromRocks(it->status(), kFamilyNames[family]);
+  };
+  RETURN_IF_ERROR(scan(kNodes, [&](auto, const rocksdb::Slice& v) -> absl::Status {
+    pb::Node node;
+    RETURN_IF_ERROR(ParseInto(v, &node, "node"));
+    ASSIGN_OR_RETURN(core::Node n, convert::NodeFromProto(node, "node"));
+    state.nodes.push_back(std::move(n));
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(scan(kQueues, [&](auto, const rocksdb::Slice& v) -> absl::Status {
+    pb::Queue queue;
+    RETURN_IF_ERROR(ParseInto(v, &queue, "queue"));
+    state.queues.push_back(convert::QueueFromProto(queue));
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(scan(kGangs, [&](auto, const rocksdb::Slice& v) -> absl::Status {
+    pb::Gang gang;
+    RETURN_IF_ERROR(ParseInto(v, &gang, "gang"));
+    ASSIGN_OR_RETURN(core::Gang g, convert::GangFromProto(gang));
+    state.gangs.push_back(std::move(g));
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(scan(kRequests, [&](const rocksdb::Slice& k,
+                                      const rocksdb::Slice& v) -> absl::Status {
+    storage::v1::RequestRecord record;
+    RETURN_IF_ERROR(ParseInto(v, &record, "request"));
+    const std::string key = k.ToString();
+    const size_t split = key.find('\0');
+    state.requests.push_back(convert::RequestFromProto(
+        record, core::QueueName(key.substr(0, split)), key.substr(split + 1)));
+    return absl::OkStatus();
+  }));
+  return state;
+}
+
+absl::Status RocksDbStore::Commit(const core::Mutation& m) {
+  rocksdb::WriteBatch batch;
+  std::string buffer;
+  auto put = [&](Family family, const std::string& key,
+                 const google::protobuf::Message& message) {
+    message.SerializeToString(&buffer);
+    batch.Put(handles_[family], key, buffer);
+  };
+  for (const core::GangPtr& gang : m.gangs_put) {
+    pb::Gang proto;
+    convert::ToProto(*gang, &proto);
+    put(kGangs, gang->id.value(), proto);
+  }
+  for (const core::GangId& id : m.gangs_deleted) {
+    batch.Delete(handles_[kGangs], id.value());
+  }
+  for (const core::Node& node : m.nodes_put) {
+    pb::Node proto;
+    convert::ToProto(node, &proto);
+    put(kNodes, node.spec.id.value(), proto);
+  }
+  for (const core::NodeId& id : m.nodes_deleted) {
+    batch.Delete(handles_[kNodes], id.value());
+  }
+  for (const core::Queue& queue : m.queues_put) {
+    pb::Queue proto;
+    convert::ToProto(queue, &proto);
+    put(kQueues, queue.name.value(), proto);
+  }
+  for (const core::QueueName& name : m.queues_deleted) {
+    batch.Delete(handles_[kQueues], name.value());
+  }
+  if (m.config) {
+    pb::Config proto;
+    convert::ToProto(*m.config, &proto);
+    put(kConfig, kConfigKey, proto);
+  }
+  for (const core::RequestRecord& record : m.requests_put) {
+    storage::v1::RequestRecord proto;
+    convert::ToProto(record, &proto);
+    put(kRequests, RequestKey(record.queue, record.request_id), proto);
+  }
+  for (const auto& [queue, id] : m.requests_deleted) {
+    batch.Delete(handles_[kRequests], RequestKey(queue, id));
+  }
+  for (const core::Event& event : m.events) {
+    pb::GangEvent proto;
+    convert::ToProto(event, &proto);
+    put(kEvents, EventKey(event.revision), proto);
+  }
+  if (m.trim_events_before > 0) {
+    batch.DeleteRange(handles_[kEvents], EventKey(0),
+                      EventKey(m.trim_events_before));
+  }
+  storage::v1::MetaRecord meta;
+  convert::ToProto(m.meta, &meta);
+  put(kMeta, kMetaKey, meta);
+
+  rocksdb::WriteOptions write_options;
+  write_options.sync = options_.sync;
+  RETURN_IF_ERROR(FromRocks(db_->Write(write_options, &batch), "commit"));
+  first_retained_ = m.meta.first_retained_revision;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(int64_t after,
+                                                                  int limit) {
+  const int64_t oldest = first_retained_.load();
+  if (after + 1 < oldest) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "after_revision: events up to ", oldest - 1,
+        " have been trimmed; list again and watch from its revision"));
+  }
+  std::vector<core::Event> events;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kEvents]));
+  for (it->Seek(EventKey(after + 1));
+       it->Valid() && static_cast<int>(events.size()) < limit; it->Next()) {
+    pb::GangEvent proto;
+    RETURN_IF_ERROR(ParseInto(it->value(), &proto, "event"));
+    ASSIGN_OR_RETURN(core::Event event, convert::EventFromProto(proto));
+    events.push_back(std::move(event));
+  }
+  RETURN_IF_ERROR(FromRocks(it->status(), "read events"));
+  return events;
+}
+
+}  // namespace phalanx::storage

@@ -1,0 +1,72 @@
+// RocksDbStore: the StateStore of DESIGN §7 on an embedded RocksDB. One column
+// family per kind of record; values are the protobuf messages of proto/.
+// Commit writes one atomic WriteBatch with sync=true, so a mutation is durable
+// when Commit returns OK.
+//
+// Thread-safe: Commit is meant for one writer (the scheduler loop); ReadEvents
+// may run concurrently from any thread.
+#ifndef PHALANX_STORAGE_ROCKSDB_STORE_H_
+#define PHALANX_STORAGE_ROCKSDB_STORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/state_store.h"
+
+namespace rocksdb {
+class ColumnFamilyHandle;
+class DB;
+class Statistics;
+}  // namespace rocksdb
+
+namespace phalanx::storage {
+
+class RocksDbStore : public core::StateStore {
+ public:
+  struct Options {
+    // fsync the WAL on every commit. Only benchmarks may turn this off.
+    bool sync = true;
+    // Bound on the WAL, so rarely written column families do not keep old
+    // WAL files alive and make restarts replay them.
+    uint64_t max_total_wal_size = 64ull << 20;
+  };
+
+  // Opens (creating when missing) the store in `dir`.
+  static absl::StatusOr<std::unique_ptr<RocksDbStore>> Open(
+      const std::string& dir, Options options);
+  static absl::StatusOr<std::unique_ptr<RocksDbStore>> Open(
+      const std::string& dir) {
+    return Open(dir, Options{});
+  }
+  ~RocksDbStore() override;
+
+  absl::StatusOr<core::LoadedState> LoadAll() override;
+  absl::Status Commit(const core::Mutation& mutation) override;
+  absl::StatusOr<std::vector<core::Event>> ReadEvents(int64_t after,
+                                                      int limit) override;
+
+  // WAL fsyncs since open (RocksDB's WAL_FILE_SYNCED ticker).
+  uint64_t WalSyncs() const;
+  // Oldest revision still readable by ReadEvents.
+  int64_t first_retained_revision() const { return first_retained_.load(); }
+
+ private:
+  RocksDbStore() = default;
+
+  Options options_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::shared_ptr<rocksdb::Statistics> statistics_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  std::atomic<int64_t> first_retained_{1};
+};
+
+// Big-endian encoding of a revision: keys sort in revision order.
+std::string EventKey(int64_t revision);
+
+}  // namespace phalanx::storage
+
+#endif  // PHALANX_STORAGE_ROCKSDB_STORE_H_
