@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define PHALANX_CHECK(cond)                                              \
-  do {                                                                   \
-    if (!(cond)) {                                                       \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,        \
-                   __LINE__, #cond);                                     \
-      std::abort();                                                      \
-    }                                                                    \
+#define PHALANX_CHECK(cond)                                                 \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+                   #cond);                                                  \
+      std::abort();                                                         \
+    }                                                                       \
   } while (false)
 
 #endif  // PHALANX_CORE_CHECK_H_

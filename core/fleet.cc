@@ -107,7 +107,9 @@ std::string Fleet::PathOf(const Node& node, int depth) const {
   std::vector<absl::string_view> parts;
   for (int i = 0; i < depth; ++i) {
     auto it = node.spec.labels.find(levels_[i]);
-    parts.push_back(it == node.spec.labels.end() ? "" : it->second);
+    parts.push_back(it == node.spec.labels.end()
+                        ? absl::string_view()
+                        : absl::string_view(it->second));
   }
   return absl::StrJoin(parts, "/");
 }
@@ -171,14 +173,14 @@ absl::Status Fleet::Allocate(const Gang& gang,
       return absl::NotFoundError(absl::StrCat(
           gang.id.value(), ": pod set \"", pod.pod_set, "\" does not exist"));
     }
-    uint64_t& mask = taken.try_emplace(index, slots_[index].used_gpu_mask)
-                         .first->second;
+    uint64_t& mask =
+        taken.try_emplace(index, slots_[index].used_gpu_mask).first->second;
     for (int gpu : pod.gpu_indices) {
       if (gpu < 0 || gpu >= slots_[index].node.spec.gpu_count ||
           (mask >> gpu & 1)) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(gang.id.value(), ": GPU ", gpu, " of node \"",
-                         pod.node.value(), "\" is held twice or does not exist"));
+        return absl::FailedPreconditionError(absl::StrCat(
+            gang.id.value(), ": GPU ", gpu, " of node \"", pod.node.value(),
+            "\" is held twice or does not exist"));
       }
       mask |= uint64_t{1} << gpu;
     }

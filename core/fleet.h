@@ -36,7 +36,7 @@ class Fleet {
     std::string path;  // "b1/r07"; "" for the root
     int level = -1;    // index into levels(); -1 for the root
     int node_begin = 0;
-    int node_end = 0;                 // slots [node_begin, node_end)
+    int node_end = 0;                // slots [node_begin, node_end)
     std::vector<int> child_domains;  // empty on the lowest level
   };
 

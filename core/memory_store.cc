@@ -39,9 +39,9 @@ absl::Status MemoryStore::Commit(const Mutation& m) {
 absl::StatusOr<std::vector<Event>> MemoryStore::ReadEvents(int64_t after,
                                                            int limit) {
   if (after + 1 < meta_.first_retained_revision) {
-    return absl::OutOfRangeError(
-        absl::StrCat("after_revision: ", after, " has been trimmed; oldest is ",
-                     meta_.first_retained_revision));
+    return absl::OutOfRangeError(absl::StrCat("after_revision: ", after,
+                                              " has been trimmed; oldest is ",
+                                              meta_.first_retained_revision));
   }
   std::vector<Event> out;
   for (auto it = events_.upper_bound(after);

@@ -66,9 +66,9 @@ const char* NodeStateName(NodeState state) {
 
 const char* EventTypeName(EventType type) {
   static constexpr const char* kNames[] = {
-      "SUBMITTED", "ADMITTED", "RUNNING",  "SUCCEEDED",
+      "SUBMITTED", "ADMITTED",  "RUNNING",  "SUCCEEDED",
       "FAILED",    "CANCELLED", "REQUEUED", "PREEMPTING",
-      "EVICTED",   "REPAIRED", "RESERVED", "BOOKMARK"};
+      "EVICTED",   "REPAIRED",  "RESERVED", "BOOKMARK"};
   return kNames[static_cast<int>(type)];
 }
 

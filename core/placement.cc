@@ -26,8 +26,7 @@ int64_t PodsOnNode(const Fleet::Slot& slot, const PodSetSpec& set,
     pods = std::min<int64_t>(pods, free / set.gpus);
   }
   if (set.cpu_millis > 0 && node.cpu_millis > 0) {
-    const int64_t free =
-        node.cpu_millis - (total ? 0 : slot.used_cpu_millis);
+    const int64_t free = node.cpu_millis - (total ? 0 : slot.used_cpu_millis);
     pods = std::min(pods, std::max<int64_t>(free, 0) / set.cpu_millis);
   }
   if (set.memory_bytes > 0 && node.memory_bytes > 0) {
@@ -84,9 +83,8 @@ class PodSetPlacer {
 
   std::string ShortBy(absl::string_view where, int64_t best) const {
     if (basis_ == CapacityBasis::kTotal) {
-      return absl::StrCat("can never fit: the largest ", where, " holds ",
-                          best, " of ", set_.count, " pods of ", set_.gpus,
-                          " GPUs");
+      return absl::StrCat("can never fit: the largest ", where, " holds ", best,
+                          " of ", set_.count, " pods of ", set_.gpus, " GPUs");
     }
     return absl::StrCat("NO_FIT at level ", where, ": largest free ", where,
                         " fits ", best, " of ", set_.count, " pods");
@@ -98,8 +96,8 @@ class PodSetPlacer {
     const int depth = static_cast<int>(fleet_.levels().size());
     fills_.clear();
     if (level == depth) {
-      const int slot = Tightest(0, static_cast<int>(node_pods_.size()), -1,
-                                set_.count);
+      const int slot =
+          Tightest(0, static_cast<int>(node_pods_.size()), -1, set_.count);
       if (slot < 0) {
         reason = ShortBy(kNodeLevel, *std::max_element(node_pods_.begin(),
                                                        node_pods_.end()));
@@ -266,14 +264,12 @@ std::vector<const std::string*> ModelChoices(
   }
   std::vector<const std::string*> choices;
   for (const std::string& model : *order) {
-    const bool everyone_accepts =
-        std::all_of(spec.pod_sets.begin(), spec.pod_sets.end(),
-                    [&](const PodSetSpec& set) {
-                      return set.gpu_models.empty() ||
-                             std::find(set.gpu_models.begin(),
-                                       set.gpu_models.end(),
-                                       model) != set.gpu_models.end();
-                    });
+    const bool everyone_accepts = std::all_of(
+        spec.pod_sets.begin(), spec.pod_sets.end(), [&](const PodSetSpec& set) {
+          return set.gpu_models.empty() ||
+                 std::find(set.gpu_models.begin(), set.gpu_models.end(),
+                           model) != set.gpu_models.end();
+        });
     if (everyone_accepts) choices.push_back(&model);
   }
   return choices;
@@ -332,8 +328,7 @@ PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
     if (first_failure.reason.empty()) {
       first_failure = std::move(result);
       if (model != nullptr && fleet_models.size() > 1) {
-        first_failure.reason =
-            absl::StrCat(*model, ": ", first_failure.reason);
+        first_failure.reason = absl::StrCat(*model, ": ", first_failure.reason);
       }
     }
   }

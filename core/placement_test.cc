@@ -4,9 +4,9 @@
 #include <set>
 #include <string>
 
+#include "core/testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "core/testing.h"
 
 namespace phalanx::core {
 namespace {
@@ -27,7 +27,9 @@ Fleet MakeFleet(const std::map<int, int>& busy_per_rack) {
   for (const auto& [rack, busy] : busy_per_rack) {
     for (int n = 0; n < busy; ++n) {
       const NodeId node(absl::StrFormat("H100-0%d%02d", rack, n));
-      EXPECT_TRUE(fleet.Allocate(filler, {{"p", 0, node, {0, 1, 2, 3, 4, 5, 6, 7}}}).ok());
+      EXPECT_TRUE(
+          fleet.Allocate(filler, {{"p", 0, node, {0, 1, 2, 3, 4, 5, 6, 7}}})
+              .ok());
     }
   }
   return fleet;
@@ -44,14 +46,16 @@ std::map<std::string, int> PodsPerRack(const PlacementResult& result) {
 TEST(PlacementTest, RequiredRackChoosesTightestRack) {
   // Free whole nodes per rack: 3, 3, 2, 1.
   Fleet fleet = MakeFleet({{0, 1}, {1, 1}, {2, 2}, {3, 3}});
-  PlacementResult result = PlaceGang(Spec("q").Pods(2, 8).Required("rack"), fleet);
+  PlacementResult result =
+      PlaceGang(Spec("q").Pods(2, 8).Required("rack"), fleet);
   ASSERT_TRUE(result.placed) << result.reason;
   EXPECT_THAT(PodsPerRack(result), ElementsAre(std::pair("H100-02", 2)));
 }
 
 TEST(PlacementTest, RequiredBlockTakesLargestRacksThenTightestRemainder) {
   Fleet fleet = MakeFleet({{0, 1}, {1, 1}, {2, 2}, {3, 3}});
-  PlacementResult result = PlaceGang(Spec("q").Pods(7, 8).Required("block"), fleet);
+  PlacementResult result =
+      PlaceGang(Spec("q").Pods(7, 8).Required("block"), fleet);
   ASSERT_TRUE(result.placed) << result.reason;
   EXPECT_THAT(PodsPerRack(result),
               ElementsAre(std::pair("H100-00", 3), std::pair("H100-01", 3),
@@ -60,15 +64,18 @@ TEST(PlacementTest, RequiredBlockTakesLargestRacksThenTightestRemainder) {
 
 TEST(PlacementTest, RequiredRackThatFitsNowhereExplainsTheBestRack) {
   Fleet fleet = MakeFleet({{0, 1}, {1, 1}, {2, 2}, {3, 3}});
-  PlacementResult result = PlaceGang(Spec("q").Pods(4, 8).Required("rack"), fleet);
+  PlacementResult result =
+      PlaceGang(Spec("q").Pods(4, 8).Required("rack"), fleet);
   EXPECT_FALSE(result.placed);
   EXPECT_TRUE(result.pods.empty());
-  EXPECT_EQ(result.reason, "NO_FIT at level rack: largest free rack fits 3 of 4 pods");
+  EXPECT_EQ(result.reason,
+            "NO_FIT at level rack: largest free rack fits 3 of 4 pods");
 }
 
 TEST(PlacementTest, PreferredWalksUpToTheBlock) {
   Fleet fleet = MakeFleet({{0, 1}, {1, 1}, {2, 2}, {3, 3}});
-  PlacementResult result = PlaceGang(Spec("q").Pods(4, 8).Preferred("rack"), fleet);
+  PlacementResult result =
+      PlaceGang(Spec("q").Pods(4, 8).Preferred("rack"), fleet);
   ASSERT_TRUE(result.placed) << result.reason;
   EXPECT_EQ(result.pods.size(), 4u);
   EXPECT_THAT(PodsPerRack(result),
@@ -77,7 +84,8 @@ TEST(PlacementTest, PreferredWalksUpToTheBlock) {
 
 TEST(PlacementTest, PodsOnOneNodeGetDistinctGpus) {
   Fleet fleet = MakeFleet({});
-  PlacementResult result = PlaceGang(Spec("q").Pods(2, 4).Required("node"), fleet);
+  PlacementResult result =
+      PlaceGang(Spec("q").Pods(2, 4).Required("node"), fleet);
   ASSERT_TRUE(result.placed) << result.reason;
   ASSERT_EQ(result.pods.size(), 2u);
   EXPECT_EQ(result.pods[0].node, result.pods[1].node);
@@ -90,7 +98,8 @@ TEST(PlacementTest, UnconstrainedPacksThePartlyUsedNodeFirst) {
   Gang half;
   half.id = GangId("half");
   half.spec = Spec("q").Pods(1, 4, "p");
-  ASSERT_TRUE(fleet.Allocate(half, {{"p", 0, NodeId("H100-0203"), {0, 1, 2, 3}}}).ok());
+  ASSERT_TRUE(
+      fleet.Allocate(half, {{"p", 0, NodeId("H100-0203"), {0, 1, 2, 3}}}).ok());
   PlacementResult result = PlaceGang(Spec("q").Pods(1, 4), fleet);
   ASSERT_TRUE(result.placed);
   EXPECT_EQ(result.pods[0].node, NodeId("H100-0203"));
@@ -99,7 +108,8 @@ TEST(PlacementTest, UnconstrainedPacksThePartlyUsedNodeFirst) {
 
 TEST(PlacementTest, FleetIsUnchangedAfterPlacing) {
   Fleet fleet = MakeFleet({{0, 2}});
-  PlaceGang(Spec("q").Pods(3, 8).Required("rack").Pods(2, 8).Required("rack"), fleet);
+  PlaceGang(Spec("q").Pods(3, 8).Required("rack").Pods(2, 8).Required("rack"),
+            fleet);
   int free = 0;
   for (const Fleet::Slot& slot : fleet.slots()) free += slot.FreeGpus();
   EXPECT_EQ(free, 14 * 8);
@@ -142,11 +152,13 @@ TEST(PlacementTest, TotalBasisIgnoresUsageAndState) {
   Fleet fleet = MakeFleet({{0, 4}, {1, 4}, {2, 4}, {3, 4}});
   EXPECT_FALSE(PlaceGang(Spec("q").Pods(1, 8), fleet).placed);
   EXPECT_TRUE(PlaceGang(Spec("q").Pods(4, 8).Required("rack"), fleet,
-                        CapacityBasis::kTotal).placed);
-  PlacementResult never = PlaceGang(Spec("q").Pods(5, 8).Required("rack"), fleet,
-                                    CapacityBasis::kTotal);
+                        CapacityBasis::kTotal)
+                  .placed);
+  PlacementResult never = PlaceGang(Spec("q").Pods(5, 8).Required("rack"),
+                                    fleet, CapacityBasis::kTotal);
   EXPECT_FALSE(never.placed);
-  EXPECT_EQ(never.reason, "can never fit: the largest rack holds 4 of 5 pods of 8 GPUs");
+  EXPECT_EQ(never.reason,
+            "can never fit: the largest rack holds 4 of 5 pods of 8 GPUs");
 }
 
 }  // namespace

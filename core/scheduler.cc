@@ -49,8 +49,8 @@ Scheduler::Scheduler(Config config)
       fleet_(config_.topology_levels),
       dirty_config_(true) {}
 
-absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(
-    LoadedState state, absl::Time now) {
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
+                                                              absl::Time now) {
   auto scheduler = std::make_unique<Scheduler>(state.config.value_or(Config{}));
   Scheduler& s = *scheduler;
   auto refuse = [](absl::string_view why) {
@@ -59,8 +59,8 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(
   };
   for (const Node& node : state.nodes) {
     if (absl::Status st = s.fleet_.CheckUpsert(node.spec); !st.ok()) {
-      return refuse(absl::StrCat("node ", node.spec.id.value(), ": ",
-                                 st.message()));
+      return refuse(
+          absl::StrCat("node ", node.spec.id.value(), ": ", st.message()));
     }
     s.heartbeats_[node.spec.id] = now;
   }
@@ -70,13 +70,14 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(
   }
   for (Gang& gang : state.gangs) {
     if (!s.queues_.contains(gang.spec.queue) && !IsFinal(gang.state)) {
-      return refuse(absl::StrCat("gang ", gang.id.value(), " is in unknown queue ",
+      return refuse(absl::StrCat("gang ", gang.id.value(),
+                                 " is in unknown queue ",
                                  gang.spec.queue.value()));
     }
     const bool holds = HoldsCapacity(gang.state);
     if (holds != !gang.placement.empty() ||
-        (holds && static_cast<int>(gang.placement.size()) !=
-                      gang.spec.TotalPods())) {
+        (holds &&
+         static_cast<int>(gang.placement.size()) != gang.spec.TotalPods())) {
       return refuse(absl::StrCat("gang ", gang.id.value(), " is ",
                                  GangStateName(gang.state), " with ",
                                  gang.placement.size(), " of ",
@@ -139,7 +140,8 @@ void Scheduler::Charge(const Gang& gang, int sign) {
     const int slot = fleet_.Find(pod.node);
     PHALANX_CHECK(slot >= 0);
     const std::string& model = fleet_.slots()[slot].node.spec.gpu_model;
-    usage.held_gpus[model] += sign * static_cast<int64_t>(pod.gpu_indices.size());
+    usage.held_gpus[model] +=
+        sign * static_cast<int64_t>(pod.gpu_indices.size());
   }
 }
 
@@ -196,16 +198,15 @@ absl::Status Scheduler::CheckSubmittable(const GangSpec& spec) const {
       std::vector<std::string> known = fleet_.levels();
       known.push_back(kNodeLevel);
       return absl::InvalidArgumentError(absl::StrCat(
-          "spec.pod_sets[", i, "].topology.level: unknown level \"",
-          topo.level, "\" (levels: ", absl::StrJoin(known, ", "), ")"));
+          "spec.pod_sets[", i, "].topology.level: unknown level \"", topo.level,
+          "\" (levels: ", absl::StrJoin(known, ", "), ")"));
     }
   }
   // Can it ever fit the fleet as configured, with every GPU free?
   Fleet& fleet = const_cast<Fleet&>(fleet_);  // kTotal never allocates
   PlacementResult ever = PlaceGang(spec, fleet, CapacityBasis::kTotal);
   if (!ever.placed) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("spec: ", ever.reason));
+    return absl::FailedPreconditionError(absl::StrCat("spec: ", ever.reason));
   }
   return absl::OkStatus();
 }
@@ -401,7 +402,8 @@ absl::Status Scheduler::RemoveNode(const NodeId& id) {
   const Fleet::Slot& s = fleet_.slots()[slot];
   if (!s.Idle()) {
     std::vector<std::string> holders;
-    for (const auto& [gang, pods] : s.gang_pods) holders.push_back(gang.value());
+    for (const auto& [gang, pods] : s.gang_pods)
+      holders.push_back(gang.value());
     return absl::FailedPreconditionError(absl::StrCat(
         "node_id: node \"", id.value(), "\" holds gangs ",
         absl::StrJoin(holders, ", "), "; drain it or mark it UNHEALTHY first"));
@@ -417,8 +419,8 @@ absl::Status Scheduler::Heartbeat(const std::vector<NodeId>& ids,
                                   absl::Time now) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (fleet_.Find(ids[i]) < 0) {
-      return absl::NotFoundError(absl::StrCat("node_ids[", i, "]: no node \"",
-                                              ids[i].value(), "\""));
+      return absl::NotFoundError(
+          absl::StrCat("node_ids[", i, "]: no node \"", ids[i].value(), "\""));
     }
   }
   for (const NodeId& id : ids) heartbeats_[id] = now;
@@ -432,11 +434,10 @@ absl::StatusOr<Queue> Scheduler::PutQueue(Queue queue) {
   RETURN_IF_ERROR(ValidateQueue(queue, "queue"));
   if (!queue.parent.empty()) {
     if (!queues_.contains(queue.parent)) {
-      return absl::NotFoundError(absl::StrCat(
-          "queue.parent: no queue \"", queue.parent.value(), "\""));
+      return absl::NotFoundError(absl::StrCat("queue.parent: no queue \"",
+                                              queue.parent.value(), "\""));
     }
-    for (QueueName up = queue.parent; !up.empty();
-         up = queues_.at(up).parent) {
+    for (QueueName up = queue.parent; !up.empty(); up = queues_.at(up).parent) {
       if (up == queue.name) {
         return absl::InvalidArgumentError(
             "queue.parent: would make a cycle of queues");
@@ -456,9 +457,9 @@ absl::Status Scheduler::DeleteQueue(const QueueName& name) {
   }
   const QueueUsage usage = Usage(name);
   if (usage.pending + usage.active > 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "name: queue \"", name.value(), "\" has ", usage.pending,
-        " pending and ", usage.active, " active gangs"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("name: queue \"", name.value(), "\" has ", usage.pending,
+                     " pending and ", usage.active, " active gangs"));
   }
   for (const auto& [child, queue] : queues_) {
     if (queue.parent == name) {
@@ -489,9 +490,9 @@ absl::StatusOr<Config> Scheduler::UpdateConfig(
       if (set.topology.mode != TopologyMode::kUnconstrained &&
           level != kNodeLevel &&
           std::find(levels.begin(), levels.end(), level) == levels.end()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "config.topology_levels: gang ", id.value(), " uses level \"",
-            level, "\""));
+        return absl::FailedPreconditionError(
+            absl::StrCat("config.topology_levels: gang ", id.value(),
+                         " uses level \"", level, "\""));
       }
     }
   }

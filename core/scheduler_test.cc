@@ -3,10 +3,10 @@
 #include <set>
 #include <string>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "core/memory_store.h"
 #include "core/testing.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 
 namespace phalanx::core {
 namespace {
@@ -138,12 +138,16 @@ TEST_F(SchedulerTest, BadSubmitsNameTheFieldAndStoreNothing) {
 
 TEST_F(SchedulerTest, ReportsFollowTheLifecycle) {
   GangPtr gang = Submit(Spec("llm").Pods(1, 8));
-  auto early = scheduler_.Report({gang->id, GangState::kRunning, {}, false, ""}, now_);
+  auto early =
+      scheduler_.Report({gang->id, GangState::kRunning, {}, false, ""}, now_);
   EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition);
   Cycle();
-  ASSERT_TRUE(scheduler_.Report({gang->id, GangState::kRunning, {}, false, ""}, now_).ok());
+  ASSERT_TRUE(
+      scheduler_.Report({gang->id, GangState::kRunning, {}, false, ""}, now_)
+          .ok());
   EXPECT_EQ(Get(gang)->state, GangState::kRunning);
-  auto done = scheduler_.Report({gang->id, GangState::kSucceeded, {}, false, "ok"}, now_);
+  auto done = scheduler_.Report(
+      {gang->id, GangState::kSucceeded, {}, false, "ok"}, now_);
   ASSERT_TRUE(done.ok());
   EXPECT_EQ((*done)->state, GangState::kSucceeded);
   EXPECT_TRUE((*done)->placement.empty());
@@ -154,7 +158,9 @@ TEST_F(SchedulerTest, UnhealthyNodeEvictsAndTheGangKeepsItsPlace) {
   GangPtr gang = Submit(Spec("llm").Pods(1, 8));
   Cycle();
   const NodeId node = Get(gang)->placement[0].node;
-  ASSERT_TRUE(scheduler_.SetNodeState(node, NodeState::kUnhealthy, "xid 79", now_).ok());
+  ASSERT_TRUE(
+      scheduler_.SetNodeState(node, NodeState::kUnhealthy, "xid 79", now_)
+          .ok());
   EXPECT_EQ(Get(gang)->state, GangState::kPending);
   EXPECT_EQ(Get(gang)->submit_time, gang->submit_time);
   Cycle();
@@ -244,7 +250,9 @@ TEST(SchedulerDeterminismTest, SameCommandsGiveSamePlacements) {
     std::vector<std::vector<PodPlacement>> placements;
     for (int i = 0; i < 60; ++i) {
       const char* queue = i % 3 == 0 ? "a" : i % 3 == 1 ? "b" : "c";
-      EXPECT_TRUE(s.Submit(Spec(queue).Pods(1 + i % 5, 1 << (i % 4)).Priority(i % 2), t).ok());
+      EXPECT_TRUE(
+          s.Submit(Spec(queue).Pods(1 + i % 5, 1 << (i % 4)).Priority(i % 2), t)
+              .ok());
       if (i % 7 == 0) s.RunCycle(t += absl::Seconds(1));
     }
     s.RunCycle(t += absl::Seconds(1));

@@ -10,11 +10,11 @@
 #define PHALANX_CONCAT(a, b) PHALANX_CONCAT_INNER(a, b)
 
 // Returns the status of `expr` from the enclosing function when it is not OK.
-#define RETURN_IF_ERROR(expr)                               \
-  do {                                                      \
-    if (absl::Status status_ = (expr); !status_.ok()) {     \
-      return status_;                                       \
-    }                                                       \
+#define RETURN_IF_ERROR(expr)                           \
+  do {                                                  \
+    if (absl::Status status_ = (expr); !status_.ok()) { \
+      return status_;                                   \
+    }                                                   \
   } while (false)
 
 // Declares/assigns `lhs` from the StatusOr `expr`, or returns its status.

@@ -39,8 +39,8 @@ class Spec {
   // Adds a pod set of `count` pods with `gpus` GPUs each.
   Spec& Pods(int count, int gpus, const std::string& name = "") {
     PodSetSpec set;
-    set.name = name.empty() ? absl::StrFormat("set-%d", spec_.pod_sets.size())
-                            : name;
+    set.name =
+        name.empty() ? absl::StrFormat("set-%d", spec_.pod_sets.size()) : name;
     set.count = count;
     set.gpus = gpus;
     spec_.pod_sets.push_back(std::move(set));

@@ -56,8 +56,9 @@ absl::Status ValidatePodSet(const PodSetSpec& set, const std::string& field) {
   }
   if (!set.group.empty()) {
     return absl::UnimplementedError(
-        absl::StrCat(field, ".group: pod-set groups are not supported yet "
-                            "(scheduling-core issue)"));
+        absl::StrCat(field,
+                     ".group: pod-set groups are not supported yet "
+                     "(scheduling-core issue)"));
   }
   return absl::OkStatus();
 }
@@ -75,7 +76,8 @@ void NormalizeGangSpec(GangSpec& spec) {
 absl::Status ValidateName(absl::string_view name, absl::string_view field) {
   if (name.empty()) return Bad(field, "must not be empty");
   if (name.size() > kMaxNameBytes) {
-    return Bad(field, absl::StrCat("must be at most ", kMaxNameBytes, " bytes"));
+    return Bad(field,
+               absl::StrCat("must be at most ", kMaxNameBytes, " bytes"));
   }
   for (char c : name) {
     if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') {
@@ -193,8 +195,8 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   if (config.retention.finished_gang_age < absl::ZeroDuration()) {
     return Bad(f + ".retention.finished_gang_age", "must be >= 0");
   }
-  if (config.retention.events < 1000) {
-    return Bad(f + ".retention.events", "must be >= 1000");
+  if (config.retention.events < 10) {
+    return Bad(f + ".retention.events", "must be >= 10");
   }
   if (config.watch.bookmark_interval < absl::Milliseconds(10)) {
     return Bad(f + ".watch.bookmark_interval", "must be >= 10ms");

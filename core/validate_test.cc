@@ -1,7 +1,7 @@
 #include "core/validate.h"
 
-#include "gtest/gtest.h"
 #include "core/testing.h"
+#include "gtest/gtest.h"
 
 namespace phalanx::core {
 namespace {
@@ -9,7 +9,8 @@ namespace {
 using testing::Spec;
 
 TEST(ValidateTest, AcceptsAPlainSpec) {
-  EXPECT_TRUE(ValidateGangSpec(Spec("q").Pods(2, 8).Required("rack"), "spec").ok());
+  EXPECT_TRUE(
+      ValidateGangSpec(Spec("q").Pods(2, 8).Required("rack"), "spec").ok());
 }
 
 TEST(ValidateTest, NamesTheBadField) {

@@ -13,8 +13,8 @@ absl::Status BadEnum(absl::string_view field, int value) {
       absl::StrCat(field, ": unknown value ", value));
 }
 
-std::optional<absl::Time> OptionalTime(
-    bool has, const google::protobuf::Timestamp& ts) {
+std::optional<absl::Time> OptionalTime(bool has,
+                                       const google::protobuf::Timestamp& ts) {
   if (!has) return std::nullopt;
   return FromProto(ts);
 }
@@ -54,8 +54,8 @@ absl::StatusOr<core::PodSetSpec> PodSetFromProto(const pb::PodSet& in,
   out.cpu_millis = in.cpu_millis();
   out.memory_bytes = in.memory_bytes();
   out.gpu_models.assign(in.gpu_models().begin(), in.gpu_models().end());
-  ASSIGN_OR_RETURN(out.topology.mode,
-                   ModeFromProto(in.topology().mode(), field + ".topology.mode"));
+  ASSIGN_OR_RETURN(out.topology.mode, ModeFromProto(in.topology().mode(),
+                                                    field + ".topology.mode"));
   out.topology.level = in.topology().level();
   out.slice.size = in.slice().size();
   out.slice.level = in.slice().level();
@@ -150,9 +150,10 @@ absl::StatusOr<core::GangSpec> GangSpecFromProto(const pb::GangSpec& in,
   out.max_runtime = FromProto(in.max_runtime());
   out.allow_mixed_models = in.allow_mixed_models();
   for (int i = 0; i < in.pod_sets_size(); ++i) {
-    ASSIGN_OR_RETURN(core::PodSetSpec set,
-                     PodSetFromProto(in.pod_sets(i), absl::StrCat(
-                                                         field, ".pod_sets[", i, "]")));
+    ASSIGN_OR_RETURN(
+        core::PodSetSpec set,
+        PodSetFromProto(in.pod_sets(i),
+                        absl::StrCat(field, ".pod_sets[", i, "]")));
     out.pod_sets.push_back(std::move(set));
   }
   return out;
@@ -225,13 +226,15 @@ absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
   out.finish_time = OptionalTime(in.has_finish_time(), in.finish_time());
   for (const pb::PodPlacement& pod : in.placement()) {
     out.placement.push_back(core::PodPlacement{
-        pod.pod_set(), pod.index(), core::NodeId(pod.node()),
+        pod.pod_set(),
+        pod.index(),
+        core::NodeId(pod.node()),
         {pod.gpu_indices().begin(), pod.gpu_indices().end()}});
   }
   out.revision = in.revision();
   out.attempts = in.attempts();
-  out.last_checkpoint_time = OptionalTime(in.has_last_checkpoint_time(),
-                                          in.last_checkpoint_time());
+  out.last_checkpoint_time =
+      OptionalTime(in.has_last_checkpoint_time(), in.last_checkpoint_time());
   out.message = in.message();
   return out;
 }
@@ -246,7 +249,8 @@ void ToProto(const core::Event& in, pb::GangEvent* out) {
 absl::StatusOr<core::Event> EventFromProto(const pb::GangEvent& in) {
   core::Event out;
   out.revision = in.revision();
-  if (in.type() < pb::EVENT_TYPE_SUBMITTED || in.type() > pb::EVENT_TYPE_BOOKMARK) {
+  if (in.type() < pb::EVENT_TYPE_SUBMITTED ||
+      in.type() > pb::EVENT_TYPE_BOOKMARK) {
     return BadEnum("type", in.type());
   }
   out.type = static_cast<core::EventType>(in.type() - 1);
@@ -317,9 +321,11 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   core::Config out;
   out.topology_levels.assign(in.topology_levels().begin(),
                              in.topology_levels().end());
-  if (in.has_cycle_interval()) out.cycle_interval = FromProto(in.cycle_interval());
+  if (in.has_cycle_interval())
+    out.cycle_interval = FromProto(in.cycle_interval());
   const pb::RetentionConfig& r = in.retention();
-  if (r.finished_gangs() != 0) out.retention.finished_gangs = r.finished_gangs();
+  if (r.finished_gangs() != 0)
+    out.retention.finished_gangs = r.finished_gangs();
   if (r.has_finished_gang_age()) {
     out.retention.finished_gang_age = FromProto(r.finished_gang_age());
   }
@@ -357,7 +363,8 @@ void ToProto(const core::Config& in, pb::Config* out) {
   out->mutable_watch()->set_max_lag_events(in.watch.max_lag_events);
   ToProto(in.idempotency_retention,
           out->mutable_idempotency()->mutable_retention());
-  ToProto(in.heartbeat_timeout, out->mutable_node()->mutable_heartbeat_timeout());
+  ToProto(in.heartbeat_timeout,
+          out->mutable_node()->mutable_heartbeat_timeout());
   ToProto(in.startup_grace, out->mutable_node()->mutable_startup_grace());
   out->set_version(in.version);
 }

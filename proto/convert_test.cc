@@ -1,7 +1,7 @@
 #include "proto/convert.h"
 
-#include "gtest/gtest.h"
 #include "core/testing.h"
+#include "gtest/gtest.h"
 
 namespace phalanx::convert {
 namespace {

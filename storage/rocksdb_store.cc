@@ -17,8 +17,18 @@ namespace {
 namespace pb = ::phalanx::v1;
 
 // Column families, in handle order.
-enum Family { kDefault, kNodes, kQueues, kGangs, kLedger, kConfig, kEvents,
-              kRequests, kMeta, kFamilies };
+enum Family {
+  kDefault,
+  kNodes,
+  kQueues,
+  kGangs,
+  kLedger,
+  kConfig,
+  kEvents,
+  kRequests,
+  kMeta,
+  kFamilies
+};
 constexpr const char* kFamilyNames[kFamilies] = {
     "default", "nodes",  "queues",   "gangs", "ledger",
     "config",  "events", "requests", "meta"};
@@ -109,42 +119,48 @@ absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
   first_retained_ = state.meta.first_retained_revision;
 
   auto scan = [&](Family family, auto&& each) -> absl::Status {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[family]));
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator({}, handles_[family]));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       RETURN_IF_ERROR(each(it->key(), it->value()));
     }
     return FromRocks(it->status(), kFamilyNames[family]);
   };
-  RETURN_IF_ERROR(scan(kNodes, [&](auto, const rocksdb::Slice& v) -> absl::Status {
-    pb::Node node;
-    RETURN_IF_ERROR(ParseInto(v, &node, "node"));
-    ASSIGN_OR_RETURN(core::Node n, convert::NodeFromProto(node, "node"));
-    state.nodes.push_back(std::move(n));
-    return absl::OkStatus();
-  }));
-  RETURN_IF_ERROR(scan(kQueues, [&](auto, const rocksdb::Slice& v) -> absl::Status {
-    pb::Queue queue;
-    RETURN_IF_ERROR(ParseInto(v, &queue, "queue"));
-    state.queues.push_back(convert::QueueFromProto(queue));
-    return absl::OkStatus();
-  }));
-  RETURN_IF_ERROR(scan(kGangs, [&](auto, const rocksdb::Slice& v) -> absl::Status {
-    pb::Gang gang;
-    RETURN_IF_ERROR(ParseInto(v, &gang, "gang"));
-    ASSIGN_OR_RETURN(core::Gang g, convert::GangFromProto(gang));
-    state.gangs.push_back(std::move(g));
-    return absl::OkStatus();
-  }));
-  RETURN_IF_ERROR(scan(kRequests, [&](const rocksdb::Slice& k,
-                                      const rocksdb::Slice& v) -> absl::Status {
-    storage::v1::RequestRecord record;
-    RETURN_IF_ERROR(ParseInto(v, &record, "request"));
-    const std::string key = k.ToString();
-    const size_t split = key.find('\0');
-    state.requests.push_back(convert::RequestFromProto(
-        record, core::QueueName(key.substr(0, split)), key.substr(split + 1)));
-    return absl::OkStatus();
-  }));
+  RETURN_IF_ERROR(
+      scan(kNodes, [&](auto, const rocksdb::Slice& v) -> absl::Status {
+        pb::Node node;
+        RETURN_IF_ERROR(ParseInto(v, &node, "node"));
+        ASSIGN_OR_RETURN(core::Node n, convert::NodeFromProto(node, "node"));
+        state.nodes.push_back(std::move(n));
+        return absl::OkStatus();
+      }));
+  RETURN_IF_ERROR(
+      scan(kQueues, [&](auto, const rocksdb::Slice& v) -> absl::Status {
+        pb::Queue queue;
+        RETURN_IF_ERROR(ParseInto(v, &queue, "queue"));
+        state.queues.push_back(convert::QueueFromProto(queue));
+        return absl::OkStatus();
+      }));
+  RETURN_IF_ERROR(
+      scan(kGangs, [&](auto, const rocksdb::Slice& v) -> absl::Status {
+        pb::Gang gang;
+        RETURN_IF_ERROR(ParseInto(v, &gang, "gang"));
+        ASSIGN_OR_RETURN(core::Gang g, convert::GangFromProto(gang));
+        state.gangs.push_back(std::move(g));
+        return absl::OkStatus();
+      }));
+  RETURN_IF_ERROR(scan(
+      kRequests,
+      [&](const rocksdb::Slice& k, const rocksdb::Slice& v) -> absl::Status {
+        storage::v1::RequestRecord record;
+        RETURN_IF_ERROR(ParseInto(v, &record, "request"));
+        const std::string key = k.ToString();
+        const size_t split = key.find('\0');
+        state.requests.push_back(convert::RequestFromProto(
+            record, core::QueueName(key.substr(0, split)),
+            key.substr(split + 1)));
+        return absl::OkStatus();
+      }));
   return state;
 }
 
@@ -222,7 +238,8 @@ absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(int64_t after,
         " have been trimmed; list again and watch from its revision"));
   }
   std::vector<core::Event> events;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kEvents]));
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator({}, handles_[kEvents]));
   for (it->Seek(EventKey(after + 1));
        it->Valid() && static_cast<int>(events.size()) < limit; it->Next()) {
     pb::GangEvent proto;

@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <string>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "core/scheduler.h"
 #include "core/testing.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 
 namespace phalanx::storage {
 namespace {
@@ -83,7 +83,8 @@ TEST_F(RocksDbStoreTest, EventsReadInOrderAndTrimmedOnesAreOutOfRange) {
   auto store = OpenStore();
   core::Mutation m;
   for (int64_t r = 1; r <= 300; ++r) {
-    m.events.push_back(core::Event{r, core::EventType::kSubmitted, kT0, nullptr});
+    m.events.push_back(
+        core::Event{r, core::EventType::kSubmitted, kT0, nullptr});
   }
   m.meta.last_revision = 300;
   ASSERT_TRUE(store->Commit(m).ok());

@@ -1,0 +1,540 @@
+#include "clients/ctl_args.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace phalanx::ctl {
+namespace {
+
+std::vector<FlagDef> SpecFlags() {
+  return {
+      {"file", 'f', "FILE", "GangSpec as proto3 JSON (\"-\" = stdin)"},
+      {"queue", 0, "Q", "queue to charge"},
+      {"pods", 0, "N", "number of pods (one pod set)"},
+      {"gpus", 0, "G", "GPUs per pod"},
+      {"level", 0, "L", "topology level, e.g. rack (default mode: required)"},
+      {"mode", 0, "MODE", "required|preferred|unconstrained"},
+      {"priority", 0, "P", "higher is admitted first (default 0)"},
+      {"request-id", 0, "ID", "idempotency key"},
+      {"name", 0, "NAME", "stored as the label name=NAME"},
+      {"models", 0, "M1,M2", "acceptable GPU models, preferred first"},
+      {"estimated-runtime", 0, "DUR", "e.g. 3600s, 90m, 2h"},
+      {"max-runtime", 0, "DUR", "fail the gang after this run time"},
+  };
+}
+
+FlagDef ReasonFlag() { return {"reason", 0, "R", "why (kept by the server)"}; }
+
+std::vector<CommandDef> BuildCommandTable() {
+  const FlagDef file{"file", 'f', "FILE", "proto3 JSON input (\"-\" = stdin)"};
+  const FlagDef file_required{
+      "file", 'f', "FILE", "proto3 JSON input (\"-\" = stdin)", false, true};
+  return {
+      {"submit", "submit (-f SPEC.json | --queue Q --pods N --gpus G [flags])",
+       "submit a gang", 0, 0, SpecFlags()},
+      {"get", "get ID", "show a gang and its placement", 1, 1, {}},
+      {"list",
+       "list [--queue Q] [--state S1,S2] [--limit N]",
+       "list gangs",
+       0,
+       0,
+       {{"queue", 0, "Q", "only this queue"},
+        {"state", 0, "S1,S2", "only these states, e.g. pending,admitted"},
+        {"limit", 0, "N", "at most N gangs (default: all)"}}},
+      {"cancel",
+       "cancel ID [--reason R]",
+       "cancel a gang",
+       1,
+       1,
+       {ReasonFlag()}},
+      {"watch",
+       "watch [--after REV] [--queue Q]... [--gang ID]...",
+       "stream gang events until Ctrl-C or the stream ends",
+       0,
+       0,
+       {{"after", 0, "REV", "replay events after this revision"},
+        {"queue", 0, "Q", "only gangs of this queue", true},
+        {"gang", 0, "ID", "only this gang", true}}},
+      {"report",
+       "report ID [--state running|succeeded|failed] [--checkpoint "
+       "now|RFC3339] [--ack-preemption] [--message M]",
+       "report a gang's progress (launchers)",
+       1,
+       1,
+       {{"state", 0, "STATE", "running|succeeded|failed"},
+        {"checkpoint", 0, "TIME", "last checkpoint: now or RFC3339"},
+        {"ack-preemption", 0, "", "the preempted pods have stopped"},
+        {"message", 0, "M", "free-form message"}}},
+      {"explain",
+       "explain ID",
+       "why a gang is pending, and its place in line",
+       1,
+       1,
+       {}},
+      {"dryrun", "dryrun (-f SPEC.json | --queue Q --pods N --gpus G [flags])",
+       "where a spec would be placed now (nothing is stored)", 0, 0,
+       SpecFlags()},
+      {"nodes list",
+       "nodes list [--state S] [--model M]",
+       "list nodes and their usage",
+       0,
+       0,
+       {{"state", 0, "S", "ready|cordoned|draining|unhealthy"},
+        {"model", 0, "M", "only this GPU model"}}},
+      {"nodes upsert",
+       "nodes upsert -f FLEET.json",
+       "add or update nodes (JSON of UpsertNodesRequest)",
+       0,
+       0,
+       {file_required}},
+      {"nodes cordon",
+       "nodes cordon NODE [--reason R]",
+       "admit nothing new on a node",
+       1,
+       1,
+       {ReasonFlag()}},
+      {"nodes drain",
+       "nodes drain NODE [--reason R]",
+       "cordon a node and report it as leaving",
+       1,
+       1,
+       {ReasonFlag()}},
+      {"nodes uncordon",
+       "nodes uncordon NODE [--reason R]",
+       "make a node READY again",
+       1,
+       1,
+       {ReasonFlag()}},
+      {"nodes unhealthy",
+       "nodes unhealthy NODE [--reason R]",
+       "mark a node broken (its gangs are evicted)",
+       1,
+       1,
+       {ReasonFlag()}},
+      {"nodes remove",
+       "nodes remove NODE",
+       "remove a node that holds no gang",
+       1,
+       1,
+       {}},
+      {"topology",
+       "topology",
+       "free capacity and fragmentation per domain",
+       0,
+       0,
+       {}},
+      {"queues list", "queues list", "list queues and their usage", 0, 0, {}},
+      {"queues put",
+       "queues put (-f QUEUE.json | --name Q [flags])",
+       "create or replace a queue",
+       0,
+       0,
+       {file,
+        {"name", 0, "Q", "queue name"},
+        {"parent", 0, "P", "parent queue or cohort"},
+        {"weight", 0, "W", "fair-share weight (default 0)"},
+        {"nominal", 0, "M=N,...", "guaranteed GPUs per model, e.g. H100=64"},
+        {"held", 0, "true|false", "admit nothing new"},
+        {"borrowing-limit", 0, "N", "GPUs above nominal (-1 = unlimited)"},
+        {"lending-limit", 0, "N", "idle nominal GPUs lent (-1 = unlimited)"}}},
+      {"queues delete",
+       "queues delete NAME",
+       "delete a queue without gangs",
+       1,
+       1,
+       {}},
+      {"config get", "config get", "print the configuration (JSON)", 0, 0, {}},
+      {"config set",
+       "config set -f CONFIG.json [--expected-version V]",
+       "replace the configuration",
+       0,
+       0,
+       {file_required,
+        {"expected-version", 0, "V", "fail with ABORTED unless current"}}},
+  };
+}
+
+const std::vector<FlagDef>& GlobalFlags() {
+  static const auto* flags = new std::vector<FlagDef>{
+      {"server", 0, "HOST:PORT",
+       "daemon address (default $PHALANX_SERVER, else 127.0.0.1:50051)"},
+      {"output", 'o', "table|json", "output format (default table)"},
+      {"timeout", 0, "SECONDS",
+       "deadline of each call (default 10; not watch)"},
+      {"help", 'h', "", "show help"},
+  };
+  return *flags;
+}
+
+// Returns the flag of `flags` named `name` (long) or `short_name`, or null.
+const FlagDef* FindFlag(const std::vector<FlagDef>& flags,
+                        absl::string_view name, char short_name) {
+  for (const FlagDef& flag : flags) {
+    if (short_name != 0 ? flag.short_name == short_name : flag.name == name) {
+      return &flag;
+    }
+  }
+  return nullptr;
+}
+
+absl::StatusOr<bool> ParseBool(absl::string_view text) {
+  const std::string lower = absl::AsciiStrToLower(text);
+  if (lower == "true" || lower == "yes" || lower == "1") return true;
+  if (lower == "false" || lower == "no" || lower == "0") return false;
+  return absl::InvalidArgumentError(
+      absl::StrFormat("want true or false, got \"%s\"", text));
+}
+
+absl::StatusOr<absl::Duration> ParseTimeout(absl::string_view text) {
+  double seconds = 0;
+  absl::Duration timeout;
+  if (absl::SimpleAtod(text, &seconds)) {
+    timeout =
+        std::isfinite(seconds) ? absl::Seconds(seconds) : absl::ZeroDuration();
+  } else if (!absl::ParseDuration(text, &timeout)) {
+    timeout = absl::ZeroDuration();
+  }
+  if (timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--timeout: want a positive number of seconds, got \"%s\"", text));
+  }
+  return timeout;
+}
+
+// True when some command's path starts with the words `prefix` and more.
+bool IsGroupPrefix(absl::string_view prefix) {
+  for (const CommandDef& command : CommandTable()) {
+    if (absl::StartsWith(command.path, absl::StrCat(prefix, " "))) return true;
+  }
+  return false;
+}
+
+// Subcommands of the group `prefix`, e.g. "list, upsert, ...".
+std::string Subcommands(absl::string_view prefix) {
+  std::vector<std::string> names;
+  const std::string start = absl::StrCat(prefix, " ");
+  for (const CommandDef& command : CommandTable()) {
+    if (absl::StartsWith(command.path, start)) {
+      names.emplace_back(command.path.substr(start.size()));
+    }
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+// A flag token split into its parts: "--name=value", "-o json", "-ojson".
+struct FlagToken {
+  std::string name;  // long name, empty for a short flag
+  char short_name = 0;
+  bool has_value = false;
+  std::string value;
+};
+
+FlagToken SplitFlagToken(absl::string_view token) {
+  FlagToken out;
+  if (absl::StartsWith(token, "--")) {
+    token.remove_prefix(2);
+    const size_t eq = token.find('=');
+    out.name = std::string(token.substr(0, eq));
+    if (eq != absl::string_view::npos) {
+      out.has_value = true;
+      out.value = std::string(token.substr(eq + 1));
+    }
+    return out;
+  }
+  out.short_name = token[1];
+  absl::string_view rest = token.substr(2);
+  absl::ConsumePrefix(&rest, "=");
+  out.has_value = !rest.empty();
+  out.value = std::string(rest);
+  return out;
+}
+
+std::string FlagDisplay(const FlagToken& token) {
+  return token.short_name != 0
+             ? absl::StrCat("-", std::string(1, token.short_name))
+             : absl::StrCat("--", token.name);
+}
+
+// Walks argv once, left to right.
+class Parser {
+ public:
+  Parser(const std::vector<std::string>& argv, absl::string_view env_server)
+      : argv_(argv) {
+    if (!env_server.empty()) inv_.global.server = std::string(env_server);
+  }
+
+  Invocation Run() && {
+    absl::Status status;
+    while (status.ok() && pos_ < argv_.size()) status = Step();
+    if (status.ok()) status = Finish();
+    inv_.error = status;
+    return std::move(inv_);
+  }
+
+ private:
+  absl::Status Step() {
+    const std::string& token = argv_[pos_++];
+    if (only_positional_ || token.size() < 2 || token[0] != '-') {
+      return AddPositional(token);
+    }
+    if (token == "--") {
+      only_positional_ = true;
+      return absl::OkStatus();
+    }
+    return AddFlag(SplitFlagToken(token));
+  }
+
+  absl::Status AddPositional(const std::string& token) {
+    if (inv_.command != nullptr) {
+      inv_.args.push_back(token);
+      return absl::OkStatus();
+    }
+    words_.push_back(token);
+    const std::string path = absl::StrJoin(words_, " ");
+    inv_.command = FindCommand(path);
+    if (inv_.command != nullptr || IsGroupPrefix(path)) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrFormat("unknown command \"%s\"", path));
+  }
+
+  absl::Status AddFlag(FlagToken token) {
+    const FlagDef* def = FindFlag(GlobalFlags(), token.name, token.short_name);
+    const bool global = def != nullptr;
+    if (!global && inv_.command != nullptr) {
+      def = FindFlag(inv_.command->flags, token.name, token.short_name);
+    }
+    if (def == nullptr) return UnknownFlag(token);
+    absl::StatusOr<std::string> value = TakeValue(*def, token);
+    if (!value.ok()) return value.status();
+    return global ? SetGlobal(*def, *value) : SetCommandFlag(*def, *value);
+  }
+
+  absl::Status UnknownFlag(const FlagToken& token) const {
+    if (inv_.command == nullptr) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "unknown flag %s (command flags go after the command)",
+          FlagDisplay(token)));
+    }
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "unknown flag %s for \"%s\"", FlagDisplay(token), inv_.command->path));
+  }
+
+  // The flag's value: inline, the next token, or "true"/"false" for a switch.
+  absl::StatusOr<std::string> TakeValue(const FlagDef& def,
+                                        const FlagToken& token) {
+    if (def.value.empty()) {
+      if (!token.has_value) return std::string("true");
+      absl::StatusOr<bool> on = ParseBool(token.value);
+      if (!on.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", def.name, ": ", on.status().message()));
+      }
+      return std::string(*on ? "true" : "false");
+    }
+    if (token.has_value) return token.value;
+    if (pos_ >= argv_.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("flag --%s needs a value (%s)", def.name, def.value));
+    }
+    return argv_[pos_++];
+  }
+
+  absl::Status SetGlobal(const FlagDef& def, const std::string& value) {
+    if (def.name == "help") {
+      inv_.help = value == "true";
+    } else if (def.name == "server") {
+      if (value.empty()) return absl::InvalidArgumentError("--server is empty");
+      inv_.global.server = value;
+    } else if (def.name == "output") {
+      if (value != "table" && value != "json") {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("-o: want table or json, got \"%s\"", value));
+      }
+      inv_.global.output =
+          value == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+    } else if (def.name == "timeout") {
+      absl::StatusOr<absl::Duration> timeout = ParseTimeout(value);
+      if (!timeout.ok()) return timeout.status();
+      inv_.global.timeout = *timeout;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status SetCommandFlag(const FlagDef& def, const std::string& value) {
+    if (!def.repeated && inv_.flags.Has(def.name)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("flag --%s given more than once", def.name));
+    }
+    inv_.flags.Add(def.name, value);
+    return absl::OkStatus();
+  }
+
+  // Checks what can only be checked once every token is read.
+  absl::Status Finish() const {
+    if (inv_.help) return absl::OkStatus();
+    if (inv_.command == nullptr) {
+      if (words_.empty()) return absl::InvalidArgumentError("missing command");
+      const std::string group = absl::StrJoin(words_, " ");
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "\"%s\" needs a subcommand: %s", group, Subcommands(group)));
+    }
+    if (absl::Status status = CheckArgCount(); !status.ok()) return status;
+    for (const FlagDef& flag : inv_.command->flags) {
+      if (flag.required && !inv_.flags.Has(flag.name)) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("flag --%s is required", flag.name));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckArgCount() const {
+    const CommandDef& command = *inv_.command;
+    const int given = static_cast<int>(inv_.args.size());
+    if (given > command.max_args && command.max_args == 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "\"%s\" takes no arguments, got \"%s\"", command.path, inv_.args[0]));
+    }
+    if (given < command.min_args || given > command.max_args) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("\"%s\" takes %d argument(s), got %d", command.path,
+                          command.max_args, given));
+    }
+    return absl::OkStatus();
+  }
+
+  const std::vector<std::string>& argv_;
+  size_t pos_ = 0;
+  bool only_positional_ = false;
+  std::vector<std::string> words_;  // command words read so far
+  Invocation inv_;
+};
+
+// "  -f, --file FILE" padded, then the help text.
+std::string FlagHelpLine(const FlagDef& flag) {
+  std::string left = flag.short_name != 0
+                         ? absl::StrCat("-", std::string(1, flag.short_name),
+                                        ", --", flag.name)
+                         : absl::StrCat("    --", flag.name);
+  if (!flag.value.empty()) absl::StrAppend(&left, " ", flag.value);
+  std::string help(flag.help);
+  if (flag.repeated) absl::StrAppend(&help, " (repeatable)");
+  if (flag.required) absl::StrAppend(&help, " (required)");
+  return absl::StrFormat("  %-30s %s\n", left, help);
+}
+
+constexpr char kExitCodesHelp[] =
+    "Exit codes:\n"
+    "  0  success\n"
+    "  1  the server returned an error, printed as \"phalanxctl: CODE: "
+    "message\"\n"
+    "  2  usage error: bad command, flag, argument or input file\n"
+    "  3  the server could not be reached (UNAVAILABLE)\n";
+
+}  // namespace
+
+const std::vector<CommandDef>& CommandTable() {
+  static const auto* table = new std::vector<CommandDef>(BuildCommandTable());
+  return *table;
+}
+
+const CommandDef* FindCommand(absl::string_view path) {
+  for (const CommandDef& command : CommandTable()) {
+    if (command.path == path) return &command;
+  }
+  return nullptr;
+}
+
+void FlagValues::Add(absl::string_view name, absl::string_view value) {
+  values_[std::string(name)].emplace_back(value);
+}
+
+bool FlagValues::Has(absl::string_view name) const {
+  return values_.find(name) != values_.end();
+}
+
+std::string FlagValues::Get(absl::string_view name,
+                            absl::string_view fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::string(fallback) : it->second.back();
+}
+
+std::vector<std::string> FlagValues::GetList(absl::string_view name) const {
+  std::vector<std::string> out;
+  auto it = values_.find(name);
+  if (it == values_.end()) return out;
+  for (const std::string& value : it->second) {
+    for (absl::string_view piece : absl::StrSplit(value, ',')) {
+      piece = absl::StripAsciiWhitespace(piece);
+      if (!piece.empty()) out.emplace_back(piece);
+    }
+  }
+  return out;
+}
+
+Invocation ParseCommandLine(const std::vector<std::string>& argv,
+                            absl::string_view env_server) {
+  return Parser(argv, env_server).Run();
+}
+
+std::string UsageLine(const CommandDef* command) {
+  if (command == nullptr) {
+    return "usage: phalanxctl [global flags] COMMAND [ARGS] [FLAGS]";
+  }
+  return absl::StrCat("usage: phalanxctl ", command->synopsis);
+}
+
+std::string UsageErrorText(const absl::Status& error,
+                           const CommandDef* command) {
+  const std::string help =
+      command == nullptr
+          ? "phalanxctl --help"
+          : absl::StrCat("phalanxctl ", command->path, " --help");
+  return absl::StrCat("phalanxctl: ", error.message(), "\n", UsageLine(command),
+                      "\nRun \"", help, "\" for more.\n");
+}
+
+std::string GlobalHelp() {
+  std::string out =
+      "phalanxctl: command-line client of the Phalanx gang scheduler.\n\n";
+  absl::StrAppend(&out, UsageLine(nullptr), "\n\nCommands:\n");
+  for (const CommandDef& command : CommandTable()) {
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-18s %s\n", command.path, command.summary));
+  }
+  absl::StrAppend(&out, "\nGlobal flags (anywhere on the line):\n");
+  for (const FlagDef& flag : GlobalFlags()) {
+    absl::StrAppend(&out, FlagHelpLine(flag));
+  }
+  absl::StrAppend(&out, "\n", kExitCodesHelp,
+                  "\nRun \"phalanxctl COMMAND --help\" for its flags.\n");
+  return out;
+}
+
+std::string CommandHelp(const CommandDef& command) {
+  std::string out =
+      absl::StrCat(UsageLine(&command), "\n\n", command.summary, "\n");
+  if (!command.flags.empty()) absl::StrAppend(&out, "\nFlags:\n");
+  for (const FlagDef& flag : command.flags) {
+    absl::StrAppend(&out, FlagHelpLine(flag));
+  }
+  absl::StrAppend(&out, "\nGlobal flags:\n");
+  for (const FlagDef& flag : GlobalFlags()) {
+    absl::StrAppend(&out, FlagHelpLine(flag));
+  }
+  absl::StrAppend(&out, "\n", kExitCodesHelp);
+  return out;
+}
+
+}  // namespace phalanx::ctl

@@ -1,0 +1,451 @@
+#include "clients/ctl_commands.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "clients/ctl_format.h"
+#include "clients/ctl_requests.h"
+#include "clients/ctl_views.h"
+#include "grpcpp/grpcpp.h"
+#include "phalanx/v1/admin.grpc.pb.h"
+#include "phalanx/v1/fleet.grpc.pb.h"
+#include "phalanx/v1/scheduler.grpc.pb.h"
+
+namespace phalanx::ctl {
+namespace {
+
+// Everything one command needs: its parsed line, the stubs and the streams.
+class Session {
+ public:
+  Session(const Invocation& inv, std::ostream& out, std::ostream& err)
+      : inv_(inv), out_(out), err_(err), now_(absl::Now()) {
+    grpc::ChannelArguments args;
+    // Pages of big gangs may exceed gRPC's 4 MB default; trust the server.
+    args.SetMaxReceiveMessageSize(-1);
+    channel_ = grpc::CreateCustomChannel(
+        inv_.global.server, grpc::InsecureChannelCredentials(), args);
+  }
+
+  v1::Scheduler::Stub* scheduler() {
+    if (scheduler_ == nullptr) scheduler_ = v1::Scheduler::NewStub(channel_);
+    return scheduler_.get();
+  }
+  v1::Fleet::Stub* fleet() {
+    if (fleet_ == nullptr) fleet_ = v1::Fleet::NewStub(channel_);
+    return fleet_.get();
+  }
+  v1::Admin::Stub* admin() {
+    if (admin_ == nullptr) admin_ = v1::Admin::NewStub(channel_);
+    return admin_.get();
+  }
+
+  bool json() const { return inv_.global.output == OutputFormat::kJson; }
+  const std::string& arg(size_t i) const { return inv_.args.at(i); }
+
+  // Gives a unary call its deadline from --timeout.
+  void SetDeadline(grpc::ClientContext* context) const {
+    context->set_deadline(
+        absl::ToChronoTime(absl::Now() + inv_.global.timeout));
+  }
+
+  // Prints a usage error and returns its exit code.
+  int UsageError(const absl::Status& status) const {
+    err_ << UsageErrorText(status, inv_.command);
+    return kExitUsage;
+  }
+
+  // Prints a failed call and returns its exit code.
+  int RpcError(const grpc::Status& status) const {
+    err_ << RpcErrorLine(status) << "\n";
+    return ExitCodeFor(status);
+  }
+
+  // Prints `message` as JSON under -o json, else `table`.
+  int Print(const google::protobuf::Message& message,
+            const std::string& table) const {
+    if (!json()) {
+      out_ << table;
+      return kExitOk;
+    }
+    return PrintJson(message, /*pretty=*/true);
+  }
+
+  // Prints `message` as JSON: indented, or on one line for streams.
+  int PrintJson(const google::protobuf::Message& message, bool pretty) const {
+    absl::StatusOr<std::string> text = ToJson(message, pretty);
+    if (!text.ok()) {
+      err_ << "phalanxctl: " << text.status().message() << "\n";
+      return kExitRpcError;
+    }
+    out_ << *text << std::flush;
+    return kExitOk;
+  }
+
+  // The text of --file ("-" = stdin), or "" when --file was not given.
+  absl::StatusOr<std::string> ReadFileFlag() const {
+    if (!inv_.flags.Has("file")) return std::string();
+    const std::string path = inv_.flags.Get("file");
+    if (path == "-") {
+      return std::string(std::istreambuf_iterator<char>(std::cin), {});
+    }
+    std::ifstream file(path);
+    std::stringstream text;
+    if (file.is_open()) text << file.rdbuf();
+    if (!file.is_open() || file.bad()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+    }
+    return text.str();
+  }
+
+  const Invocation& inv() const { return inv_; }
+  std::ostream& out() const { return out_; }
+  std::ostream& err() const { return err_; }
+  // When the command started; ages are relative to it.
+  absl::Time now() const { return now_; }
+
+ private:
+  const Invocation& inv_;
+  std::ostream& out_;
+  std::ostream& err_;
+  const absl::Time now_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Scheduler::Stub> scheduler_;
+  std::unique_ptr<v1::Fleet::Stub> fleet_;
+  std::unique_ptr<v1::Admin::Stub> admin_;
+};
+
+// Makes one unary call with the session's deadline.
+template <typename Stub, typename Request, typename Response>
+grpc::Status Call(const Session& s, Stub* stub,
+                  grpc::Status (Stub::*method)(grpc::ClientContext*,
+                                               const Request&, Response*),
+                  const Request& request, Response* response) {
+  grpc::ClientContext context;
+  s.SetDeadline(&context);
+  return (stub->*method)(&context, request, response);
+}
+
+// The spec of submit/dryrun, from -f or from flags.
+absl::StatusOr<v1::GangSpec> SpecInput(const Session& s) {
+  absl::StatusOr<std::string> text = s.ReadFileFlag();
+  if (!text.ok()) return text.status();
+  return BuildSpec(s.inv().flags, *text);
+}
+
+int Submit(Session& s) {
+  v1::SubmitGangRequest request;
+  absl::StatusOr<v1::GangSpec> spec = SpecInput(s);
+  if (!spec.ok()) return s.UsageError(spec.status());
+  *request.mutable_spec() = *std::move(spec);
+  v1::SubmitGangResponse response;
+  grpc::Status status = Call(s, s.scheduler(), &v1::Scheduler::Stub::SubmitGang,
+                             request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  if (!response.created()) {
+    s.err() << "phalanxctl: request_id matches an earlier submit; "
+               "showing that gang\n";
+  }
+  return s.Print(response, GangTable(response.gang(), s.now()));
+}
+
+int Get(Session& s) {
+  v1::GetGangRequest request;
+  request.set_gang_id(s.arg(0));
+  v1::GetGangResponse response;
+  grpc::Status status =
+      Call(s, s.scheduler(), &v1::Scheduler::Stub::GetGang, request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(response, GangDetails(response.gang(), s.now()));
+}
+
+// Appends pages to `all` until the last page or the limit. `all` keeps the
+// first page's revision: watching from there misses nothing.
+grpc::Status FetchGangs(Session& s, const ListQuery& query,
+                        v1::ListGangsResponse* all) {
+  v1::ListGangsRequest request = query.request;
+  for (bool first = true;; first = false) {
+    v1::ListGangsResponse page;
+    grpc::Status status =
+        Call(s, s.scheduler(), &v1::Scheduler::Stub::ListGangs, request, &page);
+    if (!status.ok()) return status;
+    if (first) all->set_revision(page.revision());
+    for (v1::Gang& gang : *page.mutable_gangs()) {
+      if (query.limit > 0 && all->gangs_size() >= query.limit) break;
+      *all->add_gangs() = std::move(gang);
+    }
+    all->set_next_page_token(page.next_page_token());
+    if (page.next_page_token().empty() || page.gangs().empty() ||
+        NextPageSize(query.limit, all->gangs_size()) == 0) {
+      return grpc::Status::OK;
+    }
+    request.set_page_token(page.next_page_token());
+    request.set_page_size(NextPageSize(query.limit, all->gangs_size()));
+  }
+}
+
+int List(Session& s) {
+  absl::StatusOr<ListQuery> query = BuildListQuery(s.inv().flags);
+  if (!query.ok()) return s.UsageError(query.status());
+  v1::ListGangsResponse all;
+  grpc::Status status = FetchGangs(s, *query, &all);
+  if (!status.ok()) return s.RpcError(status);
+  if (!s.json() && all.gangs().empty()) s.err() << "No gangs found.\n";
+  if (!s.json() && !all.next_page_token().empty()) {
+    s.err() << "(more gangs than --limit " << query->limit << ")\n";
+  }
+  if (!s.json() && all.gangs().empty()) return kExitOk;
+  return s.Print(all, GangsTable(all.gangs(), s.now()));
+}
+
+int Cancel(Session& s) {
+  v1::CancelGangRequest request;
+  request.set_gang_id(s.arg(0));
+  request.set_reason(s.inv().flags.Get("reason"));
+  v1::CancelGangResponse response;
+  grpc::Status status = Call(s, s.scheduler(), &v1::Scheduler::Stub::CancelGang,
+                             request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(response, GangTable(response.gang(), s.now()));
+}
+
+// Prints one event: a JSON line, or a table line (bookmarks left out).
+void PrintEvent(Session& s, const v1::GangEvent& event) {
+  if (s.json()) {
+    s.PrintJson(event, /*pretty=*/false);
+  } else if (event.type() != v1::EVENT_TYPE_BOOKMARK) {
+    s.out() << WatchLine(event) << std::flush;
+  }
+}
+
+int Watch(Session& s) {
+  absl::StatusOr<v1::WatchGangsRequest> request =
+      BuildWatchRequest(s.inv().flags);
+  if (!request.ok()) return s.UsageError(request.status());
+  grpc::ClientContext context;  // no deadline: runs until Ctrl-C or the end
+  std::unique_ptr<grpc::ClientReader<v1::GangEvent>> reader =
+      s.scheduler()->WatchGangs(&context, *request);
+  if (!s.json()) s.out() << WatchHeader() << std::flush;
+  v1::GangEvent event;
+  while (reader->Read(&event)) PrintEvent(s, event);
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return s.RpcError(status);
+  return kExitOk;
+}
+
+int Report(Session& s) {
+  absl::StatusOr<v1::ReportGangRequest> request =
+      BuildReportRequest(s.arg(0), s.inv().flags, s.now());
+  if (!request.ok()) return s.UsageError(request.status());
+  v1::ReportGangResponse response;
+  grpc::Status status = Call(s, s.scheduler(), &v1::Scheduler::Stub::ReportGang,
+                             *request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(response, GangTable(response.gang(), s.now()));
+}
+
+int Explain(Session& s) {
+  v1::ExplainGangRequest request;
+  request.set_gang_id(s.arg(0));
+  v1::ExplainGangResponse response;
+  grpc::Status status = Call(
+      s, s.scheduler(), &v1::Scheduler::Stub::ExplainGang, request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(response, ExplainText(response, s.now()));
+}
+
+int DryRun(Session& s) {
+  v1::DryRunGangRequest request;
+  absl::StatusOr<v1::GangSpec> spec = SpecInput(s);
+  if (!spec.ok()) return s.UsageError(spec.status());
+  *request.mutable_spec() = *std::move(spec);
+  v1::DryRunGangResponse response;
+  grpc::Status status = Call(s, s.scheduler(), &v1::Scheduler::Stub::DryRunGang,
+                             request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(response, DryRunText(response));
+}
+
+int NodesList(Session& s) {
+  absl::StatusOr<v1::ListNodesRequest> request =
+      BuildListNodesRequest(s.inv().flags);
+  if (!request.ok()) return s.UsageError(request.status());
+  v1::ListNodesResponse response;
+  grpc::Status status =
+      Call(s, s.fleet(), &v1::Fleet::Stub::ListNodes, *request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  if (!s.json() && response.nodes().empty()) {
+    s.err() << "No nodes found.\n";
+    return kExitOk;
+  }
+  return s.Print(response, NodesTable(response.nodes(), s.now()));
+}
+
+int NodesUpsert(Session& s) {
+  absl::StatusOr<std::string> text = s.ReadFileFlag();
+  if (!text.ok()) return s.UsageError(text.status());
+  absl::StatusOr<v1::UpsertNodesRequest> request =
+      ParseJson<v1::UpsertNodesRequest>(*text, s.inv().flags.Get("file"));
+  if (!request.ok()) return s.UsageError(request.status());
+  v1::UpsertNodesResponse response;
+  grpc::Status status =
+      Call(s, s.fleet(), &v1::Fleet::Stub::UpsertNodes, *request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(response, NodesTable(response.nodes(), s.now()));
+}
+
+// cordon, drain, uncordon and unhealthy: the verb is the command's last word.
+int NodesSetState(Session& s) {
+  absl::string_view verb = s.inv().command->path;
+  verb.remove_prefix(verb.rfind(' ') + 1);
+  absl::StatusOr<v1::SetNodeStateRequest> request =
+      BuildSetNodeStateRequest(verb, s.arg(0), s.inv().flags);
+  if (!request.ok()) return s.UsageError(request.status());
+  v1::SetNodeStateResponse response;
+  grpc::Status status =
+      Call(s, s.fleet(), &v1::Fleet::Stub::SetNodeState, *request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  v1::ListNodesResponse one;
+  *one.add_nodes() = response.node();
+  return s.Print(response, NodesTable(one.nodes(), s.now()));
+}
+
+int NodesRemove(Session& s) {
+  v1::RemoveNodeRequest request;
+  request.set_node_id(s.arg(0));
+  v1::RemoveNodeResponse response;
+  grpc::Status status =
+      Call(s, s.fleet(), &v1::Fleet::Stub::RemoveNode, request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(response, absl::StrCat("node ", s.arg(0), " removed\n"));
+}
+
+int Topology(Session& s) {
+  v1::GetTopologyResponse response;
+  grpc::Status status = Call(s, s.fleet(), &v1::Fleet::Stub::GetTopology,
+                             v1::GetTopologyRequest(), &response);
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(response, TopologyText(response));
+}
+
+int QueuesList(Session& s) {
+  v1::ListQueuesResponse response;
+  grpc::Status status = Call(s, s.admin(), &v1::Admin::Stub::ListQueues,
+                             v1::ListQueuesRequest(), &response);
+  if (!status.ok()) return s.RpcError(status);
+  if (!s.json() && response.queues().empty()) {
+    s.err() << "No queues found.\n";
+    return kExitOk;
+  }
+  return s.Print(response, QueuesTable(response.queues()));
+}
+
+int QueuesPut(Session& s) {
+  absl::StatusOr<std::string> text = s.ReadFileFlag();
+  if (!text.ok()) return s.UsageError(text.status());
+  absl::StatusOr<v1::Queue> queue = BuildQueue(s.inv().flags, *text);
+  if (!queue.ok()) return s.UsageError(queue.status());
+  v1::PutQueueRequest request;
+  *request.mutable_queue() = *std::move(queue);
+  v1::ListQueuesResponse one;
+  grpc::Status status =
+      Call(s, s.admin(), &v1::Admin::Stub::PutQueue, request, one.add_queues());
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(one.queues(0), QueuesTable(one.queues()));
+}
+
+int QueuesDelete(Session& s) {
+  v1::DeleteQueueRequest request;
+  request.set_name(s.arg(0));
+  v1::DeleteQueueResponse response;
+  grpc::Status status =
+      Call(s, s.admin(), &v1::Admin::Stub::DeleteQueue, request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(response, absl::StrCat("queue ", s.arg(0), " deleted\n"));
+}
+
+// The configuration is nested; it prints as JSON in both output formats.
+int ConfigGet(Session& s) {
+  v1::Config config;
+  grpc::Status status = Call(s, s.admin(), &v1::Admin::Stub::GetConfig,
+                             v1::GetConfigRequest(), &config);
+  if (!status.ok()) return s.RpcError(status);
+  return s.PrintJson(config, /*pretty=*/true);
+}
+
+int ConfigSet(Session& s) {
+  absl::StatusOr<std::string> text = s.ReadFileFlag();
+  if (!text.ok()) return s.UsageError(text.status());
+  absl::StatusOr<v1::UpdateConfigRequest> request =
+      BuildUpdateConfigRequest(s.inv().flags, *text);
+  if (!request.ok()) return s.UsageError(request.status());
+  v1::Config config;
+  grpc::Status status =
+      Call(s, s.admin(), &v1::Admin::Stub::UpdateConfig, *request, &config);
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(config, absl::StrCat("config updated to version ",
+                                      config.version(), "\n"));
+}
+
+using Handler = int (*)(Session&);
+
+const std::map<std::string, Handler, std::less<>>& Handlers() {
+  static const auto* handlers = new std::map<std::string, Handler, std::less<>>{
+      {"submit", &Submit},
+      {"get", &Get},
+      {"list", &List},
+      {"cancel", &Cancel},
+      {"watch", &Watch},
+      {"report", &Report},
+      {"explain", &Explain},
+      {"dryrun", &DryRun},
+      {"nodes list", &NodesList},
+      {"nodes upsert", &NodesUpsert},
+      {"nodes cordon", &NodesSetState},
+      {"nodes drain", &NodesSetState},
+      {"nodes uncordon", &NodesSetState},
+      {"nodes unhealthy", &NodesSetState},
+      {"nodes remove", &NodesRemove},
+      {"topology", &Topology},
+      {"queues list", &QueuesList},
+      {"queues put", &QueuesPut},
+      {"queues delete", &QueuesDelete},
+      {"config get", &ConfigGet},
+      {"config set", &ConfigSet},
+  };
+  return *handlers;
+}
+
+}  // namespace
+
+int RunCommand(const Invocation& invocation, std::ostream& out,
+               std::ostream& err) {
+  auto it = Handlers().find(invocation.command->path);
+  if (it == Handlers().end()) {
+    err << "phalanxctl: command \"" << invocation.command->path
+        << "\" is not implemented\n";
+    return kExitUsage;
+  }
+  Session session(invocation, out, err);
+  return it->second(session);
+}
+
+bool HasHandler(absl::string_view path) {
+  return Handlers().find(path) != Handlers().end();
+}
+
+}  // namespace phalanx::ctl

@@ -1,0 +1,107 @@
+// Builds phalanx.v1 requests from parsed phalanxctl flags and JSON input.
+// Pure: no I/O and no clock (the caller passes the input file's text and the
+// current time). Every error is InvalidArgument naming the flag or the input,
+// which phalanxctl reports as a usage error. Thread-safe.
+#ifndef PHALANX_CLIENTS_CTL_REQUESTS_H_
+#define PHALANX_CLIENTS_CTL_REQUESTS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "clients/ctl_args.h"
+#include "google/protobuf/duration.pb.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/timestamp.pb.h"
+#include "phalanx/v1/admin.pb.h"
+#include "phalanx/v1/fleet.pb.h"
+#include "phalanx/v1/scheduler.pb.h"
+#include "phalanx/v1/types.pb.h"
+
+namespace phalanx::ctl {
+
+// Most gangs ListGangs returns per page.
+inline constexpr int32_t kMaxPageSize = 1000;
+
+// Parses proto3 JSON `text` into `message` (unknown fields are errors).
+// Fails with InvalidArgument mentioning `what` (e.g. the file name).
+absl::Status ParseJsonInto(absl::string_view text, absl::string_view what,
+                           google::protobuf::Message* message);
+
+// ParseJsonInto for a fresh message of type T.
+template <typename T>
+absl::StatusOr<T> ParseJson(absl::string_view text, absl::string_view what) {
+  T message;
+  absl::Status status = ParseJsonInto(text, what, &message);
+  if (!status.ok()) return status;
+  return message;
+}
+
+// Parses a duration flag: "3600s", "90m", "1h30m", or a bare number of
+// seconds. Fails unless it is positive.
+absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag,
+                                                 absl::string_view text);
+
+// Parses gang state names ("pending" or "GANG_STATE_PENDING", any case).
+absl::StatusOr<std::vector<v1::GangState>> ParseGangStates(
+    const std::vector<std::string>& names);
+
+// Parses a node state name ("cordoned" or "NODE_STATE_CORDONED", any case).
+absl::StatusOr<v1::NodeState> ParseNodeState(absl::string_view name);
+
+// The spec of `submit`/`dryrun`: the JSON GangSpec `file_text` when --file
+// was given (no other spec flag allowed then), else SpecFromFlags.
+absl::StatusOr<v1::GangSpec> BuildSpec(const FlagValues& flags,
+                                       absl::string_view file_text);
+
+// A one-pod-set GangSpec from --queue, --pods, --gpus (required) and the
+// optional --level, --mode, --priority, --request-id, --name (label "name"),
+// --models, --estimated-runtime and --max-runtime. The pod set is named
+// "workers"; --level without --mode means REQUIRED.
+absl::StatusOr<v1::GangSpec> SpecFromFlags(const FlagValues& flags);
+
+// `list`: the first page's request and the total limit (0 = all).
+struct ListQuery {
+  v1::ListGangsRequest request;
+  int64_t limit = 0;
+};
+absl::StatusOr<ListQuery> BuildListQuery(const FlagValues& flags);
+
+// Page size for the next ListGangs call after `fetched` gangs.
+int32_t NextPageSize(int64_t limit, int64_t fetched);
+
+// `watch`: --after, --queue..., --gang...
+absl::StatusOr<v1::WatchGangsRequest> BuildWatchRequest(
+    const FlagValues& flags);
+
+// `report ID`: at least one of --state, --checkpoint ("now" = `now`, else
+// RFC3339) and --ack-preemption.
+absl::StatusOr<v1::ReportGangRequest> BuildReportRequest(
+    absl::string_view gang_id, const FlagValues& flags, absl::Time now);
+
+// `nodes list`: --state, --model.
+absl::StatusOr<v1::ListNodesRequest> BuildListNodesRequest(
+    const FlagValues& flags);
+
+// `nodes cordon|drain|uncordon|unhealthy NODE`. Fails for another verb.
+absl::StatusOr<v1::SetNodeStateRequest> BuildSetNodeStateRequest(
+    absl::string_view verb, absl::string_view node_id, const FlagValues& flags);
+
+// `queues put`: the JSON Queue `file_text` when --file was given, else a
+// queue from --name (required), --parent, --weight, --nominal, --held,
+// --borrowing-limit and --lending-limit. PutQueue replaces the whole queue:
+// what is not given takes its default.
+absl::StatusOr<v1::Queue> BuildQueue(const FlagValues& flags,
+                                     absl::string_view file_text);
+
+// `config set`: the JSON Config `file_text` and --expected-version.
+absl::StatusOr<v1::UpdateConfigRequest> BuildUpdateConfigRequest(
+    const FlagValues& flags, absl::string_view file_text);
+
+}  // namespace phalanx::ctl
+
+#endif  // PHALANX_CLIENTS_CTL_REQUESTS_H_

@@ -1,0 +1,386 @@
+#include "clients/ctl_requests.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "clients/ctl_args.h"
+#include "clients/ctl_format.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+
+namespace phalanx::ctl {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// The flags of a command line, parsed by the real parser.
+FlagValues Flags(std::vector<std::string> argv) {
+  Invocation inv = ParseCommandLine(argv, "");
+  EXPECT_TRUE(inv.error.ok()) << inv.error;
+  return inv.flags;
+}
+
+template <typename T>
+T TextProto(const std::string& text) {
+  T message;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &message))
+      << text;
+  return message;
+}
+
+template <typename T>
+void ExpectProtoEq(const T& got, const T& want) {
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(got, want))
+      << "got:\n"
+      << got.DebugString() << "want:\n"
+      << want.DebugString();
+}
+
+void ExpectInvalid(const absl::Status& status, const std::string& text) {
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(text));
+}
+
+TEST(SpecFromFlagsTest, EveryFlag) {
+  absl::StatusOr<v1::GangSpec> spec = SpecFromFlags(
+      Flags({"submit", "--queue",       "llm",       "--pods",
+             "32",     "--gpus",        "8",         "--level",
+             "rack",   "--mode",        "preferred", "--priority",
+             "5",      "--request-id",  "r-1",       "--name",
+             "llama",  "--models",      "H100,H200", "--estimated-runtime",
+             "3600s",  "--max-runtime", "2h"}));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ExpectProtoEq(*spec, TextProto<v1::GangSpec>(R"pb(
+    queue: "llm"
+    priority: 5
+    labels { key: "name" value: "llama" }
+    request_id: "r-1"
+    estimated_runtime { seconds: 3600 }
+    max_runtime { seconds: 7200 }
+    pod_sets {
+      name: "workers"
+      count: 32
+      gpus: 8
+      gpu_models: [ "H100", "H200" ]
+      topology { mode: TOPOLOGY_MODE_PREFERRED level: "rack" }
+    }
+  )pb"));
+}
+
+TEST(SpecFromFlagsTest, MinimalSpecHasNoTopology) {
+  absl::StatusOr<v1::GangSpec> spec = SpecFromFlags(
+      Flags({"submit", "--queue", "q", "--pods", "1", "--gpus", "0"}));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ExpectProtoEq(*spec, TextProto<v1::GangSpec>(R"pb(
+    queue: "q"
+    pod_sets { name: "workers" count: 1 gpus: 0 }
+  )pb"));
+}
+
+TEST(SpecFromFlagsTest, LevelAloneMeansRequired) {
+  absl::StatusOr<v1::GangSpec> spec =
+      SpecFromFlags(Flags({"submit", "--queue", "q", "--pods", "4", "--gpus",
+                           "8", "--level", "block"}));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->pod_sets(0).topology().mode(), v1::TOPOLOGY_MODE_REQUIRED);
+  EXPECT_EQ(spec->pod_sets(0).topology().level(), "block");
+}
+
+TEST(SpecFromFlagsTest, UnconstrainedNeedsNoLevel) {
+  absl::StatusOr<v1::GangSpec> spec =
+      SpecFromFlags(Flags({"submit", "--queue", "q", "--pods", "4", "--gpus",
+                           "8", "--mode", "unconstrained"}));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->pod_sets(0).topology().mode(),
+            v1::TOPOLOGY_MODE_UNCONSTRAINED);
+}
+
+struct SpecErrorCase {
+  std::vector<std::string> extra;  // after "submit"
+  std::string message;
+};
+
+TEST(SpecFromFlagsTest, Errors) {
+  const std::vector<std::string> ok = {"--queue", "q",      "--pods",
+                                       "2",       "--gpus", "8"};
+  auto with = [&ok](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {"submit"};
+    argv.insert(argv.end(), ok.begin(), ok.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  };
+  const SpecErrorCase cases[] = {
+      {with({"--mode", "required"}), "need --level"},
+      {with({"--mode", "strict", "--level", "rack"}), "--mode: want required"},
+      {with({"--priority", "high"}), "--priority: want an integer"},
+      {with({"--estimated-runtime", "soon"}), "--estimated-runtime"},
+      {with({"--max-runtime", "-5s"}), "--max-runtime: want a positive"},
+      {with({"--max-runtime", "0"}), "--max-runtime: want a positive"},
+  };
+  for (const SpecErrorCase& c : cases) {
+    ExpectInvalid(SpecFromFlags(Flags(c.extra)).status(), c.message);
+  }
+  ExpectInvalid(
+      SpecFromFlags(Flags({"submit", "--pods", "1", "--gpus", "1"})).status(),
+      "--queue is required");
+  ExpectInvalid(
+      SpecFromFlags(Flags({"submit", "--queue", "q", "--gpus", "1"})).status(),
+      "--pods and --gpus are required");
+  ExpectInvalid(SpecFromFlags(Flags({"submit", "--queue", "q", "--pods", "0",
+                                     "--gpus", "1"}))
+                    .status(),
+                "--pods: want an integer in [1, 2147483647]");
+  ExpectInvalid(SpecFromFlags(Flags({"submit", "--queue", "q", "--pods", "1",
+                                     "--gpus", "-1"}))
+                    .status(),
+                "--gpus");
+}
+
+TEST(ParseDurationFlagTest, Forms) {
+  EXPECT_EQ(*ParseDurationFlag("d", "3600s"), absl::Hours(1));
+  EXPECT_EQ(*ParseDurationFlag("d", "90m"), absl::Minutes(90));
+  EXPECT_EQ(*ParseDurationFlag("d", "1h30m"), absl::Minutes(90));
+  EXPECT_EQ(*ParseDurationFlag("d", "7200"), absl::Hours(2));
+  ExpectInvalid(ParseDurationFlag("d", "inf").status(), "--d");
+}
+
+TEST(BuildSpecTest, FromFile) {
+  absl::StatusOr<v1::GangSpec> spec = BuildSpec(
+      Flags({"submit", "-f", "spec.json"}),
+      R"({"queue": "llm", "pod_sets": [{"name": "w", "count": 2, "gpus": 8,
+          "topology": {"mode": "TOPOLOGY_MODE_REQUIRED", "level": "rack"}}],
+          "estimatedRuntime": "90s"})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ExpectProtoEq(*spec, TextProto<v1::GangSpec>(R"pb(
+    queue: "llm"
+    estimated_runtime { seconds: 90 }
+    pod_sets {
+      name: "w"
+      count: 2
+      gpus: 8
+      topology { mode: TOPOLOGY_MODE_REQUIRED level: "rack" }
+    }
+  )pb"));
+}
+
+TEST(BuildSpecTest, FileErrors) {
+  ExpectInvalid(
+      BuildSpec(Flags({"submit", "-f", "s.json", "--queue", "q"}), "{}")
+          .status(),
+      "-f cannot be combined with --queue");
+  ExpectInvalid(
+      BuildSpec(Flags({"submit", "-f", "s.json"}), "{not json").status(),
+      "s.json: not a valid phalanx.v1.GangSpec in JSON");
+  ExpectInvalid(BuildSpec(Flags({"submit", "-f", "s.json"}),
+                          R"({"queue": "q", "bogus": 1})")
+                    .status(),
+                "s.json");
+}
+
+TEST(ParseGangStatesTest, NamesInAnyForm) {
+  absl::StatusOr<std::vector<v1::GangState>> states =
+      ParseGangStates({"pending", "ADMITTED", "gang_state_running"});
+  ASSERT_TRUE(states.ok()) << states.status();
+  EXPECT_THAT(*states,
+              ElementsAre(v1::GANG_STATE_PENDING, v1::GANG_STATE_ADMITTED,
+                          v1::GANG_STATE_RUNNING));
+  ExpectInvalid(ParseGangStates({"bogus"}).status(),
+                "--state: unknown state \"bogus\"");
+  ExpectInvalid(ParseGangStates({"unspecified"}).status(), "unknown state");
+}
+
+TEST(ParseNodeStateTest, Names) {
+  EXPECT_EQ(*ParseNodeState("cordoned"), v1::NODE_STATE_CORDONED);
+  EXPECT_EQ(*ParseNodeState("NODE_STATE_READY"), v1::NODE_STATE_READY);
+  ExpectInvalid(ParseNodeState("cordon").status(), "unknown state");
+}
+
+TEST(BuildListQueryTest, FiltersAndLimit) {
+  absl::StatusOr<ListQuery> query =
+      BuildListQuery(Flags({"list", "--queue", "llm", "--state",
+                            "pending,admitted", "--limit", "5"}));
+  ASSERT_TRUE(query.ok()) << query.status();
+  EXPECT_EQ(query->limit, 5);
+  ExpectProtoEq(query->request, TextProto<v1::ListGangsRequest>(R"pb(
+                  queue: "llm"
+                  states: [ GANG_STATE_PENDING, GANG_STATE_ADMITTED ]
+                  page_size: 5
+                )pb"));
+  ExpectInvalid(BuildListQuery(Flags({"list", "--limit", "0"})).status(),
+                "--limit");
+}
+
+TEST(BuildListQueryTest, NoLimitUsesFullPages) {
+  absl::StatusOr<ListQuery> query = BuildListQuery(Flags({"list"}));
+  ASSERT_TRUE(query.ok()) << query.status();
+  EXPECT_EQ(query->limit, 0);
+  EXPECT_EQ(query->request.page_size(), 1000);
+}
+
+TEST(NextPageSizeTest, Cases) {
+  EXPECT_EQ(NextPageSize(0, 5000), 1000);
+  EXPECT_EQ(NextPageSize(2500, 0), 1000);
+  EXPECT_EQ(NextPageSize(2500, 2000), 500);
+  EXPECT_EQ(NextPageSize(2500, 2500), 0);
+}
+
+TEST(BuildWatchRequestTest, AfterIsOptional) {
+  absl::StatusOr<v1::WatchGangsRequest> live =
+      BuildWatchRequest(Flags({"watch"}));
+  ASSERT_TRUE(live.ok());
+  EXPECT_FALSE(live->has_after_revision());
+
+  absl::StatusOr<v1::WatchGangsRequest> replay = BuildWatchRequest(
+      Flags({"watch", "--after", "0", "--queue", "a,b", "--gang", "g-1"}));
+  ASSERT_TRUE(replay.ok()) << replay.status();
+  ExpectProtoEq(*replay, TextProto<v1::WatchGangsRequest>(R"pb(
+    after_revision: 0
+    queues: [ "a", "b" ]
+    gang_ids: [ "g-1" ]
+  )pb"));
+  EXPECT_TRUE(replay->has_after_revision());
+  ExpectInvalid(BuildWatchRequest(Flags({"watch", "--after", "-1"})).status(),
+                "--after");
+}
+
+TEST(BuildReportRequestTest, StateCheckpointAck) {
+  const absl::Time now = absl::FromUnixSeconds(1714564803);
+  absl::StatusOr<v1::ReportGangRequest> request = BuildReportRequest(
+      "g-1",
+      Flags({"report", "g-1", "--state", "RUNNING", "--checkpoint", "now",
+             "--ack-preemption", "--message", "ok"}),
+      now);
+  ASSERT_TRUE(request.ok()) << request.status();
+  ExpectProtoEq(*request, TextProto<v1::ReportGangRequest>(R"pb(
+    gang_id: "g-1"
+    state: GANG_STATE_RUNNING
+    last_checkpoint_time { seconds: 1714564803 }
+    preemption_acknowledged: true
+    message: "ok"
+  )pb"));
+}
+
+TEST(BuildReportRequestTest, Rfc3339CheckpointAlone) {
+  absl::StatusOr<v1::ReportGangRequest> request = BuildReportRequest(
+      "g-1", Flags({"report", "g-1", "--checkpoint", "2024-05-01T12:00:03.5Z"}),
+      absl::UnixEpoch());
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->state(), v1::GANG_STATE_UNSPECIFIED);
+  EXPECT_EQ(request->last_checkpoint_time().seconds(), 1714564803);
+  EXPECT_EQ(request->last_checkpoint_time().nanos(), 500000000);
+}
+
+TEST(BuildReportRequestTest, Errors) {
+  const absl::Time now = absl::UnixEpoch();
+  ExpectInvalid(BuildReportRequest("g", Flags({"report", "g"}), now).status(),
+                "at least one of --state");
+  ExpectInvalid(
+      BuildReportRequest("g", Flags({"report", "g", "--state", "pending"}), now)
+          .status(),
+      "--state: want running, succeeded or failed");
+  ExpectInvalid(
+      BuildReportRequest(
+          "g", Flags({"report", "g", "--checkpoint", "yesterday"}), now)
+          .status(),
+      "--checkpoint");
+}
+
+TEST(BuildListNodesRequestTest, Filters) {
+  absl::StatusOr<v1::ListNodesRequest> request = BuildListNodesRequest(
+      Flags({"nodes", "list", "--state", "draining", "--model", "H200"}));
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->state(), v1::NODE_STATE_DRAINING);
+  EXPECT_EQ(request->gpu_model(), "H200");
+}
+
+TEST(BuildSetNodeStateRequestTest, Verbs) {
+  const std::pair<const char*, v1::NodeState> verbs[] = {
+      {"cordon", v1::NODE_STATE_CORDONED},
+      {"drain", v1::NODE_STATE_DRAINING},
+      {"uncordon", v1::NODE_STATE_READY},
+      {"unhealthy", v1::NODE_STATE_UNHEALTHY}};
+  for (const auto& [verb, state] : verbs) {
+    absl::StatusOr<v1::SetNodeStateRequest> request = BuildSetNodeStateRequest(
+        verb, "n-1", Flags({"nodes", verb, "n-1", "--reason", "maint"}));
+    ASSERT_TRUE(request.ok()) << verb;
+    EXPECT_EQ(request->state(), state) << verb;
+    EXPECT_EQ(request->node_id(), "n-1");
+    EXPECT_EQ(request->reason(), "maint");
+  }
+  ExpectInvalid(BuildSetNodeStateRequest("melt", "n", FlagValues()).status(),
+                "melt");
+}
+
+TEST(BuildQueueTest, FromFlags) {
+  absl::StatusOr<v1::Queue> queue = BuildQueue(
+      Flags({"queues", "put", "--name", "llm", "--parent", "research",
+             "--weight", "2.5", "--nominal", "H100=64,H200=32", "--held",
+             "true", "--borrowing-limit", "-1", "--lending-limit", "8"}),
+      "");
+  ASSERT_TRUE(queue.ok()) << queue.status();
+  ExpectProtoEq(*queue, TextProto<v1::Queue>(R"pb(
+    name: "llm"
+    parent: "research"
+    weight: 2.5
+    nominal_gpus { key: "H100" value: 64 }
+    nominal_gpus { key: "H200" value: 32 }
+    borrowing_limit_gpus: -1
+    lending_limit_gpus: 8
+    held: true
+  )pb"));
+}
+
+TEST(BuildQueueTest, FromFileAndErrors) {
+  absl::StatusOr<v1::Queue> queue =
+      BuildQueue(Flags({"queues", "put", "-f", "q.json"}),
+                 R"({"name": "llm", "nominal_gpus": {"H100": "16"}})");
+  ASSERT_TRUE(queue.ok()) << queue.status();
+  EXPECT_EQ(queue->nominal_gpus().at("H100"), 16);
+
+  ExpectInvalid(BuildQueue(Flags({"queues", "put"}), "").status(),
+                "--name is required");
+  ExpectInvalid(
+      BuildQueue(Flags({"queues", "put", "-f", "q.json", "--held", "true"}),
+                 "{}")
+          .status(),
+      "-f cannot be combined with --held");
+  const std::vector<std::vector<std::string>> bad = {
+      {"--nominal", "H100"}, {"--nominal", "H100=x"},
+      {"--nominal", "=3"},   {"--weight", "-1"},
+      {"--held", "maybe"},   {"--lending-limit", "-2"}};
+  for (const auto& extra : bad) {
+    std::vector<std::string> argv = {"queues", "put", "--name", "q"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    ExpectInvalid(BuildQueue(Flags(argv), "").status(), extra[0]);
+  }
+}
+
+TEST(BuildUpdateConfigRequestTest, VersionIsOptional) {
+  const std::string json = R"({"topology_levels": ["block", "rack"],
+                               "cycle_interval": "2s"})";
+  absl::StatusOr<v1::UpdateConfigRequest> plain =
+      BuildUpdateConfigRequest(Flags({"config", "set", "-f", "c.json"}), json);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->has_expected_version());
+  EXPECT_THAT(plain->config().topology_levels(), ElementsAre("block", "rack"));
+  EXPECT_EQ(plain->config().cycle_interval().seconds(), 2);
+
+  absl::StatusOr<v1::UpdateConfigRequest> guarded = BuildUpdateConfigRequest(
+      Flags({"config", "set", "-f", "c.json", "--expected-version", "4"}),
+      json);
+  ASSERT_TRUE(guarded.ok()) << guarded.status();
+  EXPECT_TRUE(guarded->has_expected_version());
+  EXPECT_EQ(guarded->expected_version(), 4);
+  ExpectInvalid(
+      BuildUpdateConfigRequest(Flags({"config", "set", "-f", "c.json"}), "[]")
+          .status(),
+      "c.json");
+}
+
+}  // namespace
+}  // namespace phalanx::ctl

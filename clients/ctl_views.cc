@@ -1,0 +1,310 @@
+#include "clients/ctl_views.h"
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "clients/ctl_format.h"
+
+namespace phalanx::ctl {
+namespace {
+
+int64_t TotalPods(const v1::GangSpec& spec) {
+  int64_t pods = 0;
+  for (const v1::PodSet& set : spec.pod_sets()) pods += set.count();
+  return pods;
+}
+
+int64_t TotalGpus(const v1::GangSpec& spec) {
+  int64_t gpus = 0;
+  for (const v1::PodSet& set : spec.pod_sets()) {
+    gpus += int64_t{set.count()} * set.gpus();
+  }
+  return gpus;
+}
+
+std::string OrDash(const std::string& text) {
+  return text.empty() ? "-" : text;
+}
+
+// "required rack", "preferred block", "any".
+std::string ConstraintText(const v1::TopologyConstraint& topology) {
+  switch (topology.mode()) {
+    case v1::TOPOLOGY_MODE_REQUIRED:
+      return absl::StrCat("required ", topology.level());
+    case v1::TOPOLOGY_MODE_PREFERRED:
+      return absl::StrCat("preferred ", topology.level());
+    default:
+      return "any";
+  }
+}
+
+// "32 pods on 4 nodes", "1 pod on 1 node".
+std::string PlacementSummary(
+    const google::protobuf::RepeatedPtrField<v1::PodPlacement>& placement) {
+  std::set<std::string> nodes;
+  for (const v1::PodPlacement& pod : placement) nodes.insert(pod.node());
+  auto count = [](size_t n, const char* noun) {
+    return absl::StrCat(n, " ", noun, n == 1 ? "" : "s");
+  };
+  return absl::StrCat(count(placement.size(), "pod"), " on ",
+                      count(nodes.size(), "node"));
+}
+
+std::string PodSetsTable(const v1::GangSpec& spec) {
+  Table table(
+      {"NAME", "PODS", "GPUS/POD", "MODELS", "TOPOLOGY", "SLICE", "GROUP"});
+  for (const v1::PodSet& set : spec.pod_sets()) {
+    const std::string slice =
+        set.slice().size() > 0
+            ? absl::StrCat(set.slice().size(), " per ", set.slice().level())
+            : "-";
+    table.AddRow({set.name(), absl::StrCat(set.count()),
+                  absl::StrCat(set.gpus()),
+                  OrDash(absl::StrJoin(set.gpu_models(), ",")),
+                  ConstraintText(set.topology()), slice, OrDash(set.group())});
+  }
+  return table.Render();
+}
+
+// "Key:" / value rows of GangDetails, empty values left out.
+void AddIfSet(Table* table, const std::string& key, const std::string& value) {
+  if (!value.empty() && value != "-") table->AddRow({key + ":", value});
+}
+
+std::string RuntimeText(const v1::GangSpec& spec) {
+  std::vector<std::string> parts;
+  if (spec.has_estimated_runtime()) {
+    parts.push_back(absl::StrCat(
+        "estimated ", HumanDuration(FromProto(spec.estimated_runtime()))));
+  }
+  if (spec.has_max_runtime()) {
+    parts.push_back(
+        absl::StrCat("max ", HumanDuration(FromProto(spec.max_runtime()))));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+Table GangFields(const v1::Gang& gang, absl::Time now) {
+  Table table;
+  const v1::GangSpec& spec = gang.spec();
+  table.AddRow({"ID:", gang.id()});
+  table.AddRow({"Queue:", spec.queue()});
+  table.AddRow({"State:", GangStateName(gang.state())});
+  AddIfSet(&table, "Reason", gang.reason());
+  table.AddRow({"Priority:", absl::StrCat(spec.priority())});
+  AddIfSet(&table, "Request ID", spec.request_id());
+  AddIfSet(&table, "Labels", JoinMap(spec.labels()));
+  table.AddRow({"Submitted:", TimeAndAge(&gang.submit_time(), now)});
+  if (gang.has_admit_time()) {
+    table.AddRow({"Admitted:", TimeAndAge(&gang.admit_time(), now)});
+  }
+  if (gang.has_finish_time()) {
+    table.AddRow({"Finished:", TimeAndAge(&gang.finish_time(), now)});
+  }
+  if (gang.has_last_checkpoint_time()) {
+    table.AddRow(
+        {"Checkpoint:", TimeAndAge(&gang.last_checkpoint_time(), now)});
+  }
+  AddIfSet(&table, "Runtime", RuntimeText(spec));
+  table.AddRow({"Attempts:", absl::StrCat(gang.attempts())});
+  AddIfSet(&table, "Message", gang.message());
+  table.AddRow({"Revision:", absl::StrCat(gang.revision())});
+  return table;
+}
+
+std::string Percent(double fraction) {
+  return absl::StrFormat("%.1f%%", fraction * 100);
+}
+
+std::string DomainsTable(const v1::GetTopologyResponse& response) {
+  Table table({"DOMAIN", "LEVEL", "NODES", "GPUS", "FREE GPUS", "FREE NODES"});
+  for (const v1::Domain& domain : response.domains()) {
+    table.AddRow({domain.path(), domain.level(), absl::StrCat(domain.nodes()),
+                  absl::StrCat(domain.gpus_total()),
+                  absl::StrCat(domain.gpus_free()),
+                  absl::StrCat(domain.free_whole_nodes())});
+  }
+  return table.Render();
+}
+
+std::string LevelsTable(const v1::GetTopologyResponse& response) {
+  Table table({"LEVEL", "LARGEST FREE (NODES)", "STRANDED"});
+  for (const v1::LevelFragmentation& level : response.levels_fragmentation()) {
+    table.AddRow({level.level(), absl::StrCat(level.largest_free_whole_nodes()),
+                  Percent(level.stranded_whole_node_fraction())});
+  }
+  return table.Render();
+}
+
+// The last column of a watch line: placement, else reason, else message.
+std::string WatchDetail(const v1::Gang& gang) {
+  if (!gang.placement().empty()) return PlacementSummary(gang.placement());
+  return gang.reason().empty() ? gang.message() : gang.reason();
+}
+
+}  // namespace
+
+std::string GangStateName(v1::GangState state) {
+  return ShortEnumName(v1::GangState_Name(state), "GANG_STATE_");
+}
+
+std::string NodeStateName(v1::NodeState state) {
+  return ShortEnumName(v1::NodeState_Name(state), "NODE_STATE_");
+}
+
+std::string GangsTable(
+    const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now) {
+  Table table(
+      {"ID", "QUEUE", "STATE", "PRIO", "PODS", "GPUS", "AGE", "REASON"});
+  for (const v1::Gang& gang : gangs) {
+    const std::string age =
+        gang.has_submit_time()
+            ? HumanDuration(now - FromProto(gang.submit_time()))
+            : "-";
+    table.AddRow({gang.id(), gang.spec().queue(), GangStateName(gang.state()),
+                  absl::StrCat(gang.spec().priority()),
+                  absl::StrCat(TotalPods(gang.spec())),
+                  absl::StrCat(TotalGpus(gang.spec())), age, gang.reason()});
+  }
+  return table.Render();
+}
+
+std::string GangTable(const v1::Gang& gang, absl::Time now) {
+  google::protobuf::RepeatedPtrField<v1::Gang> one;
+  *one.Add() = gang;
+  return GangsTable(one, now);
+}
+
+std::string GangDetails(const v1::Gang& gang, absl::Time now) {
+  std::string out = GangFields(gang, now).Render();
+  absl::StrAppend(&out, "\nPod sets:\n", Indent(PodSetsTable(gang.spec())));
+  if (!gang.placement().empty()) {
+    absl::StrAppend(&out, "\nPlacement (", PlacementSummary(gang.placement()),
+                    "):\n", Indent(PlacementTable(gang.placement())));
+  }
+  return out;
+}
+
+std::string PlacementTable(
+    const google::protobuf::RepeatedPtrField<v1::PodPlacement>& placement) {
+  Table table({"POD SET", "INDEX", "NODE", "GPUS"});
+  for (const v1::PodPlacement& pod : placement) {
+    table.AddRow({pod.pod_set(), absl::StrCat(pod.index()), pod.node(),
+                  GpuRanges(pod.gpu_indices())});
+  }
+  return table.Render();
+}
+
+std::string ExplainText(const v1::ExplainGangResponse& response,
+                        absl::Time now) {
+  const v1::Gang& gang = response.gang();
+  Table table;
+  table.AddRow({"ID:", gang.id()});
+  table.AddRow({"Queue:", gang.spec().queue()});
+  table.AddRow({"State:", GangStateName(gang.state())});
+  AddIfSet(&table, "Reason", response.reason());
+  if (response.position() > 0) {
+    table.AddRow({"Position:",
+                  absl::StrFormat(
+                      "%d of all pending, %d in queue %s", response.position(),
+                      response.position_in_queue(), gang.spec().queue())});
+  }
+  AddIfSet(&table, "Reserved", response.reserved_domain());
+  if (response.has_estimated_start()) {
+    table.AddRow(
+        {"Estimated start:", TimeAndAge(&response.estimated_start(), now)});
+  }
+  table.AddRow({"Revision:", absl::StrCat(response.revision())});
+  return table.Render();
+}
+
+std::string DryRunText(const v1::DryRunGangResponse& response) {
+  Table table;
+  table.AddRow({"Fits:", response.fits() ? "yes" : "no"});
+  AddIfSet(&table, "Reason", response.reason());
+  std::string out = table.Render();
+  if (!response.placement().empty()) {
+    absl::StrAppend(&out, "\nPlacement (",
+                    PlacementSummary(response.placement()), "):\n",
+                    Indent(PlacementTable(response.placement())));
+  }
+  return out;
+}
+
+std::string NodesTable(
+    const google::protobuf::RepeatedPtrField<v1::Node>& nodes, absl::Time now) {
+  Table table({"NODE", "MODEL", "USED/GPUS", "STATE", "LABELS", "GANGS",
+               "HEARTBEAT", "REASON"});
+  for (const v1::Node& node : nodes) {
+    const std::string heartbeat =
+        node.has_last_heartbeat()
+            ? absl::StrCat(
+                  HumanDuration(now - FromProto(node.last_heartbeat())), " ago")
+            : "-";
+    table.AddRow({node.id(), node.gpu_model(),
+                  absl::StrFormat("%d/%d", node.used_gpu_indices_size(),
+                                  node.gpu_count()),
+                  NodeStateName(node.state()), JoinMap(node.labels()),
+                  OrDash(absl::StrJoin(node.gang_ids(), ",")), heartbeat,
+                  node.state_reason()});
+  }
+  return table.Render();
+}
+
+std::string TopologyText(const v1::GetTopologyResponse& response) {
+  Table summary;
+  summary.AddRow({"Levels:", OrDash(absl::StrJoin(response.levels(), ", "))});
+  summary.AddRow(
+      {"Node fragmentation:", Percent(response.node_fragmentation())});
+  std::string out = summary.Render();
+  absl::StrAppend(&out, "\n", DomainsTable(response));
+  if (!response.levels_fragmentation().empty()) {
+    absl::StrAppend(&out, "\n", LevelsTable(response));
+  }
+  return out;
+}
+
+std::string QueuesTable(
+    const google::protobuf::RepeatedPtrField<v1::Queue>& queues) {
+  Table table({"NAME", "PARENT", "WEIGHT", "NOMINAL", "USED", "BORROWED",
+               "PENDING", "ACTIVE", "SCORE", "HELD"});
+  for (const v1::Queue& queue : queues) {
+    const v1::QueueStatus& status = queue.status();
+    table.AddRow({queue.name(), OrDash(queue.parent()),
+                  absl::StrFormat("%g", queue.weight()),
+                  JoinMap(queue.nominal_gpus()), JoinMap(status.held_gpus()),
+                  absl::StrCat(status.borrowed_gpus()),
+                  absl::StrCat(status.pending_gangs()),
+                  absl::StrCat(status.active_gangs()),
+                  absl::StrFormat("%.3g", status.fair_share_score()),
+                  queue.held() ? "yes" : "no"});
+  }
+  return table.Render();
+}
+
+std::string WatchHeader() {
+  return absl::StrFormat("%-9s %-20s %-10s %-12s %-14s %-10s %s\n", "REVISION",
+                         "TIME", "EVENT", "GANG", "QUEUE", "STATE", "DETAIL");
+}
+
+std::string WatchLine(const v1::GangEvent& event) {
+  const v1::Gang& gang = event.gang();
+  const bool has_gang = event.has_gang();
+  const std::string line = absl::StrFormat(
+      "%-9d %-20s %-10s %-12s %-14s %-10s %s", event.revision(),
+      event.has_time() ? FormatUtc(FromProto(event.time())) : "-",
+      ShortEnumName(v1::EventType_Name(event.type()), "EVENT_TYPE_"),
+      has_gang ? gang.id() : "-", has_gang ? gang.spec().queue() : "-",
+      has_gang ? GangStateName(gang.state()) : "-",
+      has_gang ? WatchDetail(gang) : "");
+  return absl::StrCat(absl::StripTrailingAsciiWhitespace(line), "\n");
+}
+
+}  // namespace phalanx::ctl

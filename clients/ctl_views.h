@@ -1,0 +1,64 @@
+// Human-readable (table) renderings of phalanx.v1 messages for phalanxctl.
+// Pure: ages are computed against the `now` passed in. Thread-safe.
+#ifndef PHALANX_CLIENTS_CTL_VIEWS_H_
+#define PHALANX_CLIENTS_CTL_VIEWS_H_
+
+#include <string>
+
+#include "absl/time/time.h"
+#include "google/protobuf/repeated_field.h"
+#include "phalanx/v1/admin.pb.h"
+#include "phalanx/v1/fleet.pb.h"
+#include "phalanx/v1/scheduler.pb.h"
+#include "phalanx/v1/types.pb.h"
+
+namespace phalanx::ctl {
+
+// "PENDING", "ADMITTED", ...
+std::string GangStateName(v1::GangState state);
+// "READY", "CORDONED", ...
+std::string NodeStateName(v1::NodeState state);
+
+// One row per gang: ID QUEUE STATE PRIO PODS GPUS AGE REASON.
+std::string GangsTable(
+    const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now);
+
+// GangsTable of one gang.
+std::string GangTable(const v1::Gang& gang, absl::Time now);
+
+// Every field of a gang as "Key: value" lines, then its pod sets and its
+// placement.
+std::string GangDetails(const v1::Gang& gang, absl::Time now);
+
+// One row per pod: POD SET INDEX NODE GPUS.
+std::string PlacementTable(
+    const google::protobuf::RepeatedPtrField<v1::PodPlacement>& placement);
+
+// The answer of ExplainGang.
+std::string ExplainText(const v1::ExplainGangResponse& response,
+                        absl::Time now);
+
+// The answer of DryRunGang: fits or not, why, and the placement.
+std::string DryRunText(const v1::DryRunGangResponse& response);
+
+// One row per node: NODE MODEL USED/GPUS STATE LABELS GANGS
+// HEARTBEAT REASON.
+std::string NodesTable(
+    const google::protobuf::RepeatedPtrField<v1::Node>& nodes, absl::Time now);
+
+// Levels, fragmentation, then one row per domain and per level.
+std::string TopologyText(const v1::GetTopologyResponse& response);
+
+// One row per queue: NAME PARENT WEIGHT NOMINAL USED BORROWED PENDING ACTIVE
+// SCORE HELD.
+std::string QueuesTable(
+    const google::protobuf::RepeatedPtrField<v1::Queue>& queues);
+
+// The header line of `watch`, then one line per event (fixed-width columns,
+// since a stream cannot be aligned after the fact). Both end in '\n'.
+std::string WatchHeader();
+std::string WatchLine(const v1::GangEvent& event);
+
+}  // namespace phalanx::ctl
+
+#endif  // PHALANX_CLIENTS_CTL_VIEWS_H_

@@ -1,0 +1,95 @@
+#include "server/admin_service.h"
+
+#include <optional>
+
+#include "core/status_macros.h"
+#include "proto/convert.h"
+#include "server/rpc.h"
+
+namespace phalanx::server {
+
+void QueueToProto(const core::Scheduler& scheduler, const core::Queue& queue,
+                  v1::Queue* out) {
+  convert::ToProto(queue, out);
+  const core::QueueUsage usage = scheduler.Usage(queue.name);
+  v1::QueueStatus* status = out->mutable_status();
+  int64_t borrowed = 0;
+  for (const auto& [model, gpus] : usage.held_gpus) {
+    (*status->mutable_held_gpus())[model] = gpus;
+    auto nominal = queue.nominal_gpus.find(model);
+    borrowed += std::max<int64_t>(
+        0, gpus - (nominal == queue.nominal_gpus.end() ? 0 : nominal->second));
+  }
+  status->set_pending_gangs(usage.pending);
+  status->set_active_gangs(usage.active);
+  status->set_borrowed_gpus(borrowed);
+}
+
+grpc::ServerUnaryReactor* AdminService::GetConfig(
+    grpc::CallbackServerContext* context, const v1::GetConfigRequest*,
+    v1::Config* response) {
+  return RunOnLoop(
+      *loop_, context,
+      [response](core::Scheduler& s, absl::Time) {
+        convert::ToProto(s.config(), response);
+        return absl::OkStatus();
+      },
+      /*mutates=*/false);
+}
+
+grpc::ServerUnaryReactor* AdminService::UpdateConfig(
+    grpc::CallbackServerContext* context,
+    const v1::UpdateConfigRequest* request, v1::Config* response) {
+  auto config = convert::ConfigFromProto(request->config(), "config");
+  if (!config.ok()) return FinishNow(context, config.status());
+  std::optional<int64_t> expected;
+  if (request->has_expected_version()) expected = request->expected_version();
+  return RunOnLoop(*loop_, context,
+                   [config = *std::move(config), expected, response](
+                       core::Scheduler& s, absl::Time) -> absl::Status {
+                     ASSIGN_OR_RETURN(core::Config stored,
+                                      s.UpdateConfig(config, expected));
+                     convert::ToProto(stored, response);
+                     return absl::OkStatus();
+                   });
+}
+
+grpc::ServerUnaryReactor* AdminService::PutQueue(
+    grpc::CallbackServerContext* context, const v1::PutQueueRequest* request,
+    v1::Queue* response) {
+  return RunOnLoop(*loop_, context,
+                   [queue = convert::QueueFromProto(request->queue()),
+                    response](core::Scheduler& s, absl::Time) -> absl::Status {
+                     ASSIGN_OR_RETURN(core::Queue stored, s.PutQueue(queue));
+                     QueueToProto(s, stored, response);
+                     return absl::OkStatus();
+                   });
+}
+
+grpc::ServerUnaryReactor* AdminService::DeleteQueue(
+    grpc::CallbackServerContext* context, const v1::DeleteQueueRequest* request,
+    v1::DeleteQueueResponse*) {
+  if (auto s = RequireNonEmpty(request->name(), "name"); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  return RunOnLoop(
+      *loop_, context,
+      [name = core::QueueName(request->name())](
+          core::Scheduler& s, absl::Time) { return s.DeleteQueue(name); });
+}
+
+grpc::ServerUnaryReactor* AdminService::ListQueues(
+    grpc::CallbackServerContext* context, const v1::ListQueuesRequest*,
+    v1::ListQueuesResponse* response) {
+  return RunOnLoop(
+      *loop_, context,
+      [response](core::Scheduler& s, absl::Time) {
+        for (const auto& [name, queue] : s.queues()) {
+          QueueToProto(s, queue, response->add_queues());
+        }
+        return absl::OkStatus();
+      },
+      /*mutates=*/false);
+}
+
+}  // namespace phalanx::server

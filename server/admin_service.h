@@ -1,0 +1,44 @@
+// AdminService: the phalanx.v1.Admin gRPC service (configuration and queues).
+// Every call runs on the scheduler loop; changes take effect at the next
+// cycle and are durable before the reply. Thread-safe.
+#ifndef PHALANX_SERVER_ADMIN_SERVICE_H_
+#define PHALANX_SERVER_ADMIN_SERVICE_H_
+
+#include "phalanx/v1/admin.grpc.pb.h"
+#include "server/scheduler_loop.h"
+
+namespace phalanx::server {
+
+class AdminService final : public v1::Admin::CallbackService {
+ public:
+  explicit AdminService(SchedulerLoop* loop) : loop_(loop) {}
+
+  grpc::ServerUnaryReactor* GetConfig(grpc::CallbackServerContext* context,
+                                      const v1::GetConfigRequest* request,
+                                      v1::Config* response) override;
+  grpc::ServerUnaryReactor* UpdateConfig(grpc::CallbackServerContext* context,
+                                         const v1::UpdateConfigRequest* request,
+                                         v1::Config* response) override;
+  grpc::ServerUnaryReactor* PutQueue(grpc::CallbackServerContext* context,
+                                     const v1::PutQueueRequest* request,
+                                     v1::Queue* response) override;
+  grpc::ServerUnaryReactor* DeleteQueue(
+      grpc::CallbackServerContext* context,
+      const v1::DeleteQueueRequest* request,
+      v1::DeleteQueueResponse* response) override;
+  grpc::ServerUnaryReactor* ListQueues(
+      grpc::CallbackServerContext* context,
+      const v1::ListQueuesRequest* request,
+      v1::ListQueuesResponse* response) override;
+
+ private:
+  SchedulerLoop* loop_;
+};
+
+// Fills `out` with the queue and its live status.
+void QueueToProto(const core::Scheduler& scheduler, const core::Queue& queue,
+                  v1::Queue* out);
+
+}  // namespace phalanx::server
+
+#endif  // PHALANX_SERVER_ADMIN_SERVICE_H_

@@ -1,0 +1,157 @@
+#include "server/fleet_service.h"
+
+#include <bit>
+
+#include "absl/strings/str_cat.h"
+#include "core/fleet_report.h"
+#include "core/status_macros.h"
+#include "proto/convert.h"
+#include "server/rpc.h"
+
+namespace phalanx::server {
+
+void NodeToProto(const core::Scheduler& scheduler,
+                 const core::Fleet::Slot& slot, v1::Node* out) {
+  convert::ToProto(slot.node, out);
+  for (int gpu = 0; gpu < slot.node.spec.gpu_count; ++gpu) {
+    if (slot.used_gpu_mask >> gpu & 1) out->add_used_gpu_indices(gpu);
+  }
+  for (const auto& [gang, pods] : slot.gang_pods)
+    out->add_gang_ids(gang.value());
+  if (auto beat = scheduler.LastHeartbeat(slot.node.spec.id)) {
+    convert::ToProto(*beat, out->mutable_last_heartbeat());
+  }
+}
+
+grpc::ServerUnaryReactor* FleetService::UpsertNodes(
+    grpc::CallbackServerContext* context, const v1::UpsertNodesRequest* request,
+    v1::UpsertNodesResponse* response) {
+  std::vector<core::Node> nodes;
+  for (int i = 0; i < request->nodes_size(); ++i) {
+    auto node = convert::NodeFromProto(request->nodes(i),
+                                       absl::StrCat("nodes[", i, "]"));
+    if (!node.ok()) return FinishNow(context, node.status());
+    nodes.push_back(*std::move(node));
+  }
+  return RunOnLoop(
+      *loop_, context,
+      [nodes = std::move(nodes), response](core::Scheduler& s,
+                                           absl::Time) -> absl::Status {
+        ASSIGN_OR_RETURN(std::vector<core::Node> stored, s.UpsertNodes(nodes));
+        for (const core::Node& node : stored) {
+          const int slot = s.fleet().Find(node.spec.id);
+          NodeToProto(s, s.fleet().slots()[slot], response->add_nodes());
+        }
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* FleetService::SetNodeState(
+    grpc::CallbackServerContext* context,
+    const v1::SetNodeStateRequest* request,
+    v1::SetNodeStateResponse* response) {
+  if (auto s = RequireNonEmpty(request->node_id(), "node_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  auto state = convert::NodeStateFromProto(request->state(), "state");
+  if (!state.ok()) return FinishNow(context, state.status());
+  return RunOnLoop(*loop_, context,
+                   [id = core::NodeId(request->node_id()), state = *state,
+                    reason = request->reason(), response](
+                       core::Scheduler& s, absl::Time now) -> absl::Status {
+                     ASSIGN_OR_RETURN(core::Node node,
+                                      s.SetNodeState(id, state, reason, now));
+                     NodeToProto(s, s.fleet().slots()[s.fleet().Find(id)],
+                                 response->mutable_node());
+                     return absl::OkStatus();
+                   });
+}
+
+grpc::ServerUnaryReactor* FleetService::RemoveNode(
+    grpc::CallbackServerContext* context, const v1::RemoveNodeRequest* request,
+    v1::RemoveNodeResponse*) {
+  if (auto s = RequireNonEmpty(request->node_id(), "node_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  return RunOnLoop(
+      *loop_, context,
+      [id = core::NodeId(request->node_id())](core::Scheduler& s, absl::Time) {
+        return s.RemoveNode(id);
+      });
+}
+
+grpc::ServerUnaryReactor* FleetService::Heartbeat(
+    grpc::CallbackServerContext* context, const v1::HeartbeatRequest* request,
+    v1::HeartbeatResponse*) {
+  std::vector<core::NodeId> ids;
+  for (int i = 0; i < request->node_ids_size(); ++i) {
+    const std::string field = absl::StrCat("node_ids[", i, "]");
+    if (auto s = RequireNonEmpty(request->node_ids(i), field.c_str());
+        !s.ok()) {
+      return FinishNow(context, s);
+    }
+    ids.emplace_back(request->node_ids(i));
+  }
+  return RunOnLoop(
+      *loop_, context,
+      [ids = std::move(ids)](core::Scheduler& s, absl::Time now) {
+        return s.Heartbeat(ids, now);
+      },
+      /*mutates=*/false);
+}
+
+grpc::ServerUnaryReactor* FleetService::ListNodes(
+    grpc::CallbackServerContext* context, const v1::ListNodesRequest* request,
+    v1::ListNodesResponse* response) {
+  std::optional<core::NodeState> state;
+  if (request->state() != v1::NODE_STATE_UNSPECIFIED) {
+    auto parsed = convert::NodeStateFromProto(request->state(), "state");
+    if (!parsed.ok()) return FinishNow(context, parsed.status());
+    state = *parsed;
+  }
+  return RunOnLoop(
+      *loop_, context,
+      [state, model = request->gpu_model(), response](core::Scheduler& s,
+                                                      absl::Time) {
+        for (const core::Fleet::Slot& slot : s.fleet().slots()) {
+          if (state && slot.node.state != *state) continue;
+          if (!model.empty() && slot.node.spec.gpu_model != model) continue;
+          NodeToProto(s, slot, response->add_nodes());
+        }
+        return absl::OkStatus();
+      },
+      /*mutates=*/false);
+}
+
+grpc::ServerUnaryReactor* FleetService::GetTopology(
+    grpc::CallbackServerContext* context, const v1::GetTopologyRequest*,
+    v1::GetTopologyResponse* response) {
+  return RunOnLoop(
+      *loop_, context,
+      [response](core::Scheduler& s, absl::Time) {
+        const core::FleetReport report = core::DescribeFleet(s.fleet());
+        for (const std::string& level : s.fleet().levels()) {
+          response->add_levels(level);
+        }
+        for (const core::DomainReport& d : report.domains) {
+          v1::Domain* out = response->add_domains();
+          out->set_path(d.path);
+          out->set_level(d.level);
+          out->set_nodes(d.nodes);
+          out->set_gpus_total(d.gpus_total);
+          out->set_gpus_free(d.gpus_free);
+          out->set_free_whole_nodes(d.free_whole_nodes);
+        }
+        response->set_node_fragmentation(report.node_fragmentation);
+        for (const core::LevelFragmentation& l : report.levels) {
+          v1::LevelFragmentation* out = response->add_levels_fragmentation();
+          out->set_level(l.level);
+          out->set_largest_free_whole_nodes(l.largest_free_whole_nodes);
+          out->set_stranded_whole_node_fraction(l.stranded_whole_node_fraction);
+        }
+        return absl::OkStatus();
+      },
+      /*mutates=*/false);
+}
+
+}  // namespace phalanx::server

@@ -1,0 +1,49 @@
+// FleetService: the phalanx.v1.Fleet gRPC service. Every call runs on the
+// scheduler loop (node usage is the writer's state). Holds no domain state;
+// thread-safe.
+#ifndef PHALANX_SERVER_FLEET_SERVICE_H_
+#define PHALANX_SERVER_FLEET_SERVICE_H_
+
+#include "phalanx/v1/fleet.grpc.pb.h"
+#include "server/scheduler_loop.h"
+
+namespace phalanx::server {
+
+class FleetService final : public v1::Fleet::CallbackService {
+ public:
+  explicit FleetService(SchedulerLoop* loop) : loop_(loop) {}
+
+  grpc::ServerUnaryReactor* UpsertNodes(
+      grpc::CallbackServerContext* context,
+      const v1::UpsertNodesRequest* request,
+      v1::UpsertNodesResponse* response) override;
+  grpc::ServerUnaryReactor* SetNodeState(
+      grpc::CallbackServerContext* context,
+      const v1::SetNodeStateRequest* request,
+      v1::SetNodeStateResponse* response) override;
+  grpc::ServerUnaryReactor* RemoveNode(
+      grpc::CallbackServerContext* context,
+      const v1::RemoveNodeRequest* request,
+      v1::RemoveNodeResponse* response) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const v1::HeartbeatRequest* request,
+                                      v1::HeartbeatResponse* response) override;
+  grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* context,
+                                      const v1::ListNodesRequest* request,
+                                      v1::ListNodesResponse* response) override;
+  grpc::ServerUnaryReactor* GetTopology(
+      grpc::CallbackServerContext* context,
+      const v1::GetTopologyRequest* request,
+      v1::GetTopologyResponse* response) override;
+
+ private:
+  SchedulerLoop* loop_;
+};
+
+// Fills `out` with the node in `slot` and its usage.
+void NodeToProto(const core::Scheduler& scheduler,
+                 const core::Fleet::Slot& slot, v1::Node* out);
+
+}  // namespace phalanx::server
+
+#endif  // PHALANX_SERVER_FLEET_SERVICE_H_

@@ -1,0 +1,225 @@
+#include "server/metrics.h"
+
+#include <map>
+
+#include "core/fleet_report.h"
+#include "server/watch_hub.h"
+
+namespace phalanx::server {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Histogram;
+
+const char* CodeName(grpc::StatusCode code) {
+  static constexpr const char* kNames[] = {"OK",
+                                           "CANCELLED",
+                                           "UNKNOWN",
+                                           "INVALID_ARGUMENT",
+                                           "DEADLINE_EXCEEDED",
+                                           "NOT_FOUND",
+                                           "ALREADY_EXISTS",
+                                           "PERMISSION_DENIED",
+                                           "RESOURCE_EXHAUSTED",
+                                           "FAILED_PRECONDITION",
+                                           "ABORTED",
+                                           "OUT_OF_RANGE",
+                                           "UNIMPLEMENTED",
+                                           "INTERNAL",
+                                           "UNAVAILABLE",
+                                           "DATA_LOSS",
+                                           "UNAUTHENTICATED"};
+  const int index = static_cast<int>(code);
+  return index >= 0 && index < 17 ? kNames[index] : "UNKNOWN";
+}
+
+Histogram::BucketBoundaries LatencyBuckets() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+          0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5};
+}
+
+Histogram::BucketBoundaries WaitBuckets() {
+  return {1, 10, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 259200};
+}
+
+// Times one server call and reports it at PRE_SEND_STATUS.
+class RpcInterceptor : public grpc::experimental::Interceptor {
+ public:
+  RpcInterceptor(Metrics* metrics, std::string method)
+      : metrics_(metrics), method_(std::move(method)), start_(absl::Now()) {}
+
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
+      metrics_->ObserveRpc(method_, methods->GetSendStatus().error_code(),
+                           absl::Now() - start_);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  Metrics* metrics_;
+  std::string method_;
+  absl::Time start_;
+};
+
+class RpcInterceptorFactory
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit RpcInterceptorFactory(Metrics* metrics) : metrics_(metrics) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new RpcInterceptor(metrics_, info->method());
+  }
+
+ private:
+  Metrics* metrics_;
+};
+
+}  // namespace
+
+Metrics::Metrics(const std::string& listen, const WatchHub* hub)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      exposer_(std::make_unique<prometheus::Exposer>(listen)),
+      hub_(hub),
+      gangs_(BuildGauge()
+                 .Name("phalanx_gangs")
+                 .Help("Gangs by queue and state")
+                 .Register(*registry_)),
+      gpus_(BuildGauge()
+                .Name("phalanx_gpus")
+                .Help("GPUs by state (allocated, free, unavailable, "
+                      "unhealthy) and model")
+                .Register(*registry_)),
+      queue_gpus_(BuildGauge()
+                      .Name("phalanx_queue_held_gpus")
+                      .Help("GPUs held by a queue's gangs, by model")
+                      .Register(*registry_)),
+      admission_wait_(BuildHistogram()
+                          .Name("phalanx_admission_wait_seconds")
+                          .Help("Submit (or requeue) to admission, by queue")
+                          .Register(*registry_)),
+      events_(BuildCounter()
+                  .Name("phalanx_events_total")
+                  .Help("Gang events by type")
+                  .Register(*registry_)),
+      rpc_latency_(BuildHistogram()
+                       .Name("phalanx_rpc_seconds")
+                       .Help("RPC latency by method and status code")
+                       .Register(*registry_)),
+      fragmentation_(BuildGauge()
+                         .Name("phalanx_fragmentation")
+                         .Help("node: free GPUs on partly used nodes / all "
+                               "free; <level>: free whole nodes outside the "
+                               "best domain / all free whole nodes")
+                         .Register(*registry_)),
+      cycle_seconds_(BuildHistogram()
+                         .Name("phalanx_cycle_seconds")
+                         .Help("Admission cycle duration")
+                         .Register(*registry_)
+                         .Add({}, LatencyBuckets())),
+      commit_seconds_(BuildHistogram()
+                          .Name("phalanx_storage_commit_seconds")
+                          .Help("Durable commit of one loop batch")
+                          .Register(*registry_)
+                          .Add({}, LatencyBuckets())),
+      batch_commands_(
+          BuildHistogram()
+              .Name("phalanx_storage_batch_commands")
+              .Help("Commands per committed batch")
+              .Register(*registry_)
+              .Add({}, Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128,
+                                                   256})),
+      watchers_(BuildGauge()
+                    .Name("phalanx_watchers")
+                    .Help("Open WatchGangs streams")
+                    .Register(*registry_)
+                    .Add({})),
+      revision_(BuildGauge()
+                    .Name("phalanx_revision")
+                    .Help("Revision of the last committed event")
+                    .Register(*registry_)
+                    .Add({})) {
+  exposer_->RegisterCollectable(registry_);
+}
+
+Metrics::~Metrics() = default;
+
+int Metrics::port() const {
+  std::vector<int> ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+void Metrics::ObserveRpc(const std::string& method, grpc::StatusCode code,
+                         absl::Duration latency) {
+  rpc_latency_
+      .Add({{"method", method}, {"code", CodeName(code)}}, LatencyBuckets())
+      .Observe(absl::ToDoubleSeconds(latency));
+}
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+Metrics::InterceptorFactory() {
+  return std::make_unique<RpcInterceptorFactory>(this);
+}
+
+void Metrics::OnBatch(const core::Mutation& mutation,
+                      const core::Scheduler& scheduler, absl::Duration cycle,
+                      absl::Duration commit, int commands) {
+  if (cycle > absl::ZeroDuration()) {
+    cycle_seconds_.Observe(absl::ToDoubleSeconds(cycle));
+  }
+  if (!mutation.empty()) {
+    commit_seconds_.Observe(absl::ToDoubleSeconds(commit));
+    batch_commands_.Observe(commands);
+  }
+  for (const core::Event& event : mutation.events) {
+    events_.Add({{"type", core::EventTypeName(event.type)}}).Increment();
+    if (event.type == core::EventType::kAdmitted && event.gang->admit_time) {
+      const absl::Duration wait =
+          *event.gang->admit_time - event.gang->submit_time;
+      admission_wait_
+          .Add({{"queue", event.gang->spec.queue.value()}}, WaitBuckets())
+          .Observe(absl::ToDoubleSeconds(wait));
+    }
+  }
+  revision_.Set(static_cast<double>(scheduler.revision()));
+  if (hub_ != nullptr) watchers_.Set(hub_->watchers());
+  // Gauges scan the fleet: at most once a second.
+  const absl::Time now = absl::Now();
+  if (now - last_refresh_ >= absl::Seconds(1)) {
+    last_refresh_ = now;
+    RefreshGauges(scheduler);
+  }
+}
+
+void Metrics::RefreshGauges(const core::Scheduler& scheduler) {
+  for (const auto& [key, count] : scheduler.gang_counts()) {
+    gangs_
+        .Add({{"queue", key.first.value()},
+              {"state", core::GangStateName(key.second)}})
+        .Set(static_cast<double>(count));
+  }
+  const core::FleetReport report = core::DescribeFleet(scheduler.fleet());
+  for (const auto& [model, counts] : report.gpus_by_model) {
+    gpus_.Add({{"state", "allocated"}, {"model", model}}).Set(counts.allocated);
+    gpus_.Add({{"state", "free"}, {"model", model}}).Set(counts.free);
+    gpus_.Add({{"state", "unavailable"}, {"model", model}})
+        .Set(counts.unavailable);
+    gpus_.Add({{"state", "unhealthy"}, {"model", model}}).Set(counts.unhealthy);
+  }
+  fragmentation_.Add({{"level", "node"}}).Set(report.node_fragmentation);
+  for (const core::LevelFragmentation& level : report.levels) {
+    fragmentation_.Add({{"level", level.level}})
+        .Set(level.stranded_whole_node_fraction);
+  }
+  for (const auto& [name, queue] : scheduler.queues()) {
+    for (const auto& [model, gpus] : scheduler.Usage(name).held_gpus) {
+      queue_gpus_.Add({{"queue", name.value()}, {"model", model}}).Set(gpus);
+    }
+  }
+}
+
+}  // namespace phalanx::server

@@ -1,0 +1,69 @@
+// Metrics: the Prometheus metrics of DESIGN §9, served on /metrics by
+// prometheus-cpp. Updated by the scheduler loop after each batch (as a
+// BatchObserver) and by an RPC interceptor. Thread-safe (prometheus-cpp
+// metrics are atomic; the loop is the only batch observer caller).
+#ifndef PHALANX_SERVER_METRICS_H_
+#define PHALANX_SERVER_METRICS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/support/server_interceptor.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "server/scheduler_loop.h"
+
+namespace phalanx::server {
+
+class WatchHub;
+
+class Metrics : public BatchObserver {
+ public:
+  // Serves /metrics on `listen` ("127.0.0.1:9464"; port 0 picks one).
+  // `hub` may be null.
+  Metrics(const std::string& listen, const WatchHub* hub);
+  ~Metrics() override;
+
+  // The port /metrics is served on.
+  int port() const;
+  // Records one finished RPC.
+  void ObserveRpc(const std::string& method, grpc::StatusCode code,
+                  absl::Duration latency);
+  // An interceptor factory that calls ObserveRpc for every call.
+  std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+  InterceptorFactory();
+
+  void OnBatch(const core::Mutation& mutation, const core::Scheduler& scheduler,
+               absl::Duration cycle, absl::Duration commit,
+               int commands) override;
+
+ private:
+  void RefreshGauges(const core::Scheduler& scheduler);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  const WatchHub* hub_;
+  absl::Time last_refresh_ = absl::InfinitePast();
+
+  prometheus::Family<prometheus::Gauge>& gangs_;
+  prometheus::Family<prometheus::Gauge>& gpus_;
+  prometheus::Family<prometheus::Gauge>& queue_gpus_;
+  prometheus::Family<prometheus::Histogram>& admission_wait_;
+  prometheus::Family<prometheus::Counter>& events_;
+  prometheus::Family<prometheus::Histogram>& rpc_latency_;
+  prometheus::Family<prometheus::Gauge>& fragmentation_;
+  prometheus::Histogram& cycle_seconds_;
+  prometheus::Histogram& commit_seconds_;
+  prometheus::Histogram& batch_commands_;
+  prometheus::Gauge& watchers_;
+  prometheus::Gauge& revision_;
+};
+
+}  // namespace phalanx::server
+
+#endif  // PHALANX_SERVER_METRICS_H_

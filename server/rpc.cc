@@ -1,0 +1,45 @@
+#include "server/rpc.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "server/status.h"
+
+namespace phalanx::server {
+
+grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
+                                    grpc::CallbackServerContext* context,
+                                    LoopBody body, bool mutates,
+                                    LoopRespond respond) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto status = std::make_shared<absl::Status>();
+  const bool queued = loop.Enqueue(
+      [body = std::move(body), status](core::Scheduler& s, absl::Time now) {
+        *status = body(s, now);
+      },
+      [reactor, status,
+       respond = std::move(respond)](const core::Scheduler& scheduler) {
+        if (status->ok() && respond) respond(scheduler);
+        reactor->Finish(ToGrpc(*status));
+      },
+      mutates);
+  if (!queued) {
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down"));
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpc(status));
+  return reactor;
+}
+
+absl::Status RequireNonEmpty(const std::string& value, const char* field) {
+  if (!value.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, ": must not be empty"));
+}
+
+}  // namespace phalanx::server

@@ -1,0 +1,41 @@
+// Glue between unary callback handlers and the scheduler loop. Stateless;
+// thread-safe.
+#ifndef PHALANX_SERVER_RPC_H_
+#define PHALANX_SERVER_RPC_H_
+
+#include <functional>
+
+#include "absl/status/status.h"
+#include "core/scheduler.h"
+#include "grpcpp/grpcpp.h"
+#include "server/scheduler_loop.h"
+
+namespace phalanx::server {
+
+// A handler body run on the loop thread; it fills the response and returns
+// the call's status.
+using LoopBody =
+    std::function<absl::Status(core::Scheduler& scheduler, absl::Time now)>;
+
+// Fills the response from the state after the batch, once it is durable.
+using LoopRespond = std::function<void(const core::Scheduler& scheduler)>;
+
+// Runs `body` on the loop and finishes the call once the batch is durable
+// (UNAVAILABLE when the loop is stopping). When `body` succeeded, `respond`
+// (if set) runs first, seeing the batch's admissions. `mutates` = false for
+// reads.
+grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
+                                    grpc::CallbackServerContext* context,
+                                    LoopBody body, bool mutates = true,
+                                    LoopRespond respond = nullptr);
+
+// Finishes the call at once with `status`.
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const absl::Status& status);
+
+// InvalidArgument "<field>: must not be empty" when `value` is empty.
+absl::Status RequireNonEmpty(const std::string& value, const char* field);
+
+}  // namespace phalanx::server
+
+#endif  // PHALANX_SERVER_RPC_H_

@@ -1,0 +1,94 @@
+// SchedulerLoop: the single writer of DESIGN §2. One thread owns the
+// core::Scheduler. RPC handlers enqueue commands; the loop drains every queued
+// command, applies them, runs an admission cycle when something changed (or
+// on the cycle timer), commits everything the batch produced as one durable
+// write, publishes a new read view and the batch's events, and only then runs
+// the commands' completion callbacks (which answer the RPCs). A failed commit
+// leaves memory ahead of disk: the loop logs it and aborts (fail-stop).
+//
+// Thread-safe: Enqueue and view() may be called from any thread.
+#ifndef PHALANX_SERVER_SCHEDULER_LOOP_H_
+#define PHALANX_SERVER_SCHEDULER_LOOP_H_
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/scheduler.h"
+#include "core/state_store.h"
+#include "server/gang_snapshot.h"
+
+namespace phalanx::server {
+
+// What readers see without touching the scheduler: published after every
+// batch, before the batch's RPCs are answered (so clients read their writes).
+struct View {
+  int64_t revision = 0;
+  GangSnapshot gangs;
+};
+
+// Observes each committed batch (metrics, watch fan-out). Runs on the loop
+// thread, after the commit and before the completion callbacks.
+class BatchObserver {
+ public:
+  virtual ~BatchObserver() = default;
+  // `mutation` has been committed; `scheduler` is the state after it.
+  virtual void OnBatch(const core::Mutation& mutation,
+                       const core::Scheduler& scheduler, absl::Duration cycle,
+                       absl::Duration commit, int commands) = 0;
+};
+
+class SchedulerLoop {
+ public:
+  // A command body, run on the loop thread. `now` is the batch's time.
+  using Apply = std::function<void(core::Scheduler& scheduler, absl::Time now)>;
+  // Runs on the loop thread once the command's effect is durable, with the
+  // state after the whole batch (including its admission cycle).
+  using Done = std::function<void(const core::Scheduler& scheduler)>;
+
+  SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
+                core::StateStore* store, std::vector<BatchObserver*> observers);
+  ~SchedulerLoop();
+
+  // Starts the loop thread.
+  void Start();
+  // Applies the commands already queued, then stops the thread. Later
+  // Enqueue calls fail.
+  void Stop();
+
+  // Queues a command. `mutates` = false marks a read that needs no cycle.
+  // Returns false (running neither callback) once Stop has begun.
+  bool Enqueue(Apply apply, Done done, bool mutates = true);
+  // The latest published view; never null.
+  std::shared_ptr<const View> view() const;
+
+ private:
+  struct Command {
+    Apply apply;
+    Done done;
+    bool mutates;
+  };
+
+  void Run();
+  // Applies one batch; returns false when it is time to exit.
+  bool RunBatch();
+
+  std::unique_ptr<core::Scheduler> scheduler_;
+  core::StateStore* store_;
+  std::vector<BatchObserver*> observers_;
+  std::thread thread_;
+  absl::Time next_cycle_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Command> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<const View> view_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace phalanx::server
+
+#endif  // PHALANX_SERVER_SCHEDULER_LOOP_H_

@@ -1,0 +1,208 @@
+#include "server/scheduler_service.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "proto/convert.h"
+#include "server/rpc.h"
+
+namespace phalanx::server {
+namespace {
+
+constexpr int kDefaultPageSize = 100;
+constexpr int kMaxPageSize = 1000;
+
+absl::StatusOr<std::set<core::GangState>> StatesFilter(
+    const v1::ListGangsRequest& request) {
+  std::set<core::GangState> states;
+  for (int i = 0; i < request.states_size(); ++i) {
+    ASSIGN_OR_RETURN(core::GangState state,
+                     convert::GangStateFromProto(
+                         request.states(i), absl::StrCat("states[", i, "]")));
+    states.insert(state);
+  }
+  return states;
+}
+
+absl::StatusOr<core::GangReport> ReportFromProto(
+    const v1::ReportGangRequest& request) {
+  core::GangReport report;
+  report.gang_id = core::GangId(request.gang_id());
+  if (request.state() != v1::GANG_STATE_UNSPECIFIED) {
+    ASSIGN_OR_RETURN(report.state,
+                     convert::GangStateFromProto(request.state(), "state"));
+  }
+  if (request.has_last_checkpoint_time()) {
+    report.last_checkpoint_time =
+        convert::FromProto(request.last_checkpoint_time());
+  }
+  report.preemption_acknowledged = request.preemption_acknowledged();
+  report.message = request.message();
+  return report;
+}
+
+// Fills response.gang and response.revision with the gang as it stands after
+// the batch, so a gang that fits is returned already admitted, with its
+// placement.
+template <typename Response>
+LoopRespond GangResponder(std::shared_ptr<core::GangId> id,
+                          Response* response) {
+  return [id = std::move(id), response](const core::Scheduler& s) {
+    if (core::GangPtr gang = s.FindGang(*id)) {
+      convert::ToProto(*gang, response->mutable_gang());
+    }
+    response->set_revision(s.revision());
+  };
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* SchedulerService::SubmitGang(
+    grpc::CallbackServerContext* context, const v1::SubmitGangRequest* request,
+    v1::SubmitGangResponse* response) {
+  auto spec = convert::GangSpecFromProto(request->spec(), "spec");
+  if (!spec.ok()) return FinishNow(context, spec.status());
+  auto id = std::make_shared<core::GangId>();
+  return RunOnLoop(
+      *loop_, context,
+      [spec = *std::move(spec), response, id](core::Scheduler& s,
+                                              absl::Time now) -> absl::Status {
+        ASSIGN_OR_RETURN(core::SubmitResult result, s.Submit(spec, now));
+        *id = result.gang->id;
+        response->set_created(result.created);
+        return absl::OkStatus();
+      },
+      /*mutates=*/true, GangResponder(id, response));
+}
+
+grpc::ServerUnaryReactor* SchedulerService::CancelGang(
+    grpc::CallbackServerContext* context, const v1::CancelGangRequest* request,
+    v1::CancelGangResponse* response) {
+  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  return RunOnLoop(
+      *loop_, context,
+      [id = core::GangId(request->gang_id()), reason = request->reason()](
+          core::Scheduler& s, absl::Time now) {
+        return s.Cancel(id, reason, now).status();
+      },
+      /*mutates=*/true,
+      GangResponder(std::make_shared<core::GangId>(request->gang_id()),
+                    response));
+}
+
+grpc::ServerUnaryReactor* SchedulerService::GetGang(
+    grpc::CallbackServerContext* context, const v1::GetGangRequest* request,
+    v1::GetGangResponse* response) {
+  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  std::shared_ptr<const View> view = loop_->view();
+  core::GangPtr gang = view->gangs.Find(core::GangId(request->gang_id()));
+  if (gang == nullptr) {
+    return FinishNow(
+        context, absl::NotFoundError(absl::StrCat("gang_id: no gang \"",
+                                                  request->gang_id(), "\"")));
+  }
+  convert::ToProto(*gang, response->mutable_gang());
+  response->set_revision(view->revision);
+  return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* SchedulerService::ListGangs(
+    grpc::CallbackServerContext* context, const v1::ListGangsRequest* request,
+    v1::ListGangsResponse* response) {
+  auto states = StatesFilter(*request);
+  if (!states.ok()) return FinishNow(context, states.status());
+  if (request->page_size() < 0) {
+    return FinishNow(context,
+                     absl::InvalidArgumentError("page_size: must be >= 0"));
+  }
+  const int limit = request->page_size() == 0
+                        ? kDefaultPageSize
+                        : std::min(request->page_size(), kMaxPageSize);
+  std::shared_ptr<const View> view = loop_->view();
+  const std::string& queue = request->queue();
+  std::vector<core::GangPtr> gangs = view->gangs.List(
+      request->page_token(), limit + 1, [&](const core::Gang& gang) {
+        return (queue.empty() || gang.spec.queue.value() == queue) &&
+               (states->empty() || states->contains(gang.state));
+      });
+  if (static_cast<int>(gangs.size()) > limit) {
+    gangs.resize(limit);
+    response->set_next_page_token(gangs.back()->id.value());
+  }
+  for (const core::GangPtr& gang : gangs) {
+    convert::ToProto(*gang, response->add_gangs());
+  }
+  response->set_revision(view->revision);
+  return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerWriteReactor<v1::GangEvent>* SchedulerService::WatchGangs(
+    grpc::CallbackServerContext*, const v1::WatchGangsRequest* request) {
+  return hub_->Watch(*request);
+}
+
+grpc::ServerUnaryReactor* SchedulerService::ReportGang(
+    grpc::CallbackServerContext* context, const v1::ReportGangRequest* request,
+    v1::ReportGangResponse* response) {
+  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  auto report = ReportFromProto(*request);
+  if (!report.ok()) return FinishNow(context, report.status());
+  return RunOnLoop(
+      *loop_, context,
+      [report = *std::move(report)](core::Scheduler& s, absl::Time now) {
+        return s.Report(report, now).status();
+      },
+      /*mutates=*/true,
+      GangResponder(std::make_shared<core::GangId>(request->gang_id()),
+                    response));
+}
+
+grpc::ServerUnaryReactor* SchedulerService::ExplainGang(
+    grpc::CallbackServerContext* context, const v1::ExplainGangRequest* request,
+    v1::ExplainGangResponse* response) {
+  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  return RunOnLoop(
+      *loop_, context,
+      [id = core::GangId(request->gang_id()), response](
+          core::Scheduler& s, absl::Time) -> absl::Status {
+        ASSIGN_OR_RETURN(core::Explanation explanation, s.Explain(id));
+        convert::ToProto(*explanation.gang, response->mutable_gang());
+        response->set_reason(explanation.reason);
+        response->set_position(explanation.position);
+        response->set_position_in_queue(explanation.position_in_queue);
+        response->set_revision(s.revision());
+        return absl::OkStatus();
+      },
+      /*mutates=*/false);
+}
+
+grpc::ServerUnaryReactor* SchedulerService::DryRunGang(
+    grpc::CallbackServerContext* context, const v1::DryRunGangRequest* request,
+    v1::DryRunGangResponse* response) {
+  auto spec = convert::GangSpecFromProto(request->spec(), "spec");
+  if (!spec.ok()) return FinishNow(context, spec.status());
+  return RunOnLoop(
+      *loop_, context,
+      [spec = *std::move(spec), response](core::Scheduler& s,
+                                          absl::Time) -> absl::Status {
+        ASSIGN_OR_RETURN(core::PlacementResult result, s.DryRun(spec));
+        response->set_fits(result.placed);
+        response->set_reason(result.reason);
+        for (const core::PodPlacement& pod : result.pods) {
+          convert::ToProto(pod, response->add_placement());
+        }
+        return absl::OkStatus();
+      },
+      /*mutates=*/false);
+}
+
+}  // namespace phalanx::server

@@ -1,0 +1,56 @@
+// SchedulerService: the phalanx.v1.Scheduler gRPC service (DESIGN §8).
+// Handlers validate and convert, then either read the loop's published view
+// (GetGang, ListGangs) or run a command on the loop. Holds no domain state;
+// thread-safe.
+#ifndef PHALANX_SERVER_SCHEDULER_SERVICE_H_
+#define PHALANX_SERVER_SCHEDULER_SERVICE_H_
+
+#include "phalanx/v1/scheduler.grpc.pb.h"
+#include "server/scheduler_loop.h"
+#include "server/watch_hub.h"
+
+namespace phalanx::server {
+
+class SchedulerService final : public v1::Scheduler::CallbackService {
+ public:
+  SchedulerService(SchedulerLoop* loop, WatchHub* hub)
+      : loop_(loop), hub_(hub) {}
+
+  grpc::ServerUnaryReactor* SubmitGang(
+      grpc::CallbackServerContext* context,
+      const v1::SubmitGangRequest* request,
+      v1::SubmitGangResponse* response) override;
+  grpc::ServerUnaryReactor* CancelGang(
+      grpc::CallbackServerContext* context,
+      const v1::CancelGangRequest* request,
+      v1::CancelGangResponse* response) override;
+  grpc::ServerUnaryReactor* GetGang(grpc::CallbackServerContext* context,
+                                    const v1::GetGangRequest* request,
+                                    v1::GetGangResponse* response) override;
+  grpc::ServerUnaryReactor* ListGangs(grpc::CallbackServerContext* context,
+                                      const v1::ListGangsRequest* request,
+                                      v1::ListGangsResponse* response) override;
+  grpc::ServerWriteReactor<v1::GangEvent>* WatchGangs(
+      grpc::CallbackServerContext* context,
+      const v1::WatchGangsRequest* request) override;
+  grpc::ServerUnaryReactor* ReportGang(
+      grpc::CallbackServerContext* context,
+      const v1::ReportGangRequest* request,
+      v1::ReportGangResponse* response) override;
+  grpc::ServerUnaryReactor* ExplainGang(
+      grpc::CallbackServerContext* context,
+      const v1::ExplainGangRequest* request,
+      v1::ExplainGangResponse* response) override;
+  grpc::ServerUnaryReactor* DryRunGang(
+      grpc::CallbackServerContext* context,
+      const v1::DryRunGangRequest* request,
+      v1::DryRunGangResponse* response) override;
+
+ private:
+  SchedulerLoop* loop_;
+  WatchHub* hub_;
+};
+
+}  // namespace phalanx::server
+
+#endif  // PHALANX_SERVER_SCHEDULER_SERVICE_H_

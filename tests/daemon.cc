@@ -1,0 +1,212 @@
+#include "tests/daemon.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace phalanx::testing {
+
+DaemonProcess::DaemonProcess(std::vector<std::string> extra_args)
+    : extra_args_(std::move(extra_args)) {
+  char pattern[] = "/tmp/phalanx-it-XXXXXX";
+  root_ = mkdtemp(pattern);
+  data_dir_ = root_ + "/data";
+}
+
+DaemonProcess::~DaemonProcess() {
+  Kill9();
+  std::filesystem::remove_all(root_);
+}
+
+std::string DaemonProcess::WriteFile(const std::string& name,
+                                     const std::string& text) {
+  const std::string path = root_ + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+bool DaemonProcess::Start() {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return false;
+  std::vector<std::string> args = {PHALANXD_PATH, "--listen=127.0.0.1:0",
+                                   "--metrics-listen=127.0.0.1:0",
+                                   "--data-dir=" + data_dir_};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    dup2(pipe_fds[1], STDERR_FILENO);
+    close(pipe_fds[0]);
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  stdout_fd_ = pipe_fds[0];
+  output_.clear();
+  // Read until both addresses are printed, the process exits, or 30 s pass.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::smatch grpc_match, metrics_match;
+  const std::regex grpc_re("grpc listening on (\\S+)");
+  const std::regex metrics_re("metrics listening on http://[^:]+:(\\d+)/");
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd pfd{stdout_fd_, POLLIN, 0};
+    if (poll(&pfd, 1, 100) > 0) {
+      char buffer[4096];
+      const ssize_t n = read(stdout_fd_, buffer, sizeof(buffer));
+      if (n <= 0) break;
+      output_.append(buffer, n);
+    }
+    if (std::regex_search(output_, grpc_match, grpc_re) &&
+        std::regex_search(output_, metrics_match, metrics_re)) {
+      address_ = grpc_match[1];
+      metrics_port_ = std::stoi(metrics_match[1]);
+      channel_ =
+          grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+      return true;
+    }
+  }
+  Kill9();
+  return false;
+}
+
+void DaemonProcess::Kill9() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  close(stdout_fd_);
+  stdout_fd_ = -1;
+}
+
+int DaemonProcess::Terminate() {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  // Drain its output until it closes (it exits) or 30 s pass.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd pfd{stdout_fd_, POLLIN, 0};
+    if (poll(&pfd, 1, 100) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = read(stdout_fd_, buffer, sizeof(buffer));
+    if (n <= 0) break;
+    output_.append(buffer, n);
+  }
+  if (std::chrono::steady_clock::now() >= deadline) {
+    Kill9();
+    return -1;
+  }
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  close(stdout_fd_);
+  stdout_fd_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::unique_ptr<v1::Scheduler::Stub> DaemonProcess::Scheduler() const {
+  return v1::Scheduler::NewStub(channel_);
+}
+std::unique_ptr<v1::Fleet::Stub> DaemonProcess::Fleet() const {
+  return v1::Fleet::NewStub(channel_);
+}
+std::unique_ptr<v1::Admin::Stub> DaemonProcess::Admin() const {
+  return v1::Admin::NewStub(channel_);
+}
+
+std::string DemoFleetJson() {
+  std::string nodes;
+  for (int b = 0; b < 2; ++b) {
+    for (int r = 0; r < 2; ++r) {
+      for (int n = 0; n < 2; ++n) {
+        if (!nodes.empty()) nodes += ",";
+        nodes += absl::StrFormat(
+            R"({"id":"node-%d%d%d","gpuModel":"H100","gpuCount":8,)"
+            R"("labels":{"block":"b%d","rack":"b%d-r%d"}})",
+            b, r, n, b, b, r);
+      }
+    }
+  }
+  return absl::StrCat(R"({"nodes":[)", nodes, "]}");
+}
+
+std::string DemoQueuesJson() {
+  return R"({"queues":[{"name":"a","weight":1},{"name":"b","weight":1}]})";
+}
+
+std::string DemoConfigJson() {
+  return R"({"topologyLevels":["block","rack"],"cycleInterval":"0.2s",)"
+         R"("retention":{"events":"50"},"watch":{"bookmarkInterval":"0.5s"}})";
+}
+
+std::unique_ptr<DaemonProcess> StartDemoDaemon(
+    std::vector<std::string> extra_args) {
+  auto daemon = std::make_unique<DaemonProcess>();
+  daemon->AddArgs(
+      {"--config=" + daemon->WriteFile("config.json", DemoConfigJson()),
+       "--fleet=" + daemon->WriteFile("fleet.json", DemoFleetJson()),
+       "--queues=" + daemon->WriteFile("queues.json", DemoQueuesJson())});
+  daemon->AddArgs(extra_args);
+  return daemon;
+}
+
+v1::SubmitGangRequest SubmitRequest(const std::string& queue, int count,
+                                    int gpus, const std::string& level,
+                                    const std::string& request_id) {
+  v1::SubmitGangRequest request;
+  request.mutable_spec()->set_queue(queue);
+  request.mutable_spec()->set_request_id(request_id);
+  v1::PodSet* set = request.mutable_spec()->add_pod_sets();
+  set->set_name("workers");
+  set->set_count(count);
+  set->set_gpus(gpus);
+  if (!level.empty()) {
+    set->mutable_topology()->set_mode(v1::TOPOLOGY_MODE_REQUIRED);
+    set->mutable_topology()->set_level(level);
+  }
+  return request;
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string request =
+      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: localhost\r\n\r\n");
+  if (write(fd, request.data(), request.size()) < 0) {
+    close(fd);
+    return "";
+  }
+  std::string response;
+  char buffer[8192];
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
+  close(fd);
+  return response;
+}
+
+}  // namespace phalanx::testing

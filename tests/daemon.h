@@ -1,0 +1,85 @@
+// DaemonProcess: runs the real phalanxd binary for integration tests, on an
+// ephemeral loopback port with a temporary data directory, and hands out
+// stubs. Not thread-safe; one per test.
+#ifndef PHALANX_TESTS_DAEMON_H_
+#define PHALANX_TESTS_DAEMON_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+#include "phalanx/v1/admin.grpc.pb.h"
+#include "phalanx/v1/fleet.grpc.pb.h"
+#include "phalanx/v1/scheduler.grpc.pb.h"
+
+namespace phalanx::testing {
+
+class DaemonProcess {
+ public:
+  // Creates a temporary data directory; `extra_args` go to every start.
+  explicit DaemonProcess(std::vector<std::string> extra_args = {});
+  ~DaemonProcess();  // kills the daemon, removes the directory
+  DaemonProcess(const DaemonProcess&) = delete;
+  DaemonProcess& operator=(const DaemonProcess&) = delete;
+
+  // Adds arguments for every later start.
+  void AddArgs(const std::vector<std::string>& args) {
+    extra_args_.insert(extra_args_.end(), args.begin(), args.end());
+  }
+  // Starts phalanxd and waits until it prints its addresses. Returns false
+  // if it exits first (its output is kept in output()).
+  bool Start();
+  // SIGKILL, then reap.
+  void Kill9();
+  // SIGTERM, then reap; returns the exit status (or -1 if killed).
+  int Terminate();
+
+  const std::string& data_dir() const { return data_dir_; }
+  const std::string& address() const { return address_; }
+  int metrics_port() const { return metrics_port_; }
+  const std::string& output() const { return output_; }
+  // Writes `text` to a file in the data directory's parent; returns its path.
+  std::string WriteFile(const std::string& name, const std::string& text);
+
+  std::unique_ptr<v1::Scheduler::Stub> Scheduler() const;
+  std::unique_ptr<v1::Fleet::Stub> Fleet() const;
+  std::unique_ptr<v1::Admin::Stub> Admin() const;
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+
+ private:
+  std::vector<std::string> extra_args_;
+  std::string root_;
+  std::string data_dir_;
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string address_;
+  int metrics_port_ = 0;
+  std::string output_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+// Files the tests share: 2 blocks x 2 racks x 2 nodes of 8 H100 GPUs, levels
+// block/rack, and queues "a" and "b".
+std::string DemoFleetJson();
+std::string DemoQueuesJson();
+std::string DemoConfigJson();
+
+// Starts a daemon with the demo fleet, queues and config.
+std::unique_ptr<DaemonProcess> StartDemoDaemon(
+    std::vector<std::string> extra_args = {});
+
+// A pod set of `count` pods of `gpus` GPUs, REQUIRED at `level` (or
+// unconstrained when empty), in queue `queue`.
+v1::SubmitGangRequest SubmitRequest(const std::string& queue, int count,
+                                    int gpus, const std::string& level = "",
+                                    const std::string& request_id = "");
+
+// An HTTP GET of http://127.0.0.1:port/path; returns the body ("" on error).
+std::string HttpGet(int port, const std::string& path);
+
+}  // namespace phalanx::testing
+
+#endif  // PHALANX_TESTS_DAEMON_H_

@@ -1,0 +1,124 @@
+// WatchGangs: list-then-watch semantics over a real daemon.
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/daemon.h"
+
+namespace phalanx::testing {
+namespace {
+
+class WatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    daemon_ = StartDemoDaemon();
+    ASSERT_TRUE(daemon_->Start()) << daemon_->output();
+    scheduler_ = daemon_->Scheduler();
+  }
+
+  std::string Submit(const std::string& queue) {
+    grpc::ClientContext context;
+    v1::SubmitGangResponse response;
+    EXPECT_TRUE(
+        scheduler_->SubmitGang(&context, SubmitRequest(queue, 1, 1), &response)
+            .ok());
+    return response.gang().id();
+  }
+
+  // Reads `n` non-bookmark events from a stream opened with `request`.
+  std::vector<v1::GangEvent> Read(v1::WatchGangsRequest request, int n) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(20));
+    auto reader = scheduler_->WatchGangs(&context, request);
+    std::vector<v1::GangEvent> events;
+    v1::GangEvent event;
+    while (static_cast<int>(events.size()) < n && reader->Read(&event)) {
+      if (event.type() != v1::EVENT_TYPE_BOOKMARK) events.push_back(event);
+    }
+    context.TryCancel();
+    return events;
+  }
+
+  std::unique_ptr<DaemonProcess> daemon_;
+  std::unique_ptr<v1::Scheduler::Stub> scheduler_;
+};
+
+TEST_F(WatchTest, EveryEventInRevisionOrderThenResume) {
+  for (int i = 0; i < 3; ++i) Submit("a");
+  v1::WatchGangsRequest request;
+  request.set_after_revision(0);
+  std::vector<v1::GangEvent> events = Read(request, 6);
+  ASSERT_EQ(events.size(), 6u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(events[i].revision(), i + 1);
+  EXPECT_EQ(events[0].type(), v1::EVENT_TYPE_SUBMITTED);
+  EXPECT_EQ(events[1].type(), v1::EVENT_TYPE_ADMITTED);
+  EXPECT_EQ(events[1].gang().placement_size(), 1);
+
+  request.set_after_revision(3);
+  std::vector<v1::GangEvent> resumed = Read(request, 3);
+  ASSERT_EQ(resumed.size(), 3u);
+  EXPECT_EQ(resumed[0].revision(), 4);
+  EXPECT_EQ(resumed[2].revision(), 6);
+}
+
+TEST_F(WatchTest, LiveEventsArriveAfterTheStreamOpens) {
+  grpc::ClientContext context;
+  auto reader = scheduler_->WatchGangs(&context, {});
+  v1::GangEvent event;
+  // The first message is a bookmark (after 0.5 s idle) or our event.
+  const std::string id = Submit("b");
+  do {
+    ASSERT_TRUE(reader->Read(&event));
+  } while (event.type() == v1::EVENT_TYPE_BOOKMARK);
+  EXPECT_EQ(event.type(), v1::EVENT_TYPE_SUBMITTED);
+  EXPECT_EQ(event.gang().id(), id);
+  context.TryCancel();
+}
+
+TEST_F(WatchTest, FiltersByQueueAndGang) {
+  Submit("a");
+  const std::string b = Submit("b");
+  Submit("a");
+  v1::WatchGangsRequest request;
+  request.set_after_revision(0);
+  request.add_queues("b");
+  std::vector<v1::GangEvent> events = Read(request, 2);
+  ASSERT_EQ(events.size(), 2u);
+  for (const v1::GangEvent& event : events) EXPECT_EQ(event.gang().id(), b);
+  request.clear_queues();
+  request.add_gang_ids(b);
+  events = Read(request, 2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].gang().id(), b);
+}
+
+TEST_F(WatchTest, IdleStreamGetsABookmarkWithTheCurrentRevision) {
+  Submit("a");
+  grpc::ClientContext context;
+  v1::WatchGangsRequest request;
+  request.set_after_revision(2);
+  auto reader = scheduler_->WatchGangs(&context, request);
+  v1::GangEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+  EXPECT_EQ(event.type(), v1::EVENT_TYPE_BOOKMARK);
+  EXPECT_EQ(event.revision(), 2);
+  context.TryCancel();
+}
+
+TEST_F(WatchTest, TrimmedRevisionIsOutOfRange) {
+  for (int i = 0; i < 40; ++i) Submit("a");  // 80 events; 50 are kept
+  grpc::ClientContext context;
+  v1::WatchGangsRequest request;
+  request.set_after_revision(5);
+  auto reader = scheduler_->WatchGangs(&context, request);
+  v1::GangEvent event;
+  EXPECT_FALSE(reader->Read(&event));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  request.set_after_revision(70);
+  std::vector<v1::GangEvent> tail = Read(request, 10);
+  ASSERT_EQ(tail.size(), 10u);
+  EXPECT_EQ(tail[0].revision(), 71);
+}
+
+}  // namespace
+}  // namespace phalanx::testing
