@@ -11,6 +11,8 @@ absl::StatusOr<LoadedState> MemoryStore::LoadAll() {
   for (const auto& [name, queue] : queues_) state.queues.push_back(queue);
   for (const auto& [id, gang] : gangs_) state.gangs.push_back(gang);
   for (const auto& [key, record] : requests_) state.requests.push_back(record);
+  for (const auto& [queue, entry] : ledger_)
+    state.ledger.emplace_back(queue, entry);
   state.meta = meta_;
   return state;
 }
@@ -27,6 +29,8 @@ absl::Status MemoryStore::Commit(const Mutation& m) {
     requests_[{r.queue, r.request_id}] = r;
   }
   for (const auto& key : m.requests_deleted) requests_.erase(key);
+  for (const auto& [queue, entry] : m.ledger_put) ledger_[queue] = entry;
+  for (const QueueName& queue : m.ledger_deleted) ledger_.erase(queue);
   for (const Event& event : m.events) events_[event.revision] = event;
   if (m.trim_events_before > 0) {
     events_.erase(events_.begin(), events_.lower_bound(m.trim_events_before));

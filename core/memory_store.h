@@ -28,6 +28,7 @@ class MemoryStore : public StateStore {
   std::map<GangId, Gang> gangs_;
   std::map<std::pair<QueueName, std::string>, RequestRecord> requests_;
   std::map<int64_t, Event> events_;
+  std::map<QueueName, LedgerEntry> ledger_;
   Meta meta_;
   int commits_ = 0;
 };

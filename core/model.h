@@ -151,8 +151,45 @@ struct WatchConfig {
   bool operator==(const WatchConfig&) const = default;
 };
 
+// How pending gangs are ordered for admission.
+enum class Ordering {
+  // Priority (desc), then the queue's fair-share score (asc), then submit
+  // time, then id.
+  kPriorityFairShareAge,
+  // Fair-share score first, then priority, submit time, id.
+  kFairShareFirst,
+  // Submit time, then id: plain FIFO.
+  kSubmitOrder,
+};
+
+struct AdmissionConfig {
+  Ordering ordering = Ordering::kPriorityFairShareAge;
+  // Stop the cycle at the first gang that cannot be admitted (strict FIFO):
+  // nothing passes a head that does not fit.
+  bool strict_fifo = false;
+  bool operator==(const AdmissionConfig&) const = default;
+};
+
+struct PlacementConfig {
+  // Lowest nodes in fleet order instead of best fit.
+  bool first_fit = false;
+  bool operator==(const PlacementConfig&) const = default;
+};
+
+// Admission Fair Sharing (DESIGN §5).
+struct FairShareConfig {
+  absl::Duration half_life = absl::Hours(168);
+  absl::Duration sample_interval = absl::Minutes(5);
+  // Weight of each GPU model in the score; unlisted models weigh 1.
+  std::map<std::string, double> model_weights;
+  bool operator==(const FairShareConfig&) const = default;
+};
+
 struct Config {
   std::vector<std::string> topology_levels;
+  AdmissionConfig admission;
+  PlacementConfig placement;
+  FairShareConfig fair_share;
   absl::Duration cycle_interval = absl::Seconds(1);
   RetentionConfig retention;
   WatchConfig watch;
@@ -193,6 +230,13 @@ struct RequestRecord {
   GangId gang_id;
   uint64_t spec_fingerprint = 0;
   absl::Time expires;
+};
+
+// Decayed fair-share usage of one queue (DESIGN §5).
+struct LedgerEntry {
+  std::map<std::string, double> usage;  // by GPU model
+  absl::Time updated;
+  bool operator==(const LedgerEntry&) const = default;
 };
 
 // Counters persisted beside the state.

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -41,8 +42,8 @@ int64_t PodsOnNode(const Fleet::Slot& slot, const PodSetSpec& set,
 class PodSetPlacer {
  public:
   PodSetPlacer(const Fleet& fleet, const PodSetSpec& set,
-               const std::string* model, CapacityBasis basis)
-      : fleet_(fleet), set_(set), basis_(basis) {
+               const std::string* model, CapacityBasis basis, bool first_fit)
+      : fleet_(fleet), set_(set), basis_(basis), first_fit_(first_fit) {
     const auto& slots = fleet.slots();
     node_pods_.resize(slots.size());
     prefix_.assign(slots.size() + 1, 0);
@@ -114,6 +115,7 @@ class PodSetPlacer {
       const int64_t pods = DomainPods(domain);
       largest = std::max(largest, pods);
       if (pods >= set_.count && (best < 0 || pods < best_pods)) {
+        if (first_fit_ && best >= 0) continue;
         best = domain;
         best_pods = pods;
       }
@@ -132,6 +134,7 @@ class PodSetPlacer {
     int best = -1;
     for (int i = begin; i < end; ++i) {
       if (i == exclude || node_pods_[i] < need) continue;
+      if (first_fit_) return i;
       if (best < 0 || node_pods_[i] < node_pods_[best]) best = i;
     }
     return best;
@@ -147,6 +150,14 @@ class PodSetPlacer {
     }
     std::vector<int64_t> left;
     for (int child : d.child_domains) left.push_back(DomainPods(child));
+    if (first_fit_) {
+      for (size_t i = 0; i < left.size() && count > 0; ++i) {
+        const int64_t take = std::min(count, left[i]);
+        if (take > 0) Fill(d.child_domains[i], take);
+        count -= take;
+      }
+      return;
+    }
     while (count > 0) {
       int pick = -1;
       for (size_t i = 0; i < left.size(); ++i) {
@@ -170,6 +181,14 @@ class PodSetPlacer {
   void FillNodes(int begin, int end, int64_t count) {
     std::vector<int64_t> left(node_pods_.begin() + begin,
                               node_pods_.begin() + end);
+    if (first_fit_) {
+      for (size_t i = 0; i < left.size() && count > 0; ++i) {
+        const int64_t take = std::min(count, left[i]);
+        if (take > 0) fills_.emplace_back(begin + i, static_cast<int>(take));
+        count -= take;
+      }
+      return;
+    }
     while (count > 0) {
       int pick = -1;
       for (size_t i = 0; i < left.size(); ++i) {
@@ -205,9 +224,11 @@ class PodSetPlacer {
       if (node_pods_[i] > 0) order.push_back(static_cast<int>(i));
     }
     const auto& slots = fleet_.slots();
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return slots[a].FreeGpus() < slots[b].FreeGpus();
-    });
+    if (!first_fit_) {
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return slots[a].FreeGpus() < slots[b].FreeGpus();
+      });
+    }
     fills_.clear();
     int64_t count = set_.count;
     for (int slot : order) {
@@ -222,6 +243,7 @@ class PodSetPlacer {
   const Fleet& fleet_;
   const PodSetSpec& set_;
   const CapacityBasis basis_;
+  const bool first_fit_;
   std::vector<int64_t> node_pods_;
   std::vector<int64_t> prefix_;
   std::vector<std::pair<int, int>> fills_;
@@ -278,8 +300,9 @@ std::vector<const std::string*> ModelChoices(
 // Places every pod set with `model` (and, when mixing is allowed, each pod
 // set's own preference list). Allocates tentatively under `probe`.
 PlacementResult PlaceWithModel(const GangSpec& spec, Fleet& fleet,
-                               const std::string* model, CapacityBasis basis,
-                               Gang& probe) {
+                               const std::string* model,
+                               const PlacementOptions& options, Gang& probe) {
+  const CapacityBasis basis = options.basis;
   PlacementResult result;
   for (const PodSetSpec& set : spec.pod_sets) {
     std::vector<const std::string*> models = {model};
@@ -291,7 +314,7 @@ PlacementResult PlaceWithModel(const GangSpec& spec, Fleet& fleet,
     std::string reason;
     for (const std::string* m : models) {
       std::string why;
-      fills = PodSetPlacer(fleet, set, m, basis).Place(why);
+      fills = PodSetPlacer(fleet, set, m, basis, options.first_fit).Place(why);
       if (fills) break;
       if (reason.empty()) reason = why;
     }
@@ -313,17 +336,44 @@ PlacementResult PlaceWithModel(const GangSpec& spec, Fleet& fleet,
   return result;
 }
 
+// The reason `gate` refuses the GPUs of a placement that mixes models, or "".
+std::string GateMixed(const ModelGate& gate, const Fleet& fleet,
+                      const std::vector<PodPlacement>& pods) {
+  std::map<std::string, int64_t> gpus;
+  for (const PodPlacement& pod : pods) {
+    gpus[fleet.slots()[fleet.Find(pod.node)].node.spec.gpu_model] +=
+        static_cast<int64_t>(pod.gpu_indices.size());
+  }
+  for (const auto& [model, count] : gpus) {
+    if (std::string why = gate(model, count); !why.empty()) return why;
+  }
+  return "";
+}
+
 }  // namespace
 
 PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
-                          CapacityBasis basis) {
+                          const PlacementOptions& options) {
+  const CapacityBasis basis = options.basis;
   Gang probe;
   probe.id = GangId("\x01probe");
   probe.spec = spec;
   const std::vector<std::string> fleet_models = fleet.Models();
   PlacementResult first_failure;
   for (const std::string* model : ModelChoices(spec, fleet_models)) {
-    PlacementResult result = PlaceWithModel(spec, fleet, model, basis, probe);
+    if (model != nullptr && options.model_gate) {
+      std::string why = options.model_gate(*model, spec.TotalGpus());
+      if (!why.empty()) {
+        if (first_failure.reason.empty()) first_failure.reason = why;
+        continue;
+      }
+    }
+    PlacementResult result = PlaceWithModel(spec, fleet, model, options, probe);
+    if (result.placed && model == nullptr && options.model_gate) {
+      result.reason = GateMixed(options.model_gate, fleet, result.pods);
+      result.placed = result.reason.empty();
+      if (!result.placed) result.pods.clear();
+    }
     if (result.placed) return result;
     if (first_failure.reason.empty()) {
       first_failure = std::move(result);

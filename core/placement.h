@@ -6,6 +6,7 @@
 #ifndef PHALANX_CORE_PLACEMENT_H_
 #define PHALANX_CORE_PLACEMENT_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,29 @@ struct PlacementResult {
   std::string reason;              // why not, when not placed
 };
 
+// Says whether a gang may use `gpus` GPUs of `model` (for example, whether
+// its queue's quota allows it): "" if so, else the reason.
+using ModelGate =
+    std::function<std::string(const std::string& model, int64_t gpus)>;
+
+struct PlacementOptions {
+  CapacityBasis basis = CapacityBasis::kFree;
+  // Lowest nodes and domains in fleet order instead of best fit.
+  bool first_fit = false;
+  // Checked before a GPU model is tried (after placing, for gangs that mix
+  // models); null = every model allowed.
+  ModelGate model_gate;
+};
+
 // Finds a placement for every pod of `spec` on `fleet`. Leaves `fleet` as it
 // was (pod sets are placed tentatively one after another, then released).
 // Deterministic: ties are broken by fleet order.
 PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
-                          CapacityBasis basis = CapacityBasis::kFree);
+                          const PlacementOptions& options);
+inline PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
+                                 CapacityBasis basis = CapacityBasis::kFree) {
+  return PlaceGang(spec, fleet, PlacementOptions{basis, false, nullptr});
+}
 
 }  // namespace phalanx::core
 

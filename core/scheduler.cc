@@ -15,6 +15,7 @@ namespace phalanx::core {
 
 bool Mutation::empty() const {
   return gangs_put.empty() && gangs_deleted.empty() && nodes_put.empty() &&
+         ledger_put.empty() && ledger_deleted.empty() &&
          nodes_deleted.empty() && queues_put.empty() &&
          queues_deleted.empty() && !config.has_value() &&
          requests_put.empty() && requests_deleted.empty() && events.empty() &&
@@ -47,6 +48,7 @@ Scheduler::PendingKey Scheduler::KeyOf(const Gang& gang) {
 Scheduler::Scheduler(Config config)
     : config_(std::move(config)),
       fleet_(config_.topology_levels),
+      ledger_(config_.fair_share),
       dirty_config_(true) {}
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
@@ -96,6 +98,9 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
     s.request_expiry_.insert({record.expires, key});
     s.requests_[key] = std::move(record);
   }
+  for (auto& [queue, entry] : state.ledger) {
+    s.ledger_.Restore(queue, std::move(entry));
+  }
   s.revision_ = state.meta.last_revision;
   s.next_gang_seq_ = state.meta.next_gang_seq;
   s.first_retained_revision_ = state.meta.first_retained_revision;
@@ -108,15 +113,29 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
 // ---------------------------------------------------------------------------
 // State bookkeeping.
 
+const HeldGpus& Scheduler::Held(const QueueName& queue) const {
+  static const HeldGpus kNone;
+  auto it = usage_.find(queue);
+  return it == usage_.end() ? kNone : it->second.held_gpus;
+}
+
 GangPtr Scheduler::Put(Gang gang) {
   auto it = gangs_.find(gang.id);
   if (it != gangs_.end()) {
     const Gang& old = *it->second;
-    if (old.state == GangState::kPending) pending_.erase(KeyOf(old));
+    if (old.state == GangState::kPending) {
+      pending_.erase(KeyOf(old));
+      pending_by_queue_[old.spec.queue].erase(KeyOf(old));
+    }
     if (IsFinal(old.state)) finished_.erase({FinishTime(old), old.id});
     --gang_counts_[{old.spec.queue, old.state}];
   }
-  if (gang.state == GangState::kPending) pending_.insert(KeyOf(gang));
+  if (gang.state == GangState::kPending) {
+    pending_.insert(KeyOf(gang));
+    pending_by_queue_[gang.spec.queue].insert(KeyOf(gang));
+  } else {
+    failed_at_epoch_.erase(gang.id);
+  }
   if (IsFinal(gang.state)) finished_.insert({FinishTime(gang), gang.id});
   ++gang_counts_[{gang.spec.queue, gang.state}];
   dirty_gangs_.insert(gang.id);
@@ -145,10 +164,13 @@ void Scheduler::Charge(const Gang& gang, int sign) {
   }
 }
 
-// Frees the gang's capacity and clears its placement.
-void Scheduler::ReleaseCapacity(Gang& gang) {
+// Frees the gang's capacity and clears its placement; pending gangs may now
+// fit, so the capacity epoch moves.
+void Scheduler::ReleaseCapacity(Gang& gang, absl::Time now) {
   if (!HoldsCapacity(gang.state)) return;
+  ledger_.Accrue(gang.spec.queue, Held(gang.spec.queue), now);
   Charge(gang, -1);
+  BumpEpoch();
   fleet_.Release(gang, gang.placement);
   gang.placement.clear();
 }
@@ -262,7 +284,7 @@ absl::StatusOr<GangPtr> Scheduler::Cancel(const GangId& id,
   }
   if (IsFinal(current->state)) return current;
   Gang gang = *current;
-  ReleaseCapacity(gang);
+  ReleaseCapacity(gang, now);
   gang.state = GangState::kCancelled;
   gang.reason = "CANCELLED";
   gang.message = std::string(reason);
@@ -306,7 +328,7 @@ absl::StatusOr<GangPtr> Scheduler::Report(const GangReport& report,
     if (!HoldsCapacity(from)) {
       return refuse(absl::StrCat("report ", GangStateName(*report.state)));
     }
-    ReleaseCapacity(gang);
+    ReleaseCapacity(gang, now);
     gang.state = *report.state;
     gang.reason = GangStateName(*report.state);
     gang.finish_time = now;
@@ -317,7 +339,7 @@ absl::StatusOr<GangPtr> Scheduler::Report(const GangReport& report,
         "state: only RUNNING, SUCCEEDED or FAILED can be reported");
   }
   if (report.preemption_acknowledged && !event) {
-    ReleaseCapacity(gang);
+    ReleaseCapacity(gang, now);
     gang.state = GangState::kPending;
     gang.reason = "REQUEUED: preempted";
     event = EventType::kRequeued;
@@ -354,6 +376,7 @@ absl::StatusOr<std::vector<Node>> Scheduler::UpsertNodes(
     }
   }
   fleet_.Upsert(nodes);
+  BumpEpoch();
   for (const Node& node : nodes) {
     dirty_nodes_.insert(node.spec.id);
     deleted_nodes_.erase(node.spec.id);
@@ -369,7 +392,7 @@ void Scheduler::EvictFromNode(int slot, absl::Time now) {
   for (const auto& [id, pods] : s.gang_pods) victims.push_back(id);
   for (const GangId& id : victims) {
     Gang gang = *gangs_.at(id);
-    ReleaseCapacity(gang);
+    ReleaseCapacity(gang, now);
     gang.state = GangState::kPending;
     gang.reason = why;
     Transition(std::move(gang), EventType::kEvicted, now);
@@ -389,6 +412,7 @@ absl::StatusOr<Node> Scheduler::SetNodeState(const NodeId& id, NodeState state,
   node.state_reason = std::string(reason);
   fleet_.Upsert({node});
   if (state == NodeState::kUnhealthy) EvictFromNode(fleet_.Find(id), now);
+  if (state == NodeState::kReady) BumpEpoch();
   dirty_nodes_.insert(id);
   return node;
 }
@@ -445,6 +469,7 @@ absl::StatusOr<Queue> Scheduler::PutQueue(Queue queue) {
     }
   }
   queues_[queue.name] = queue;
+  BumpEpoch();
   dirty_queues_.insert(queue.name);
   deleted_queues_.erase(queue.name);
   return queue;
@@ -469,6 +494,9 @@ absl::Status Scheduler::DeleteQueue(const QueueName& name) {
     }
   }
   queues_.erase(name);
+  ledger_.Forget(name);
+  ledger_deleted_.push_back(name);
+  BumpEpoch();
   dirty_queues_.erase(name);
   deleted_queues_.insert(name);
   return absl::OkStatus();
@@ -502,55 +530,10 @@ absl::StatusOr<Config> Scheduler::UpdateConfig(
   }
   config.version = config_.version + 1;
   config_ = std::move(config);
+  ledger_.set_config(config_.fair_share);
+  BumpEpoch();
   dirty_config_ = true;
   return config_;
-}
-
-// ---------------------------------------------------------------------------
-// The admission cycle.
-
-void Scheduler::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
-                      absl::Time now) {
-  Gang admitted = *gang;
-  admitted.placement = std::move(pods);
-  PHALANX_CHECK(fleet_.Allocate(admitted, admitted.placement).ok());
-  admitted.state = GangState::kAdmitted;
-  admitted.reason.clear();
-  admitted.admit_time = now;
-  ++admitted.attempts;
-  Charge(admitted, +1);
-  Transition(std::move(admitted), EventType::kAdmitted, now);
-}
-
-void Scheduler::RunCycle(absl::Time now) {
-  // 1. Housekeeping: forget expired idempotency keys; apply retention to
-  //    finished gangs and to the event log.
-  ExpireAndTrim(now);
-
-  // 2. Order: pending gangs by priority (desc), submit time, id. Copied,
-  //    because admissions change the pending index while we walk it.
-  std::vector<GangPtr> order;
-  order.reserve(pending_.size());
-  for (const PendingKey& key : pending_) order.push_back(gangs_.at(key.id));
-
-  for (const GangPtr& gang : order) {
-    // 3. Gate: a held queue admits nothing new.
-    const Queue& queue = queues_.at(gang->spec.queue);
-    if (queue.held) {
-      SetReason(gang, absl::StrCat("QUEUE_HELD: queue ", queue.name.value(),
-                                   " is held"));
-      continue;
-    }
-    // 4. Place every pod set on the live fleet, all or nothing.
-    PlacementResult placement = PlaceGang(gang->spec, fleet_);
-    if (!placement.placed) {
-      // 5. Every gang left pending carries its reason.
-      SetReason(gang, std::move(placement.reason));
-      continue;
-    }
-    // 6. Admit: allocate GPUs, record the ADMITTED event.
-    Admit(gang, std::move(placement.pods), now);
-  }
 }
 
 void Scheduler::ExpireAndTrim(absl::Time now) {
@@ -597,6 +580,11 @@ Mutation Scheduler::TakeMutation() {
   if (dirty_config_) m.config = config_;
   m.requests_put = std::move(requests_put_);
   m.requests_deleted = std::move(requests_deleted_);
+  for (const QueueName& queue : ledger_.TakeDirty()) {
+    m.ledger_put.emplace_back(queue, ledger_.entries().at(queue));
+  }
+  m.ledger_deleted = std::move(ledger_deleted_);
+  ledger_deleted_.clear();
   m.events = std::move(events_);
   m.trim_events_before = trim_events_before_;
   m.meta = Meta{revision_, next_gang_seq_, first_retained_revision_};
@@ -630,11 +618,10 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
   explanation.reason = gang->reason;
   int position = 0;
   int in_queue = 0;
-  for (const PendingKey& key : pending_) {
+  for (const GangPtr& other : StaticOrder()) {
     ++position;
-    const bool same_queue = gangs_.at(key.id)->spec.queue == gang->spec.queue;
-    if (same_queue) ++in_queue;
-    if (key.id == id) break;
+    if (other->spec.queue == gang->spec.queue) ++in_queue;
+    if (other->id == id) break;
   }
   explanation.position = position;
   explanation.position_in_queue = in_queue;
@@ -644,7 +631,7 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
 absl::StatusOr<PlacementResult> Scheduler::DryRun(GangSpec spec) {
   NormalizeGangSpec(spec);
   RETURN_IF_ERROR(CheckSubmittable(spec));
-  return PlaceGang(spec, fleet_);
+  return PlaceGang(spec, fleet_, OptionsFor(queues_.at(spec.queue)));
 }
 
 }  // namespace phalanx::core

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/fair_share.h"
 #include "core/fleet.h"
 #include "core/model.h"
 #include "core/placement.h"
@@ -116,6 +117,11 @@ class Scheduler {
   absl::StatusOr<Explanation> Explain(const GangId& id) const;
   // Where `spec` would go now; nothing changes. Errors as Submit.
   absl::StatusOr<PlacementResult> DryRun(GangSpec spec);
+  // The queue's fair-share score now (lower goes first).
+  FairShareScore Score(const QueueName& name) const;
+  const FairShareLedger& ledger() const { return ledger_; }
+  // Bumped whenever a pending gang could newly fit (DESIGN §4 speed rules).
+  int64_t capacity_epoch() const { return capacity_epoch_; }
   // Gangs per (queue, state), for metrics.
   const std::map<std::pair<QueueName, GangState>, int64_t>& gang_counts()
       const {
@@ -133,22 +139,45 @@ class Scheduler {
   };
   static PendingKey KeyOf(const Gang& gang);
 
+  // Orders queue heads in the cycle (admission.cc).
+  struct HeadKey;
+  class CycleOrder;
+
   absl::Status CheckSubmittable(const GangSpec& spec) const;
   GangPtr Put(Gang gang);
   GangPtr Transition(Gang gang, EventType type, absl::Time now);
   void Charge(const Gang& gang, int sign);
-  void ReleaseCapacity(Gang& gang);
+  void ReleaseCapacity(Gang& gang, absl::Time now);
   void Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
              absl::Time now);
   void SetReason(const GangPtr& gang, std::string reason);
   void ExpireAndTrim(absl::Time now);
   void EvictFromNode(int slot, absl::Time now);
+  void BumpEpoch() { ++capacity_epoch_; }
+  const HeldGpus& Held(const QueueName& queue) const;
+
+  // admission.cc
+  // Tries to admit one gang; returns the reason it stays pending, or "".
+  std::string TryAdmit(const GangPtr& gang, absl::Time now,
+                       std::map<std::string, std::string>& failed_shapes);
+  // "" if `queue` may take `gpus` more GPUs of `model`, else why not.
+  std::string QuotaReason(const Queue& queue, const std::string& model,
+                          int64_t gpus) const;
+  PlacementOptions OptionsFor(const Queue& queue) const;
+  void SampleLedger(absl::Time now);
+  // Pending gangs in the order a cycle would consider them now.
+  std::vector<GangPtr> StaticOrder() const;
 
   Config config_;
   Fleet fleet_;
   absl::btree_map<QueueName, Queue> queues_;
   absl::flat_hash_map<GangId, GangPtr> gangs_;
   std::set<PendingKey> pending_;
+  std::map<QueueName, std::set<PendingKey>> pending_by_queue_;
+  FairShareLedger ledger_;
+  absl::Time last_ledger_sample_ = absl::InfinitePast();
+  int64_t capacity_epoch_ = 0;
+  absl::flat_hash_map<GangId, int64_t> failed_at_epoch_;
   std::set<std::pair<absl::Time, GangId>> finished_;
   absl::flat_hash_map<QueueName, QueueUsage> usage_;
   std::map<std::pair<QueueName, GangState>, int64_t> gang_counts_;
@@ -170,6 +199,7 @@ class Scheduler {
   bool dirty_config_ = false;
   std::vector<RequestRecord> requests_put_;
   std::vector<std::pair<QueueName, std::string>> requests_deleted_;
+  std::vector<QueueName> ledger_deleted_;
   std::vector<Event> events_;
   int64_t trim_events_before_ = 0;
   bool dirty_meta_ = false;

@@ -22,6 +22,7 @@ struct LoadedState {
   std::vector<Queue> queues;
   std::vector<Gang> gangs;  // non-final and retained final gangs
   std::vector<RequestRecord> requests;
+  std::vector<std::pair<QueueName, LedgerEntry>> ledger;
   Meta meta;
 };
 
@@ -36,6 +37,8 @@ struct Mutation {
   std::optional<Config> config;
   std::vector<RequestRecord> requests_put;
   std::vector<std::pair<QueueName, std::string>> requests_deleted;
+  std::vector<std::pair<QueueName, LedgerEntry>> ledger_put;
+  std::vector<QueueName> ledger_deleted;
   std::vector<Event> events;
   int64_t trim_events_before = 0;  // drop events below this revision; 0 = none
   Meta meta;

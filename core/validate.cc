@@ -186,6 +186,18 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
       return Bad(path, absl::StrCat("duplicate level \"", level, "\""));
     }
   }
+  if (config.fair_share.half_life <= absl::ZeroDuration()) {
+    return Bad(f + ".fair_share.half_life", "must be > 0");
+  }
+  if (config.fair_share.sample_interval <= absl::ZeroDuration()) {
+    return Bad(f + ".fair_share.sample_interval", "must be > 0");
+  }
+  for (const auto& [model, weight] : config.fair_share.model_weights) {
+    if (!std::isfinite(weight) || weight < 0) {
+      return Bad(absl::StrCat(f, ".fair_share.model_weights[", model, "]"),
+                 "must be a finite number >= 0");
+    }
+  }
   if (config.cycle_interval < absl::Milliseconds(1)) {
     return Bad(f + ".cycle_interval", "must be >= 1ms");
   }

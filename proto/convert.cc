@@ -63,6 +63,24 @@ absl::StatusOr<core::PodSetSpec> PodSetFromProto(const pb::PodSet& in,
   return out;
 }
 
+absl::StatusOr<core::Ordering> OrderingFromProto(int value,
+                                                 absl::string_view field) {
+  switch (value) {
+    case pb::ORDERING_UNSPECIFIED:
+    case pb::ORDERING_PRIORITY_FAIR_SHARE_AGE:
+      return core::Ordering::kPriorityFairShareAge;
+    case pb::ORDERING_FAIR_SHARE_FIRST:
+      return core::Ordering::kFairShareFirst;
+    case pb::ORDERING_SUBMIT_ORDER:
+      return core::Ordering::kSubmitOrder;
+  }
+  return BadEnum(field, value);
+}
+
+pb::Ordering ToProto(core::Ordering ordering) {
+  return static_cast<pb::Ordering>(static_cast<int>(ordering) + 1);
+}
+
 }  // namespace
 
 absl::Time FromProto(const google::protobuf::Timestamp& ts) {
@@ -317,7 +335,6 @@ void ToProto(const core::Queue& in, pb::Queue* out) {
 
 absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
                                              absl::string_view field) {
-  (void)field;  // every proto value is representable; ValidateConfig checks
   core::Config out;
   out.topology_levels.assign(in.topology_levels().begin(),
                              in.topology_levels().end());
@@ -345,6 +362,19 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   if (in.node().has_startup_grace()) {
     out.startup_grace = FromProto(in.node().startup_grace());
   }
+  ASSIGN_OR_RETURN(
+      out.admission.ordering,
+      OrderingFromProto(in.admission().ordering(),
+                        absl::StrCat(field, ".admission.ordering")));
+  out.admission.strict_fifo = in.admission().strict_fifo();
+  out.placement.first_fit = in.placement().first_fit();
+  const pb::FairShareConfig& fs = in.fair_share();
+  if (fs.has_half_life()) out.fair_share.half_life = FromProto(fs.half_life());
+  if (fs.has_sample_interval()) {
+    out.fair_share.sample_interval = FromProto(fs.sample_interval());
+  }
+  out.fair_share.model_weights.insert(fs.model_weights().begin(),
+                                      fs.model_weights().end());
   out.version = in.version();
   return out;
 }
@@ -366,6 +396,15 @@ void ToProto(const core::Config& in, pb::Config* out) {
   ToProto(in.heartbeat_timeout,
           out->mutable_node()->mutable_heartbeat_timeout());
   ToProto(in.startup_grace, out->mutable_node()->mutable_startup_grace());
+  out->mutable_admission()->set_ordering(ToProto(in.admission.ordering));
+  out->mutable_admission()->set_strict_fifo(in.admission.strict_fifo);
+  out->mutable_placement()->set_first_fit(in.placement.first_fit);
+  ToProto(in.fair_share.half_life,
+          out->mutable_fair_share()->mutable_half_life());
+  ToProto(in.fair_share.sample_interval,
+          out->mutable_fair_share()->mutable_sample_interval());
+  out->mutable_fair_share()->mutable_model_weights()->insert(
+      in.fair_share.model_weights.begin(), in.fair_share.model_weights.end());
   out->set_version(in.version);
 }
 
@@ -380,6 +419,18 @@ void ToProto(const core::RequestRecord& in, storage::v1::RequestRecord* out) {
   out->set_gang_id(in.gang_id.value());
   out->set_spec_fingerprint(in.spec_fingerprint);
   ToProto(in.expires, out->mutable_expires());
+}
+
+core::LedgerEntry LedgerFromProto(const storage::v1::LedgerRecord& in) {
+  core::LedgerEntry out;
+  out.usage.insert(in.usage().begin(), in.usage().end());
+  out.updated = FromProto(in.updated());
+  return out;
+}
+
+void ToProto(const core::LedgerEntry& in, storage::v1::LedgerRecord* out) {
+  out->mutable_usage()->insert(in.usage.begin(), in.usage.end());
+  ToProto(in.updated, out->mutable_updated());
 }
 
 core::Meta MetaFromProto(const storage::v1::MetaRecord& in) {

@@ -61,6 +61,8 @@ core::RequestRecord RequestFromProto(const storage::v1::RequestRecord& in,
                                      const core::QueueName& queue,
                                      const std::string& request_id);
 void ToProto(const core::RequestRecord& in, storage::v1::RequestRecord* out);
+core::LedgerEntry LedgerFromProto(const storage::v1::LedgerRecord& in);
+void ToProto(const core::LedgerEntry& in, storage::v1::LedgerRecord* out);
 core::Meta MetaFromProto(const storage::v1::MetaRecord& in);
 void ToProto(const core::Meta& in, storage::v1::MetaRecord* out);
 

@@ -161,6 +161,15 @@ absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
             key.substr(split + 1)));
         return absl::OkStatus();
       }));
+  RETURN_IF_ERROR(scan(
+      kLedger,
+      [&](const rocksdb::Slice& k, const rocksdb::Slice& v) -> absl::Status {
+        storage::v1::LedgerRecord record;
+        RETURN_IF_ERROR(ParseInto(v, &record, "ledger"));
+        state.ledger.emplace_back(core::QueueName(k.ToString()),
+                                  convert::LedgerFromProto(record));
+        return absl::OkStatus();
+      }));
   return state;
 }
 
@@ -208,6 +217,14 @@ absl::Status RocksDbStore::Commit(const core::Mutation& m) {
   }
   for (const auto& [queue, id] : m.requests_deleted) {
     batch.Delete(handles_[kRequests], RequestKey(queue, id));
+  }
+  for (const auto& [queue, entry] : m.ledger_put) {
+    storage::v1::LedgerRecord proto;
+    convert::ToProto(entry, &proto);
+    put(kLedger, queue.value(), proto);
+  }
+  for (const core::QueueName& queue : m.ledger_deleted) {
+    batch.Delete(handles_[kLedger], queue.value());
   }
   for (const core::Event& event : m.events) {
     pb::GangEvent proto;

@@ -1,0 +1,267 @@
+// The admission cycle (DESIGN §4): Scheduler::RunCycle and its helpers.
+#include <algorithm>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "core/check.h"
+#include "core/scheduler.h"
+
+namespace phalanx::core {
+namespace {
+
+int64_t Lookup(const std::map<std::string, int64_t>& map,
+               const std::string& key) {
+  auto it = map.find(key);
+  return it == map.end() ? 0 : it->second;
+}
+
+// Gangs with the same pod sets in the same queue succeed or fail alike on
+// the same capacity: the key of that equivalence class.
+std::string ShapeKey(const GangSpec& spec) {
+  std::string key =
+      absl::StrCat(spec.queue.value(), "|", spec.allow_mixed_models ? 1 : 0);
+  for (const PodSetSpec& set : spec.pod_sets) {
+    absl::StrAppend(&key, "|", set.count, "x", set.gpus, ",", set.cpu_millis,
+                    ",", set.memory_bytes, ",",
+                    static_cast<int>(set.topology.mode), set.topology.level);
+    for (const std::string& model : set.gpu_models) {
+      absl::StrAppend(&key, ",", model);
+    }
+  }
+  return key;
+}
+
+}  // namespace
+
+// Where a queue's head stands among all queues' heads: (-priority, score)
+// or, score first, (score, -priority); then submit time and id.
+struct Scheduler::HeadKey {
+  int before_score;
+  FairShareScore score;
+  int after_score;
+  absl::Time submit_time;
+  int64_t seq;
+  QueueName queue;
+
+  bool operator<(const HeadKey& o) const {
+    return std::tie(before_score, score, after_score, submit_time, seq, queue) <
+           std::tie(o.before_score, o.score, o.after_score, o.submit_time,
+                    o.seq, o.queue);
+  }
+};
+
+// Yields pending gangs in admission order. With fair sharing, a queue is
+// re-scored after each of its admissions, so one team's burst cannot take
+// the whole cycle.
+class Scheduler::CycleOrder {
+ public:
+  explicit CycleOrder(const Scheduler& s) : s_(s) {
+    if (s.config_.admission.ordering == Ordering::kSubmitOrder) {
+      for (const PendingKey& key : s.pending_) fifo_.push_back(key);
+      std::sort(fifo_.begin(), fifo_.end(),
+                [](const PendingKey& a, const PendingKey& b) {
+                  return std::tie(a.submit_time, a.seq) <
+                         std::tie(b.submit_time, b.seq);
+                });
+      return;
+    }
+    for (const auto& [queue, keys] : s.pending_by_queue_) {
+      if (keys.empty()) continue;
+      cursors_[queue] = {keys.begin(), keys.end()};
+      PushHead(queue);
+    }
+  }
+
+  // The next gang, or null when every pending gang has been offered.
+  GangPtr Next() {
+    if (s_.config_.admission.ordering == Ordering::kSubmitOrder) {
+      return next_fifo_ < fifo_.size() ? s_.gangs_.at(fifo_[next_fifo_++].id)
+                                       : nullptr;
+    }
+    if (heads_.empty()) return nullptr;
+    const QueueName queue = heads_.begin()->queue;
+    heads_.erase(heads_.begin());
+    auto& [it, end] = cursors_.at(queue);
+    GangPtr gang = s_.gangs_.at(it->id);
+    ++it;
+    last_queue_ = queue;
+    return gang;
+  }
+
+  // Called after each offered gang: re-scores its queue and queues its next
+  // gang.
+  void Advance() {
+    if (s_.config_.admission.ordering == Ordering::kSubmitOrder) return;
+    PushHead(last_queue_);
+  }
+
+ private:
+  using Cursor = std::set<PendingKey>::const_iterator;
+
+  void PushHead(const QueueName& queue) {
+    auto& [it, end] = cursors_.at(queue);
+    if (it == end) return;
+    const bool score_first =
+        s_.config_.admission.ordering == Ordering::kFairShareFirst;
+    heads_.insert(HeadKey{score_first ? 0 : -it->priority, s_.Score(queue),
+                          score_first ? -it->priority : 0, it->submit_time,
+                          it->seq, queue});
+  }
+
+  const Scheduler& s_;
+  std::vector<PendingKey> fifo_;
+  size_t next_fifo_ = 0;
+  std::map<QueueName, std::pair<Cursor, Cursor>> cursors_;
+  std::set<HeadKey> heads_;
+  QueueName last_queue_;
+};
+
+FairShareScore Scheduler::Score(const QueueName& name) const {
+  auto it = queues_.find(name);
+  const double weight = it == queues_.end() ? 1.0 : it->second.weight;
+  return ledger_.Score(name, weight, Held(name));
+}
+
+std::string Scheduler::QuotaReason(const Queue& queue, const std::string& model,
+                                   int64_t gpus) const {
+  if (queue.nominal_gpus.empty()) return "";  // no quota declared: unlimited
+  const int64_t nominal = Lookup(queue.nominal_gpus, model);
+  const int64_t held = Lookup(Held(queue.name), model);
+  const int64_t over = held + gpus - nominal;
+  if (over <= 0) return "";
+  auto refuse = [&](absl::string_view why) {
+    return absl::StrCat("QUOTA: queue ", queue.name.value(), " would hold ",
+                        over, " ", model, " GPUs above its nominal ", nominal,
+                        "; ", why);
+  };
+  if (queue.borrowing_limit_gpus >= 0 && over > queue.borrowing_limit_gpus) {
+    return refuse(
+        absl::StrCat("its borrowing limit is ", queue.borrowing_limit_gpus));
+  }
+  if (queue.parent.empty()) return refuse("it has no cohort to borrow from");
+  // Borrowing in the cohort after this admission must not exceed what the
+  // siblings can lend from their idle nominal quota.
+  int64_t borrowed = over;
+  int64_t lendable = 0;
+  for (const auto& [name, sibling] : queues_) {
+    if (sibling.parent != queue.parent || name == queue.name ||
+        sibling.nominal_gpus.empty()) {
+      continue;
+    }
+    const int64_t spare =
+        Lookup(sibling.nominal_gpus, model) - Lookup(Held(name), model);
+    if (spare < 0) {
+      borrowed += -spare;
+    } else {
+      lendable += sibling.lending_limit_gpus < 0
+                      ? spare
+                      : std::min(spare, sibling.lending_limit_gpus);
+    }
+  }
+  if (borrowed <= lendable) return "";
+  const int64_t already =
+      borrowed - over + std::max<int64_t>(0, held - nominal);
+  return refuse(absl::StrCat("cohort ", queue.parent.value(), " lends ",
+                             lendable, " and ", already, " are borrowed"));
+}
+
+PlacementOptions Scheduler::OptionsFor(const Queue& queue) const {
+  PlacementOptions options;
+  options.first_fit = config_.placement.first_fit;
+  options.model_gate = [this, &queue](const std::string& model, int64_t gpus) {
+    return QuotaReason(queue, model, gpus);
+  };
+  return options;
+}
+
+void Scheduler::SampleLedger(absl::Time now) {
+  if (now - last_ledger_sample_ < config_.fair_share.sample_interval) return;
+  last_ledger_sample_ = now;
+  for (const auto& [name, queue] : queues_) {
+    ledger_.Accrue(name, Held(name), now);
+  }
+}
+
+void Scheduler::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
+                      absl::Time now) {
+  Gang admitted = *gang;
+  admitted.placement = std::move(pods);
+  PHALANX_CHECK(fleet_.Allocate(admitted, admitted.placement).ok());
+  admitted.state = GangState::kAdmitted;
+  admitted.reason.clear();
+  admitted.admit_time = now;
+  ++admitted.attempts;
+  ledger_.Accrue(admitted.spec.queue, Held(admitted.spec.queue), now);
+  Charge(admitted, +1);
+  Transition(std::move(admitted), EventType::kAdmitted, now);
+}
+
+std::string Scheduler::TryAdmit(
+    const GangPtr& gang, absl::Time now,
+    std::map<std::string, std::string>& failed_shapes) {
+  const Queue& queue = queues_.at(gang->spec.queue);
+  if (queue.held) {
+    return absl::StrCat("QUEUE_HELD: queue ", queue.name.value(), " is held");
+  }
+  // Nothing that could make it fit has happened since it last failed.
+  if (auto it = failed_at_epoch_.find(gang->id);
+      it != failed_at_epoch_.end() && it->second == capacity_epoch_) {
+    return gang->reason;
+  }
+  const std::string shape = ShapeKey(gang->spec);
+  if (auto it = failed_shapes.find(shape); it != failed_shapes.end()) {
+    failed_at_epoch_[gang->id] = capacity_epoch_;
+    return it->second;
+  }
+  PlacementResult placement = PlaceGang(gang->spec, fleet_, OptionsFor(queue));
+  if (!placement.placed) {
+    failed_shapes[shape] = placement.reason;
+    failed_at_epoch_[gang->id] = capacity_epoch_;
+    return placement.reason;
+  }
+  Admit(gang, std::move(placement.pods), now);
+  return "";
+}
+
+void Scheduler::RunCycle(absl::Time now) {
+  // 1. Housekeeping: expire idempotency keys, apply retention, and sample
+  //    the fair-share ledger at least every sample interval.
+  ExpireAndTrim(now);
+  SampleLedger(now);
+
+  // 2. Order: priority, fair-share score, submit time, id (or as configured);
+  //    a queue is re-scored after each admission from it.
+  CycleOrder order(*this);
+  std::map<std::string, std::string> failed_shapes;  // 4b. equivalence
+  GangPtr blocker;
+  for (GangPtr gang = order.Next(); gang != nullptr; gang = order.Next()) {
+    // 3. Strict FIFO: nothing passes a head that did not fit.
+    if (blocker != nullptr) {
+      SetReason(gang, absl::StrCat("WAITING: behind ", blocker->id.value(),
+                                   " (strict FIFO)"));
+      order.Advance();
+      continue;
+    }
+    // 4. Gate (held queue), skip unchanged (capacity epoch and shape
+    //    classes), quota, then place all pod sets at once — all or nothing.
+    std::string reason = TryAdmit(gang, now, failed_shapes);
+    // 5. Every gang left pending carries its reason.
+    if (!reason.empty()) {
+      SetReason(gang, std::move(reason));
+      if (config_.admission.strict_fifo) blocker = gang;
+    }
+    order.Advance();
+  }
+}
+
+std::vector<GangPtr> Scheduler::StaticOrder() const {
+  std::vector<GangPtr> out;
+  CycleOrder order(*this);
+  for (GangPtr gang = order.Next(); gang != nullptr; gang = order.Next()) {
+    out.push_back(gang);
+    order.Advance();
+  }
+  return out;
+}
+
+}  // namespace phalanx::core

@@ -1,0 +1,197 @@
+// Admission policy: quotas, fair sharing, ordering modes, strict FIFO, first
+// fit and the capacity-epoch skip.
+#include <string>
+
+#include "core/memory_store.h"
+#include "core/scheduler.h"
+#include "core/testing.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace phalanx::core {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::MakeNodes;
+using testing::Spec;
+using ::testing::StartsWith;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+
+Queue MakeQueue(const std::string& name, int64_t nominal = -1,
+                const std::string& parent = "", double weight = 1.0) {
+  Queue queue;
+  queue.name = QueueName(name);
+  queue.parent = QueueName(parent);
+  queue.weight = weight;
+  if (nominal >= 0) queue.nominal_gpus = {{"H100", nominal}};
+  return queue;
+}
+
+// 4 nodes x 8 H100 GPUs (one block, two racks) and the given queues.
+class AdmissionTest : public ::testing::Test {
+ protected:
+  void Init(Config config, const std::vector<Queue>& queues) {
+    config.topology_levels = {"block", "rack"};
+    scheduler_ = std::make_unique<Scheduler>(config);
+    ASSERT_TRUE(scheduler_->UpsertNodes(MakeNodes(1, 2, 2)).ok());
+    for (const Queue& queue : queues)
+      ASSERT_TRUE(scheduler_->PutQueue(queue).ok());
+  }
+  GangPtr Submit(const GangSpec& spec) {
+    auto result = scheduler_->Submit(spec, now_);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? result->gang : nullptr;
+  }
+  GangState StateOf(const GangPtr& gang) {
+    return scheduler_->FindGang(gang->id)->state;
+  }
+  std::string ReasonOf(const GangPtr& gang) {
+    return scheduler_->FindGang(gang->id)->reason;
+  }
+  void Cycle() { scheduler_->RunCycle(now_ += absl::Seconds(1)); }
+
+  std::unique_ptr<Scheduler> scheduler_;
+  absl::Time now_ = kT0;
+};
+
+TEST_F(AdmissionTest, NominalQuotaWithoutCohortIsAHardLimit) {
+  Init({}, {MakeQueue("q", 8)});
+  GangPtr first = Submit(Spec("q").Pods(1, 8));
+  GangPtr second = Submit(Spec("q").Pods(1, 8));
+  Cycle();
+  EXPECT_EQ(StateOf(first), GangState::kAdmitted);
+  EXPECT_EQ(StateOf(second), GangState::kPending);
+  EXPECT_THAT(ReasonOf(second), StartsWith("QUOTA: queue q would hold 8 H100"));
+}
+
+TEST_F(AdmissionTest, BorrowsIdleQuotaOfItsCohortWithinLimits) {
+  Queue lender = MakeQueue("lender", 16, "cohort");
+  lender.lending_limit_gpus = 8;
+  Init({}, {MakeQueue("cohort"), MakeQueue("borrower", 8, "cohort"), lender});
+  GangPtr big = Submit(Spec("borrower").Pods(2, 8));  // 8 nominal + 8 lent
+  GangPtr more = Submit(Spec("borrower").Pods(1, 8));
+  Cycle();
+  EXPECT_EQ(StateOf(big), GangState::kAdmitted);
+  EXPECT_EQ(StateOf(more), GangState::kPending);
+  EXPECT_THAT(ReasonOf(more),
+              HasSubstr("cohort cohort lends 8 and 8 are borrowed"));
+  // The lender still gets its own nominal quota.
+  GangPtr own = Submit(Spec("lender").Pods(1, 8));
+  Cycle();
+  EXPECT_EQ(StateOf(own), GangState::kAdmitted);
+}
+
+TEST_F(AdmissionTest, QueueWithLessUsageGoesFirstAndHeldCountsAtOnce) {
+  Init({}, {MakeQueue("a"), MakeQueue("b")});
+  // "a" submits a burst first; "b" submits later. With 4 nodes and fair
+  // sharing recomputed after each admission, they alternate.
+  std::vector<GangPtr> a, b;
+  for (int i = 0; i < 3; ++i) a.push_back(Submit(Spec("a").Pods(1, 8)));
+  now_ += absl::Seconds(1);
+  for (int i = 0; i < 3; ++i) b.push_back(Submit(Spec("b").Pods(1, 8)));
+  Cycle();
+  EXPECT_EQ(StateOf(a[0]), GangState::kAdmitted);
+  EXPECT_EQ(StateOf(a[1]), GangState::kAdmitted);
+  EXPECT_EQ(StateOf(a[2]), GangState::kPending);
+  EXPECT_EQ(StateOf(b[0]), GangState::kAdmitted);
+  EXPECT_EQ(StateOf(b[1]), GangState::kAdmitted);
+}
+
+TEST_F(AdmissionTest, DecayedUsageMakesAHeavyQueueWait) {
+  Init({}, {MakeQueue("heavy"), MakeQueue("light")});
+  GangPtr hog = Submit(Spec("heavy").Pods(4, 8));
+  Cycle();
+  now_ += absl::Hours(48);
+  ASSERT_TRUE(scheduler_->Cancel(hog->id, "", now_).ok());
+  GangPtr heavy = Submit(Spec("heavy").Pods(4, 8));
+  now_ += absl::Seconds(1);
+  GangPtr light = Submit(Spec("light").Pods(4, 8));
+  Cycle();
+  EXPECT_EQ(StateOf(light), GangState::kAdmitted);
+  EXPECT_EQ(StateOf(heavy), GangState::kPending);
+  EXPECT_GT(scheduler_->ledger().DecayedUsage(QueueName("heavy")), 5.0);
+}
+
+TEST_F(AdmissionTest, WeightZeroQueueGoesLast) {
+  Init({}, {MakeQueue("zero", -1, "", 0.0), MakeQueue("busy")});
+  GangPtr zero = Submit(Spec("zero").Pods(4, 8));
+  GangPtr busy = Submit(Spec("busy").Pods(4, 8));
+  Cycle();
+  EXPECT_EQ(StateOf(busy), GangState::kAdmitted);
+  EXPECT_EQ(StateOf(zero), GangState::kPending);
+}
+
+TEST_F(AdmissionTest, StrictFifoLetsNothingPassTheHead) {
+  Config config;
+  config.admission.ordering = Ordering::kSubmitOrder;
+  config.admission.strict_fifo = true;
+  Init(config, {MakeQueue("q")});
+  GangPtr filler = Submit(Spec("q").Pods(2, 8));
+  GangPtr head = Submit(Spec("q").Pods(3, 8));
+  GangPtr small = Submit(Spec("q").Pods(1, 8));
+  Cycle();
+  EXPECT_EQ(StateOf(filler), GangState::kAdmitted);
+  EXPECT_EQ(StateOf(head), GangState::kPending);
+  EXPECT_EQ(StateOf(small), GangState::kPending);
+  EXPECT_EQ(ReasonOf(small),
+            "WAITING: behind " + head->id.value() + " (strict FIFO)");
+}
+
+TEST_F(AdmissionTest, BestEffortSkipsTheHeadThatDoesNotFit) {
+  Init({}, {MakeQueue("q")});
+  GangPtr filler = Submit(Spec("q").Pods(2, 8));
+  GangPtr head = Submit(Spec("q").Pods(3, 8));
+  GangPtr small = Submit(Spec("q").Pods(1, 8));
+  Cycle();
+  EXPECT_EQ(StateOf(head), GangState::kPending);
+  EXPECT_EQ(StateOf(small), GangState::kAdmitted);
+}
+
+TEST_F(AdmissionTest, FirstFitTakesTheLowestNodes) {
+  Config config;
+  config.placement.first_fit = true;
+  Init(config, {MakeQueue("q")});
+  GangPtr a = Submit(Spec("q").Pods(1, 4));
+  GangPtr b = Submit(Spec("q").Pods(1, 2));
+  Cycle();
+  EXPECT_EQ(scheduler_->FindGang(a->id)->placement[0].node,
+            NodeId("H100-0000"));
+  EXPECT_EQ(scheduler_->FindGang(b->id)->placement[0].node,
+            NodeId("H100-0000"));
+}
+
+TEST_F(AdmissionTest, AFailedGangIsRetriedOnlyWhenCapacityMoves) {
+  Init({}, {MakeQueue("q")});
+  GangPtr filler = Submit(Spec("q").Pods(4, 8));
+  GangPtr waiting = Submit(Spec("q").Pods(1, 8));
+  Cycle();
+  const int64_t epoch = scheduler_->capacity_epoch();
+  Cycle();  // nothing changed: the epoch stands and the gang still waits
+  EXPECT_EQ(scheduler_->capacity_epoch(), epoch);
+  EXPECT_EQ(StateOf(waiting), GangState::kPending);
+  ASSERT_TRUE(scheduler_->Cancel(filler->id, "", now_).ok());
+  EXPECT_GT(scheduler_->capacity_epoch(), epoch);
+  Cycle();
+  EXPECT_EQ(StateOf(waiting), GangState::kAdmitted);
+}
+
+TEST_F(AdmissionTest, LedgerSurvivesARestart) {
+  Init({}, {MakeQueue("q")});
+  MemoryStore store;
+  Submit(Spec("q").Pods(2, 8));
+  Cycle();
+  now_ += absl::Hours(10);
+  Cycle();  // samples the ledger
+  ASSERT_TRUE(store.Commit(scheduler_->TakeMutation()).ok());
+  const double usage = scheduler_->ledger().DecayedUsage(QueueName("q"));
+  EXPECT_GT(usage, 0.0);
+  auto restored = Scheduler::Restore(*store.LoadAll(), now_);
+  ASSERT_TRUE(restored.ok());
+  EXPECT_DOUBLE_EQ((*restored)->ledger().DecayedUsage(QueueName("q")), usage);
+  EXPECT_EQ((*restored)->Score(QueueName("q")),
+            scheduler_->Score(QueueName("q")));
+}
+
+}  // namespace
+}  // namespace phalanx::core

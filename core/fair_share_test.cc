@@ -1,0 +1,39 @@
+#include "core/fair_share.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace phalanx::core {
+namespace {
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+
+TEST(FairShareLedgerTest, UsageDecaysTowardWhatIsHeldByHalfLives) {
+  FairShareLedger ledger(FairShareConfig{absl::Hours(1), absl::Minutes(5), {}});
+  const QueueName q("q");
+  ledger.Accrue(q, {}, kT0);
+  ledger.Accrue(q, {{"H100", 64}}, kT0 + absl::Hours(1));  // held 64 for 1 h
+  EXPECT_DOUBLE_EQ(ledger.entries().at(q).usage.at("H100"), 32.0);
+  ledger.Accrue(q, {}, kT0 + absl::Hours(2));  // held nothing for 1 h
+  EXPECT_DOUBLE_EQ(ledger.entries().at(q).usage.at("H100"), 16.0);
+}
+
+TEST(FairShareLedgerTest, ScoreCountsHeldGpusAtOnceAndDividesByWeight) {
+  FairShareLedger ledger;
+  const QueueName q("q");
+  EXPECT_DOUBLE_EQ(ledger.Score(q, 2.0, {{"H100", 8}}).value, 4.0);
+  EXPECT_DOUBLE_EQ(ledger.Score(q, 1.0, {}).value, 0.0);
+}
+
+TEST(FairShareLedgerTest, WeightZeroSortsLastAndIsNeverNan) {
+  FairShareLedger ledger;
+  const FairShareScore zero = ledger.Score(QueueName("z"), 0.0, {});
+  const FairShareScore busy =
+      ledger.Score(QueueName("b"), 1.0, {{"H100", 1000}});
+  EXPECT_TRUE(busy < zero);
+  EXPECT_FALSE(std::isnan(zero.value));
+}
+
+}  // namespace
+}  // namespace phalanx::core
