@@ -15,8 +15,9 @@ int64_t Lookup(const std::map<std::string, int64_t>& map,
   return it == map.end() ? 0 : it->second;
 }
 
-// Gangs with the same pod sets in the same queue succeed or fail alike on
-// the same capacity: the key of that equivalence class.
+// Gangs with the same pod sets in the same queue (and the same backfill
+// rights) succeed or fail alike on the same capacity: the key of that
+// equivalence class, less the backfill part.
 std::string ShapeKey(const GangSpec& spec) {
   std::string key =
       absl::StrCat(spec.queue.value(), "|", spec.allow_mixed_models ? 1 : 0);
@@ -208,13 +209,28 @@ std::string Scheduler::TryAdmit(
       it != failed_at_epoch_.end() && it->second == capacity_epoch_) {
     return gang->reason;
   }
-  const std::string shape = ShapeKey(gang->spec);
+  std::string shape = ShapeKey(gang->spec);
+  for (const Reservation& reservation : reservations_) {
+    shape += MayBackfill(*gang, reservation, now) ? "|b" : "|-";
+  }
   if (auto it = failed_shapes.find(shape); it != failed_shapes.end()) {
     failed_at_epoch_[gang->id] = capacity_epoch_;
     return it->second;
   }
-  PlacementResult placement = PlaceGang(gang->spec, fleet_, OptionsFor(queue));
+  PlacementOptions options = OptionsFor(queue);
+  if (!reservations_.empty()) {
+    options.node_allowed = [this, &gang, now](int slot) {
+      const int r = reserved_slot_[slot];
+      return r < 0 || MayBackfill(*gang, reservations_[r], now);
+    };
+  }
+  PlacementResult placement = PlaceGang(gang->spec, fleet_, options);
   if (!placement.placed) {
+    if (!reservations_.empty() && !placement.reason.starts_with("QUOTA")) {
+      if (auto why = BlockedByReservation(gang, queue)) {
+        placement.reason = *std::move(why);
+      }
+    }
     failed_shapes[shape] = placement.reason;
     failed_at_epoch_[gang->id] = capacity_epoch_;
     return placement.reason;
@@ -223,11 +239,69 @@ std::string Scheduler::TryAdmit(
   return "";
 }
 
+bool Scheduler::MayBackfill(const Gang& gang, const Reservation& reservation,
+                            absl::Time now) const {
+  if (gang.id == reservation.gang) return true;
+  const absl::Duration estimate = gang.spec.estimated_runtime;
+  return estimate > absl::ZeroDuration() && now + estimate <= reservation.start;
+}
+
+bool Scheduler::MayReserve(const Gang& gang, absl::Time now) const {
+  const ReservationConfig& config = config_.reservation;
+  if (static_cast<int>(reservations_.size()) >= config.depth) return false;
+  return gang.spec.priority >= config.min_priority ||
+         (config.after > absl::ZeroDuration() &&
+          now - gang.submit_time >= config.after);
+}
+
+std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
+                                              absl::Time now) {
+  std::vector<char> taken(reserved_slot_.size());
+  for (size_t i = 0; i < taken.size(); ++i) taken[i] = reserved_slot_[i] >= 0;
+  std::optional<Reservation> reservation = PlanReservation(
+      *gang, fleet_, taken, [this](const GangId& id) { return FindGang(id); },
+      now);
+  if (!reservation) return std::nullopt;
+  const int index = static_cast<int>(reservations_.size());
+  const Fleet::Domain& domain = fleet_.domains()[reservation->domain];
+  for (int i = domain.node_begin; i < domain.node_end; ++i) {
+    if (reserved_slot_[i] < 0) reserved_slot_[i] = index;
+  }
+  reservations_.push_back(*reservation);
+  return absl::StrCat(
+      "RESERVED: ", domain.path.empty() ? "the fleet" : domain.path,
+      " is held for it until ", reservation->gpus_to_release,
+      " GPUs are released");
+}
+
+std::optional<std::string> Scheduler::BlockedByReservation(const GangPtr& gang,
+                                                           const Queue& queue) {
+  PlacementResult free_for_all =
+      PlaceGang(gang->spec, fleet_, OptionsFor(queue));
+  if (!free_for_all.placed) return std::nullopt;
+  for (const PodPlacement& pod : free_for_all.pods) {
+    const int r = reserved_slot_[fleet_.Find(pod.node)];
+    if (r < 0) continue;
+    const Reservation& reservation = reservations_[r];
+    return absl::StrCat(
+        "RESERVED_FOR ", reservation.gang.value(), ": it would fit in ",
+        reservation.path.empty() ? "the fleet" : reservation.path,
+        ", held for that gang; ",
+        gang->spec.estimated_runtime > absl::ZeroDuration()
+            ? "it is not expected to end before that gang starts"
+            : "without estimated_runtime it cannot backfill");
+  }
+  return std::nullopt;
+}
+
 void Scheduler::RunCycle(absl::Time now) {
   // 1. Housekeeping: expire idempotency keys, apply retention, and sample
   //    the fair-share ledger at least every sample interval.
   ExpireAndTrim(now);
   SampleLedger(now);
+  std::vector<Reservation> previous = std::move(reservations_);
+  reservations_.clear();
+  reserved_slot_.assign(fleet_.slots().size(), -1);
 
   // 2. Order: priority, fair-share score, submit time, id (or as configured);
   //    a queue is re-scored after each admission from it.
@@ -243,15 +317,47 @@ void Scheduler::RunCycle(absl::Time now) {
       continue;
     }
     // 4. Gate (held queue), skip unchanged (capacity epoch and shape
-    //    classes), quota, then place all pod sets at once — all or nothing.
+    //    classes), quota, then place all pod sets at once — all or nothing;
+    //    nodes reserved for others only for gangs that end before.
     std::string reason = TryAdmit(gang, now, failed_shapes);
-    // 5. Every gang left pending carries its reason.
+    // 5. Reserve: a head gang that does not fit reserves the domain where
+    //    it can start soonest.
+    if (!reason.empty() && !reason.starts_with("QUOTA") &&
+        !reason.starts_with("QUEUE_HELD") && MayReserve(*gang, now)) {
+      if (auto reserved = Reserve(gang, now)) {
+        // Keep why it does not fit now; a skipped gang's old reason already
+        // carries it.
+        const size_t cause = reason.find(" (");
+        if (reason.starts_with("RESERVED: ") && cause != std::string::npos) {
+          reason = reason.substr(cause + 2, reason.size() - cause - 3);
+        }
+        reason = absl::StrCat(*reserved, " (", reason, ")");
+      }
+    }
+    // 6. Every gang left pending carries its reason.
     if (!reason.empty()) {
       SetReason(gang, std::move(reason));
       if (config_.admission.strict_fifo) blocker = gang;
     }
     order.Advance();
   }
+  // 7. New reservations are events; a changed set may let others fit.
+  AnnounceReservations(previous, now);
+}
+
+void Scheduler::AnnounceReservations(const std::vector<Reservation>& previous,
+                                     absl::Time now) {
+  bool changed = previous.size() != reservations_.size();
+  for (const Reservation& reservation : reservations_) {
+    const bool known = std::any_of(
+        previous.begin(), previous.end(), [&](const Reservation& p) {
+          return p.gang == reservation.gang && p.domain == reservation.domain;
+        });
+    if (known) continue;
+    changed = true;
+    Transition(*gangs_.at(reservation.gang), EventType::kReserved, now);
+  }
+  if (changed) BumpEpoch();
 }
 
 std::vector<GangPtr> Scheduler::StaticOrder() const {

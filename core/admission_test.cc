@@ -139,7 +139,9 @@ TEST_F(AdmissionTest, StrictFifoLetsNothingPassTheHead) {
 }
 
 TEST_F(AdmissionTest, BestEffortSkipsTheHeadThatDoesNotFit) {
-  Init({}, {MakeQueue("q")});
+  Config config;
+  config.reservation.depth = 0;  // without a reservation for the head
+  Init(config, {MakeQueue("q")});
   GangPtr filler = Submit(Spec("q").Pods(2, 8));
   GangPtr head = Submit(Spec("q").Pods(3, 8));
   GangPtr small = Submit(Spec("q").Pods(1, 8));
@@ -191,6 +193,87 @@ TEST_F(AdmissionTest, LedgerSurvivesARestart) {
   EXPECT_DOUBLE_EQ((*restored)->ledger().DecayedUsage(QueueName("q")), usage);
   EXPECT_EQ((*restored)->Score(QueueName("q")),
             scheduler_->Score(QueueName("q")));
+}
+
+}  // namespace
+}  // namespace phalanx::core
+
+namespace phalanx::core {
+namespace {
+
+// One block of 2 racks x 2 nodes. A 1-node gang (1 h) runs in one rack and a
+// 2-node gang (9 h) fills the other, so a 2-node rack gang reserves the rack
+// that frees first; others may use its free node only if they end before.
+class ReservationTest : public AdmissionTest {
+ protected:
+  void SetUp() override {
+    Init({}, {MakeQueue("q")});
+    short_ = Submit(
+        Estimated(Spec("q").Pods(1, 8).Required("rack"), absl::Hours(1)));
+    long_ = Submit(
+        Estimated(Spec("q").Pods(2, 8).Required("rack"), absl::Hours(9)));
+    Cycle();
+  }
+  static GangSpec Estimated(GangSpec spec, absl::Duration estimate) {
+    spec.estimated_runtime = estimate;
+    return spec;
+  }
+  std::string RackOf(const GangPtr& gang) {
+    return scheduler_->FindGang(gang->id)->placement[0].node.value().substr(0,
+                                                                            7);
+  }
+  GangPtr short_, long_;
+};
+
+TEST_F(ReservationTest, HeadGangReservesTheDomainThatFreesFirst) {
+  ASSERT_EQ(StateOf(long_), GangState::kAdmitted);
+  ASSERT_NE(RackOf(short_), RackOf(long_));
+  GangPtr big = Submit(Spec("q").Pods(2, 8).Required("rack"));
+  Cycle();
+  EXPECT_EQ(StateOf(big), GangState::kPending);
+  ASSERT_EQ(scheduler_->reservations().size(), 1u);
+  const Reservation& r = scheduler_->reservations()[0];
+  EXPECT_EQ(r.gang, big->id);
+  EXPECT_EQ(r.path, "b0/r0-" + RackOf(short_).substr(6, 1));
+  EXPECT_EQ(r.start,
+            *scheduler_->FindGang(short_->id)->admit_time + absl::Hours(1));
+  auto explanation = scheduler_->Explain(big->id);
+  ASSERT_TRUE(explanation.ok());
+  ASSERT_TRUE(explanation->reservation.has_value());
+  EXPECT_EQ(explanation->reservation->path, r.path);
+  // Once the short gang ends, the big one starts in its reserved rack.
+  ASSERT_TRUE(
+      scheduler_
+          ->Report({short_->id, GangState::kSucceeded, {}, false, ""}, now_)
+          .ok());
+  Cycle();
+  EXPECT_EQ(StateOf(big), GangState::kAdmitted);
+}
+
+TEST_F(ReservationTest, OnlyGangsThatEndBeforeTheStartMayBackfill) {
+  GangPtr big = Submit(Spec("q").Pods(2, 8).Required("rack"));
+  GangPtr unknown = Submit(Spec("q").Pods(1, 8));
+  GangPtr too_long = Submit(Estimated(Spec("q").Pods(1, 8), absl::Hours(5)));
+  GangPtr quick = Submit(Estimated(Spec("q").Pods(1, 8), absl::Minutes(30)));
+  Cycle();
+  EXPECT_EQ(StateOf(big), GangState::kPending);
+  EXPECT_EQ(StateOf(unknown), GangState::kPending);
+  EXPECT_THAT(ReasonOf(unknown), StartsWith("RESERVED_FOR " + big->id.value()));
+  EXPECT_THAT(ReasonOf(unknown), HasSubstr("without estimated_runtime"));
+  EXPECT_EQ(StateOf(too_long), GangState::kPending);
+  EXPECT_EQ(StateOf(quick), GangState::kAdmitted);
+}
+
+TEST_F(ReservationTest, DepthZeroTurnsReservationsOff) {
+  Config config = scheduler_->config();
+  config.reservation.depth = 0;
+  ASSERT_TRUE(scheduler_->UpdateConfig(config, std::nullopt).ok());
+  GangPtr big = Submit(Spec("q").Pods(2, 8).Required("rack"));
+  GangPtr small = Submit(Spec("q").Pods(1, 8));
+  Cycle();
+  EXPECT_TRUE(scheduler_->reservations().empty());
+  EXPECT_THAT(ReasonOf(big), StartsWith("NO_FIT"));
+  EXPECT_EQ(StateOf(small), GangState::kAdmitted);
 }
 
 }  // namespace

@@ -185,9 +185,21 @@ struct FairShareConfig {
   bool operator==(const FairShareConfig&) const = default;
 };
 
+// Reservations with backfill (DESIGN §4 step 5).
+struct ReservationConfig {
+  // Most reservations at once; 0 turns reservations off.
+  int depth = 1;
+  // Gangs of at least this priority may reserve...
+  int min_priority = 0;
+  // ...and so may any gang that has waited this long (0 = no age rule).
+  absl::Duration after = absl::ZeroDuration();
+  bool operator==(const ReservationConfig&) const = default;
+};
+
 struct Config {
   std::vector<std::string> topology_levels;
   AdmissionConfig admission;
+  ReservationConfig reservation;
   PlacementConfig placement;
   FairShareConfig fair_share;
   absl::Duration cycle_interval = absl::Seconds(1);

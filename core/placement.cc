@@ -42,13 +42,17 @@ int64_t PodsOnNode(const Fleet::Slot& slot, const PodSetSpec& set,
 class PodSetPlacer {
  public:
   PodSetPlacer(const Fleet& fleet, const PodSetSpec& set,
-               const std::string* model, CapacityBasis basis, bool first_fit)
-      : fleet_(fleet), set_(set), basis_(basis), first_fit_(first_fit) {
+               const std::string* model, const PlacementOptions& options)
+      : fleet_(fleet),
+        set_(set),
+        basis_(options.basis),
+        first_fit_(options.first_fit) {
     const auto& slots = fleet.slots();
     node_pods_.resize(slots.size());
     prefix_.assign(slots.size() + 1, 0);
     for (size_t i = 0; i < slots.size(); ++i) {
-      node_pods_[i] = PodsOnNode(slots[i], set, model, basis);
+      const bool allowed = !options.node_allowed || options.node_allowed(i);
+      node_pods_[i] = allowed ? PodsOnNode(slots[i], set, model, basis_) : 0;
       prefix_[i + 1] = prefix_[i] + node_pods_[i];
     }
   }
@@ -314,7 +318,7 @@ PlacementResult PlaceWithModel(const GangSpec& spec, Fleet& fleet,
     std::string reason;
     for (const std::string* m : models) {
       std::string why;
-      fills = PodSetPlacer(fleet, set, m, basis, options.first_fit).Place(why);
+      fills = PodSetPlacer(fleet, set, m, options).Place(why);
       if (fills) break;
       if (reason.empty()) reason = why;
     }

@@ -39,6 +39,8 @@ struct PlacementOptions {
   // Checked before a GPU model is tried (after placing, for gangs that mix
   // models); null = every model allowed.
   ModelGate model_gate;
+  // Whether the node at a fleet slot may be used (reservations); null = all.
+  std::function<bool(int slot)> node_allowed;
 };
 
 // Finds a placement for every pod of `spec` on `fleet`. Leaves `fleet` as it
@@ -48,7 +50,8 @@ PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
                           const PlacementOptions& options);
 inline PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
                                  CapacityBasis basis = CapacityBasis::kFree) {
-  return PlaceGang(spec, fleet, PlacementOptions{basis, false, nullptr});
+  return PlaceGang(spec, fleet,
+                   PlacementOptions{basis, false, nullptr, nullptr});
 }
 
 }  // namespace phalanx::core

@@ -613,7 +613,7 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
     return absl::NotFoundError(
         absl::StrCat("gang_id: no gang \"", id.value(), "\""));
   }
-  Explanation explanation{gang, "", 0, 0};
+  Explanation explanation{gang, "", 0, 0, std::nullopt};
   if (gang->state != GangState::kPending) return explanation;
   explanation.reason = gang->reason;
   int position = 0;
@@ -625,6 +625,9 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
   }
   explanation.position = position;
   explanation.position_in_queue = in_queue;
+  for (const Reservation& reservation : reservations_) {
+    if (reservation.gang == id) explanation.reservation = reservation;
+  }
   return explanation;
 }
 

@@ -27,6 +27,7 @@
 #include "core/fleet.h"
 #include "core/model.h"
 #include "core/placement.h"
+#include "core/reservation.h"
 #include "core/state_store.h"
 
 namespace phalanx::core {
@@ -50,6 +51,7 @@ struct Explanation {
   std::string reason;
   int position = 0;           // among all pending gangs, 1-based; 0 = n/a
   int position_in_queue = 0;  // among its queue's pending gangs
+  std::optional<Reservation> reservation;  // when the gang holds one
 };
 
 // Live figures of a queue.
@@ -120,6 +122,8 @@ class Scheduler {
   // The queue's fair-share score now (lower goes first).
   FairShareScore Score(const QueueName& name) const;
   const FairShareLedger& ledger() const { return ledger_; }
+  // Reservations made by the last cycle, in order.
+  const std::vector<Reservation>& reservations() const { return reservations_; }
   // Bumped whenever a pending gang could newly fit (DESIGN §4 speed rules).
   int64_t capacity_epoch() const { return capacity_epoch_; }
   // Gangs per (queue, state), for metrics.
@@ -164,6 +168,19 @@ class Scheduler {
   std::string QuotaReason(const Queue& queue, const std::string& model,
                           int64_t gpus) const;
   PlacementOptions OptionsFor(const Queue& queue) const;
+  // Whether `gang` may use a node reserved by `reservation` (backfill).
+  bool MayBackfill(const Gang& gang, const Reservation& reservation,
+                   absl::Time now) const;
+  bool MayReserve(const Gang& gang, absl::Time now) const;
+  // Reserves a domain for `gang`; returns the pending reason it then has.
+  std::optional<std::string> Reserve(const GangPtr& gang, absl::Time now);
+  // Why a gang that failed with reservations in force waits, if the
+  // reservations are the cause.
+  std::optional<std::string> BlockedByReservation(const GangPtr& gang,
+                                                  const Queue& queue);
+  // Emits RESERVED events for new reservations; bumps the epoch on change.
+  void AnnounceReservations(const std::vector<Reservation>& previous,
+                            absl::Time now);
   void SampleLedger(absl::Time now);
   // Pending gangs in the order a cycle would consider them now.
   std::vector<GangPtr> StaticOrder() const;
@@ -178,6 +195,8 @@ class Scheduler {
   absl::Time last_ledger_sample_ = absl::InfinitePast();
   int64_t capacity_epoch_ = 0;
   absl::flat_hash_map<GangId, int64_t> failed_at_epoch_;
+  std::vector<Reservation> reservations_;
+  std::vector<int> reserved_slot_;  // fleet slot -> index in reservations_
   std::set<std::pair<absl::Time, GangId>> finished_;
   absl::flat_hash_map<QueueName, QueueUsage> usage_;
   std::map<std::pair<QueueName, GangState>, int64_t> gang_counts_;

@@ -72,7 +72,12 @@ TEST_F(SchedulerTest, TooBigGangWaitsWithReasonUntilCancelFreesRoom) {
   EXPECT_EQ(Get(big)->state, GangState::kPending);
   EXPECT_TRUE(Get(big)->placement.empty());
   EXPECT_EQ(Get(big)->reason,
-            "NO_FIT at level block: largest free block fits 3 of 4 pods");
+            "RESERVED: b0 is held for it until 8 GPUs are released (NO_FIT at "
+            "level block: largest free block fits 3 of 4 pods)");
+  Cycle();  // skipped at the same capacity epoch: the reason stands
+  EXPECT_EQ(Get(big)->reason,
+            "RESERVED: b0 is held for it until 8 GPUs are released (NO_FIT at "
+            "level block: largest free block fits 3 of 4 pods)");
   ASSERT_TRUE(scheduler_.Cancel(small->id, "done", now_).ok());
   Cycle();
   EXPECT_EQ(Get(big)->state, GangState::kAdmitted);

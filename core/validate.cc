@@ -186,6 +186,12 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
       return Bad(path, absl::StrCat("duplicate level \"", level, "\""));
     }
   }
+  if (config.reservation.depth < 0 || config.reservation.depth > 64) {
+    return Bad(f + ".reservation.depth", "must be in 0..64");
+  }
+  if (config.reservation.after < absl::ZeroDuration()) {
+    return Bad(f + ".reservation.after", "must be >= 0");
+  }
   if (config.fair_share.half_life <= absl::ZeroDuration()) {
     return Bad(f + ".fair_share.half_life", "must be > 0");
   }

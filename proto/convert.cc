@@ -367,6 +367,16 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
       OrderingFromProto(in.admission().ordering(),
                         absl::StrCat(field, ".admission.ordering")));
   out.admission.strict_fifo = in.admission().strict_fifo();
+  const pb::ReservationConfig& reservation = in.reservation();
+  if (reservation.disabled()) {
+    out.reservation.depth = 0;
+  } else if (reservation.depth() != 0) {
+    out.reservation.depth = reservation.depth();
+  }
+  out.reservation.min_priority = reservation.min_priority();
+  if (reservation.has_after()) {
+    out.reservation.after = FromProto(reservation.after());
+  }
   out.placement.first_fit = in.placement().first_fit();
   const pb::FairShareConfig& fs = in.fair_share();
   if (fs.has_half_life()) out.fair_share.half_life = FromProto(fs.half_life());
@@ -398,6 +408,12 @@ void ToProto(const core::Config& in, pb::Config* out) {
   ToProto(in.startup_grace, out->mutable_node()->mutable_startup_grace());
   out->mutable_admission()->set_ordering(ToProto(in.admission.ordering));
   out->mutable_admission()->set_strict_fifo(in.admission.strict_fifo);
+  out->mutable_reservation()->set_depth(in.reservation.depth);
+  out->mutable_reservation()->set_disabled(in.reservation.depth == 0);
+  out->mutable_reservation()->set_min_priority(in.reservation.min_priority);
+  if (in.reservation.after > absl::ZeroDuration()) {
+    ToProto(in.reservation.after, out->mutable_reservation()->mutable_after());
+  }
   out->mutable_placement()->set_first_fit(in.placement.first_fit);
   ToProto(in.fair_share.half_life,
           out->mutable_fair_share()->mutable_half_life());

@@ -179,6 +179,12 @@ grpc::ServerUnaryReactor* SchedulerService::ExplainGang(
         response->set_reason(explanation.reason);
         response->set_position(explanation.position);
         response->set_position_in_queue(explanation.position_in_queue);
+        if (const auto& r = explanation.reservation) {
+          response->set_reserved_domain(r->path.empty() ? "/" : r->path);
+          if (r->start != absl::InfiniteFuture()) {
+            convert::ToProto(r->start, response->mutable_estimated_start());
+          }
+        }
         response->set_revision(s.revision());
         return absl::OkStatus();
       },

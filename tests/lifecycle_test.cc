@@ -81,8 +81,10 @@ TEST_F(LifecycleTest, TooBigGangWaitsWholeUntilCancelFreesRoom) {
   v1::Gang waiting = Get(big.id());
   EXPECT_EQ(waiting.state(), v1::GANG_STATE_PENDING);
   EXPECT_EQ(waiting.placement_size(), 0);
+  // The first gang holds b0 and half of b1: b1 needs less released.
   EXPECT_EQ(waiting.reason(),
-            "NO_FIT at level block: largest free block fits 2 of 3 pods");
+            "RESERVED: b1 is held for it until 16 GPUs are released (NO_FIT at "
+            "level block: largest free block fits 2 of 3 pods)");
   {
     grpc::ClientContext context;
     v1::ExplainGangRequest request;
@@ -91,6 +93,7 @@ TEST_F(LifecycleTest, TooBigGangWaitsWholeUntilCancelFreesRoom) {
     ASSERT_TRUE(scheduler_->ExplainGang(&context, request, &response).ok());
     EXPECT_EQ(response.position(), 1);
     EXPECT_THAT(response.reason(), HasSubstr("NO_FIT"));
+    EXPECT_EQ(response.reserved_domain(), "b1");
   }
   ASSERT_TRUE(Cancel(first.id()).ok());
   v1::Gang admitted = Get(big.id());

@@ -1,0 +1,44 @@
+// Reservations with backfill (DESIGN §4 step 5). When a gang at the head of
+// the order does not fit, PlanReservation picks the domain where it can start
+// soonest — with runtime estimates, the domain whose running gangs' expected
+// ends free enough GPUs earliest; without, the one that needs the least
+// capacity released. While the reservation stands, other gangs may use its
+// nodes only if they are expected to end before it starts. Pure functions;
+// thread-compatible.
+#ifndef PHALANX_CORE_RESERVATION_H_
+#define PHALANX_CORE_RESERVATION_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/fleet.h"
+#include "core/model.h"
+
+namespace phalanx::core {
+
+struct Reservation {
+  GangId gang;
+  int domain = 0;               // Fleet domain index (0 = the whole fleet)
+  std::string path;             // "" for the whole fleet
+  absl::Time start;             // estimated; InfiniteFuture when unknown
+  int64_t gpus_to_release = 0;  // still held by others in the domain
+  bool operator==(const Reservation&) const = default;
+};
+
+// When a running gang is expected to end: admit time + estimate, never
+// before `now`; InfiniteFuture without an estimate.
+absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
+
+// Plans a reservation for `gang` on `fleet`, avoiding nodes where
+// `taken[slot]` is true (reserved for earlier gangs). `find` looks up the
+// gangs holding nodes. Returns nullopt when no domain could ever host it.
+std::optional<Reservation> PlanReservation(
+    const Gang& gang, const Fleet& fleet, const std::vector<char>& taken,
+    const std::function<GangPtr(const GangId&)>& find, absl::Time now);
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_RESERVATION_H_
