@@ -194,6 +194,7 @@ void Scheduler::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
   ++admitted.attempts;
   ledger_.Accrue(admitted.spec.queue, Held(admitted.spec.queue), now);
   Charge(admitted, +1);
+  ArmTimers(admitted);
   Transition(std::move(admitted), EventType::kAdmitted, now);
 }
 
@@ -295,10 +296,13 @@ std::optional<std::string> Scheduler::BlockedByReservation(const GangPtr& gang,
 }
 
 void Scheduler::RunCycle(absl::Time now) {
-  // 1. Housekeeping: expire idempotency keys, apply retention, and sample
-  //    the fair-share ledger at least every sample interval.
+  // 1. Housekeeping: expire idempotency keys, apply retention, sample the
+  //    fair-share ledger at least every sample interval, fire lifecycle
+  //    timers and heartbeat timeouts.
   ExpireAndTrim(now);
   SampleLedger(now);
+  ExpireTimers(now);
+  CheckHeartbeats(now);
   std::vector<Reservation> previous = std::move(reservations_);
   reservations_.clear();
   reserved_slot_.assign(fleet_.slots().size(), -1);

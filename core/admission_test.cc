@@ -34,7 +34,7 @@ class AdmissionTest : public ::testing::Test {
   void Init(Config config, const std::vector<Queue>& queues) {
     config.topology_levels = {"block", "rack"};
     scheduler_ = std::make_unique<Scheduler>(config);
-    ASSERT_TRUE(scheduler_->UpsertNodes(MakeNodes(1, 2, 2)).ok());
+    ASSERT_TRUE(scheduler_->UpsertNodes(MakeNodes(1, 2, 2), now_).ok());
     for (const Queue& queue : queues)
       ASSERT_TRUE(scheduler_->PutQueue(queue).ok());
   }
@@ -274,6 +274,75 @@ TEST_F(ReservationTest, DepthZeroTurnsReservationsOff) {
   EXPECT_TRUE(scheduler_->reservations().empty());
   EXPECT_THAT(ReasonOf(big), StartsWith("NO_FIT"));
   EXPECT_EQ(StateOf(small), GangState::kAdmitted);
+}
+
+}  // namespace
+}  // namespace phalanx::core
+
+namespace phalanx::core {
+namespace {
+
+TEST_F(AdmissionTest, MaxRuntimeFailsTheGangAndReleasesItsGpus) {
+  Init({}, {MakeQueue("q")});
+  GangSpec spec = Spec("q").Pods(4, 8);
+  spec.max_runtime = absl::Hours(2);
+  GangPtr gang = Submit(spec);
+  GangPtr next = Submit(Spec("q").Pods(1, 8));
+  Cycle();
+  ASSERT_EQ(StateOf(gang), GangState::kAdmitted);
+  now_ += absl::Hours(2);
+  Cycle();
+  EXPECT_EQ(StateOf(gang), GangState::kFailed);
+  EXPECT_EQ(ReasonOf(gang), "MAX_RUNTIME");
+  EXPECT_EQ(StateOf(next), GangState::kAdmitted);
+}
+
+TEST_F(AdmissionTest, StartTimeoutRequeuesAGangNeverReportedRunning) {
+  Config config;
+  config.start_timeout = absl::Minutes(10);
+  Init(config, {MakeQueue("q")});
+  GangPtr silent = Submit(Spec("q").Pods(1, 8));
+  GangPtr running = Submit(Spec("q").Pods(1, 8));
+  Cycle();
+  ASSERT_TRUE(
+      scheduler_
+          ->Report({running->id, GangState::kRunning, {}, false, ""}, now_)
+          .ok());
+  now_ += absl::Minutes(10);
+  scheduler_->RunCycle(now_);
+  EXPECT_EQ(StateOf(running), GangState::kRunning);
+  // Requeued in its old place, then admitted again in the same cycle.
+  const Gang& again = *scheduler_->FindGang(silent->id);
+  EXPECT_EQ(again.state, GangState::kAdmitted);
+  EXPECT_EQ(again.attempts, 2);
+  EXPECT_EQ(again.submit_time, silent->submit_time);
+}
+
+TEST_F(AdmissionTest, SilentNodeBecomesUnhealthyAfterTheGracePeriod) {
+  Config config;
+  config.heartbeat_timeout = absl::Minutes(1);
+  config.startup_grace = absl::Minutes(5);
+  Init(config, {MakeQueue("q")});
+  GangPtr gang = Submit(Spec("q").Pods(1, 8));
+  Cycle();
+  const NodeId node = scheduler_->FindGang(gang->id)->placement[0].node;
+  std::vector<NodeId> others;
+  for (const Fleet::Slot& slot : scheduler_->fleet().slots()) {
+    if (slot.node.spec.id != node) others.push_back(slot.node.spec.id);
+  }
+  for (int minute = 1; minute <= 4; ++minute) {  // inside the grace period
+    now_ += absl::Minutes(1);
+    ASSERT_TRUE(scheduler_->Heartbeat(others, now_).ok());
+    scheduler_->RunCycle(now_);
+  }
+  EXPECT_EQ(StateOf(gang), GangState::kAdmitted);
+  now_ += absl::Minutes(2);
+  ASSERT_TRUE(scheduler_->Heartbeat(others, now_).ok());
+  scheduler_->RunCycle(now_);
+  const int slot = scheduler_->fleet().Find(node);
+  EXPECT_EQ(scheduler_->fleet().slots()[slot].node.state,
+            NodeState::kUnhealthy);
+  EXPECT_NE(scheduler_->FindGang(gang->id)->placement[0].node, node);
 }
 
 }  // namespace

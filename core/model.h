@@ -208,6 +208,8 @@ struct Config {
   absl::Duration idempotency_retention = absl::Hours(24);
   absl::Duration heartbeat_timeout = absl::ZeroDuration();  // 0 = off
   absl::Duration startup_grace = absl::Minutes(5);
+  // An ADMITTED gang not reported RUNNING within this is requeued; 0 = off.
+  absl::Duration start_timeout = absl::ZeroDuration();
   int64_t version = 0;
   bool operator==(const Config&) const = default;
 };

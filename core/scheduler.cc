@@ -91,7 +91,10 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
       }
     }
     GangPtr stored = s.Put(std::move(gang));
-    if (holds) s.Charge(*stored, +1);
+    if (holds) {
+      s.Charge(*stored, +1);
+      s.ArmTimers(*stored);
+    }
   }
   for (RequestRecord& record : state.requests) {
     auto key = std::make_pair(record.queue, record.request_id);
@@ -101,6 +104,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
   for (auto& [queue, entry] : state.ledger) {
     s.ledger_.Restore(queue, std::move(entry));
   }
+  s.started_at_ = now;
   s.revision_ = state.meta.last_revision;
   s.next_gang_seq_ = state.meta.next_gang_seq;
   s.first_retained_revision_ = state.meta.first_retained_revision;
@@ -357,7 +361,7 @@ absl::StatusOr<GangPtr> Scheduler::Report(const GangReport& report,
 // Fleet commands.
 
 absl::StatusOr<std::vector<Node>> Scheduler::UpsertNodes(
-    std::vector<Node> nodes) {
+    std::vector<Node> nodes, absl::Time now) {
   std::set<NodeId> seen;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const std::string field = absl::StrCat("nodes[", i, "]");
@@ -378,6 +382,7 @@ absl::StatusOr<std::vector<Node>> Scheduler::UpsertNodes(
   fleet_.Upsert(nodes);
   BumpEpoch();
   for (const Node& node : nodes) {
+    if (now != absl::InfinitePast()) heartbeats_.try_emplace(node.spec.id, now);
     dirty_nodes_.insert(node.spec.id);
     deleted_nodes_.erase(node.spec.id);
   }

@@ -85,7 +85,9 @@ class Scheduler {
   // lifecycle does not allow.
   absl::StatusOr<GangPtr> Report(const GangReport& report, absl::Time now);
   // Adds or updates nodes, all or none; existing nodes keep their state.
-  absl::StatusOr<std::vector<Node>> UpsertNodes(std::vector<Node> nodes);
+  // New nodes count as heard from at `now` (when given).
+  absl::StatusOr<std::vector<Node>> UpsertNodes(
+      std::vector<Node> nodes, absl::Time now = absl::InfinitePast());
   // Changes a node's state; UNHEALTHY evicts and requeues its gangs.
   absl::StatusOr<Node> SetNodeState(const NodeId& id, NodeState state,
                                     absl::string_view reason, absl::Time now);
@@ -160,6 +162,13 @@ class Scheduler {
   void BumpEpoch() { ++capacity_epoch_; }
   const HeldGpus& Held(const QueueName& queue) const;
 
+  // timers.cc
+  // Fails gangs past max_runtime, requeues gangs past start_timeout, and
+  // marks nodes without a recent heartbeat UNHEALTHY.
+  void ExpireTimers(absl::Time now);
+  void CheckHeartbeats(absl::Time now);
+  void ArmTimers(const Gang& gang);
+
   // admission.cc
   // Tries to admit one gang; returns the reason it stays pending, or "".
   std::string TryAdmit(const GangPtr& gang, absl::Time now,
@@ -204,6 +213,9 @@ class Scheduler {
   std::set<std::pair<absl::Time, std::pair<QueueName, std::string>>>
       request_expiry_;
   absl::flat_hash_map<NodeId, absl::Time> heartbeats_;
+  // (when, gang): max_runtime and start_timeout deadlines, checked lazily.
+  std::set<std::pair<absl::Time, GangId>> timers_;
+  std::optional<absl::Time> started_at_;
   int64_t revision_ = 0;
   int64_t next_gang_seq_ = 1;
   int64_t first_retained_revision_ = 1;

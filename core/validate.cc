@@ -228,6 +228,9 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   if (config.heartbeat_timeout < absl::ZeroDuration()) {
     return Bad(f + ".node.heartbeat_timeout", "must be >= 0 (0 = off)");
   }
+  if (config.start_timeout < absl::ZeroDuration()) {
+    return Bad(f + ".lifecycle.start_timeout", "must be >= 0 (0 = off)");
+  }
   if (config.startup_grace < absl::ZeroDuration()) {
     return Bad(f + ".node.startup_grace", "must be >= 0");
   }

@@ -378,6 +378,9 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
     out.reservation.after = FromProto(reservation.after());
   }
   out.placement.first_fit = in.placement().first_fit();
+  if (in.lifecycle().has_start_timeout()) {
+    out.start_timeout = FromProto(in.lifecycle().start_timeout());
+  }
   const pb::FairShareConfig& fs = in.fair_share();
   if (fs.has_half_life()) out.fair_share.half_life = FromProto(fs.half_life());
   if (fs.has_sample_interval()) {
@@ -415,6 +418,7 @@ void ToProto(const core::Config& in, pb::Config* out) {
     ToProto(in.reservation.after, out->mutable_reservation()->mutable_after());
   }
   out->mutable_placement()->set_first_fit(in.placement.first_fit);
+  ToProto(in.start_timeout, out->mutable_lifecycle()->mutable_start_timeout());
   ToProto(in.fair_share.half_life,
           out->mutable_fair_share()->mutable_half_life());
   ToProto(in.fair_share.sample_interval,

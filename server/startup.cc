@@ -41,8 +41,8 @@ absl::Status ApplyConfig(core::Scheduler& s, const v1::Config& proto) {
   return s.UpdateConfig(std::move(config), std::nullopt).status();
 }
 
-absl::Status ApplyFleet(core::Scheduler& s,
-                        const v1::UpsertNodesRequest& fleet) {
+absl::Status ApplyFleet(core::Scheduler& s, const v1::UpsertNodesRequest& fleet,
+                        absl::Time now) {
   std::vector<core::Node> nodes;
   for (int i = 0; i < fleet.nodes_size(); ++i) {
     ASSIGN_OR_RETURN(
@@ -50,7 +50,7 @@ absl::Status ApplyFleet(core::Scheduler& s,
         convert::NodeFromProto(fleet.nodes(i), absl::StrCat("nodes[", i, "]")));
     nodes.push_back(std::move(node));
   }
-  return s.UpsertNodes(std::move(nodes)).status();
+  return s.UpsertNodes(std::move(nodes), now).status();
 }
 
 // Parents before children: retry the rest until a pass makes no progress.
@@ -113,7 +113,7 @@ absl::StatusOr<std::unique_ptr<core::Scheduler>> RecoverAndApply(
     RETURN_IF_ERROR(InFile("config", ApplyConfig(*scheduler, *files.config)));
   }
   if (files.fleet) {
-    RETURN_IF_ERROR(InFile("fleet", ApplyFleet(*scheduler, *files.fleet)));
+    RETURN_IF_ERROR(InFile("fleet", ApplyFleet(*scheduler, *files.fleet, now)));
   }
   if (files.queues) {
     RETURN_IF_ERROR(InFile("queues", ApplyQueues(*scheduler, *files.queues)));

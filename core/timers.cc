@@ -1,0 +1,74 @@
+// Lifecycle timers (DESIGN §3) and node liveness (DESIGN §6): a crashed
+// launcher or a dead node cannot hold GPUs forever.
+#include "absl/strings/str_cat.h"
+#include "core/scheduler.h"
+
+namespace phalanx::core {
+
+void Scheduler::ArmTimers(const Gang& gang) {
+  if (!gang.admit_time) return;
+  if (gang.spec.max_runtime > absl::ZeroDuration()) {
+    timers_.insert({*gang.admit_time + gang.spec.max_runtime, gang.id});
+  }
+  if (config_.start_timeout > absl::ZeroDuration() &&
+      gang.state == GangState::kAdmitted) {
+    timers_.insert({*gang.admit_time + config_.start_timeout, gang.id});
+  }
+}
+
+void Scheduler::ExpireTimers(absl::Time now) {
+  while (!timers_.empty() && timers_.begin()->first <= now) {
+    const GangId id = timers_.begin()->second;
+    timers_.erase(timers_.begin());
+    GangPtr current = FindGang(id);
+    // Timers are not removed when a gang moves on: check it still applies.
+    if (current == nullptr || !HoldsCapacity(current->state) ||
+        !current->admit_time) {
+      continue;
+    }
+    const absl::Time admitted = *current->admit_time;
+    const absl::Duration max_runtime = current->spec.max_runtime;
+    Gang gang = *current;
+    if (max_runtime > absl::ZeroDuration() && admitted + max_runtime <= now) {
+      ReleaseCapacity(gang, now);
+      gang.state = GangState::kFailed;
+      gang.reason = "MAX_RUNTIME";
+      gang.message = absl::StrCat("ran longer than max_runtime ",
+                                  absl::FormatDuration(max_runtime));
+      gang.finish_time = now;
+      Transition(std::move(gang), EventType::kFailed, now);
+    } else if (gang.state == GangState::kAdmitted &&
+               config_.start_timeout > absl::ZeroDuration() &&
+               admitted + config_.start_timeout <= now) {
+      ReleaseCapacity(gang, now);
+      gang.state = GangState::kPending;
+      gang.reason = absl::StrCat("REQUEUED: not reported RUNNING within ",
+                                 absl::FormatDuration(config_.start_timeout));
+      Transition(std::move(gang), EventType::kRequeued, now);
+    }
+  }
+}
+
+void Scheduler::CheckHeartbeats(absl::Time now) {
+  if (!started_at_) started_at_ = now;
+  const absl::Duration timeout = config_.heartbeat_timeout;
+  if (timeout <= absl::ZeroDuration() ||
+      now < *started_at_ + config_.startup_grace) {
+    return;
+  }
+  std::vector<NodeId> dead;
+  for (const Fleet::Slot& slot : fleet_.slots()) {
+    if (slot.node.state == NodeState::kUnhealthy) continue;
+    auto [it, fresh] = heartbeats_.try_emplace(slot.node.spec.id, now);
+    if (!fresh && it->second + timeout < now) dead.push_back(slot.node.spec.id);
+  }
+  for (const NodeId& id : dead) {
+    SetNodeState(id, NodeState::kUnhealthy,
+                 absl::StrCat("no heartbeat for ",
+                              absl::FormatDuration(now - heartbeats_.at(id))),
+                 now)
+        .IgnoreError();
+  }
+}
+
+}  // namespace phalanx::core
