@@ -206,10 +206,7 @@ std::string Scheduler::TryAdmit(
     return absl::StrCat("QUEUE_HELD: queue ", queue.name.value(), " is held");
   }
   // Nothing that could make it fit has happened since it last failed.
-  if (auto it = failed_at_epoch_.find(gang->id);
-      it != failed_at_epoch_.end() && it->second == capacity_epoch_) {
-    return gang->reason;
-  }
+  if (SkippedAtThisEpoch(*gang)) return gang->reason;
   std::string shape = ShapeKey(gang->spec);
   for (const Reservation& reservation : reservations_) {
     shape += MayBackfill(*gang, reservation, now) ? "|b" : "|-";
@@ -219,10 +216,11 @@ std::string Scheduler::TryAdmit(
     return it->second;
   }
   PlacementOptions options = OptionsFor(queue);
-  if (!reservations_.empty()) {
+  if (!reservations_.empty() || !held_for_.empty()) {
     options.node_allowed = [this, &gang, now](int slot) {
       const int r = reserved_slot_[slot];
-      return r < 0 || MayBackfill(*gang, reservations_[r], now);
+      return (r < 0 || MayBackfill(*gang, reservations_[r], now)) &&
+             !HeldForOther(slot, gang->id);
     };
   }
   PlacementResult placement = PlaceGang(gang->spec, fleet_, options);
@@ -238,6 +236,19 @@ std::string Scheduler::TryAdmit(
   }
   Admit(gang, std::move(placement.pods), now);
   return "";
+}
+
+bool Scheduler::SkippedAtThisEpoch(const Gang& gang) const {
+  auto it = failed_at_epoch_.find(gang.id);
+  return it != failed_at_epoch_.end() && it->second == capacity_epoch_;
+}
+
+void Scheduler::ReleaseHoldsIfVictimsGone(const GangId& preemptor) {
+  if (!held_for_.contains(preemptor)) return;
+  for (const auto& [victim, preemption] : preemptor_of_) {
+    if (preemption.preemptor == preemptor) return;
+  }
+  held_for_.erase(preemptor);  // it did not fit even so; it may try again
 }
 
 bool Scheduler::MayBackfill(const Gang& gang, const Reservation& reservation,
@@ -323,11 +334,19 @@ void Scheduler::RunCycle(absl::Time now) {
     // 4. Gate (held queue), skip unchanged (capacity epoch and shape
     //    classes), quota, then place all pod sets at once — all or nothing;
     //    nodes reserved for others only for gangs that end before.
+    const bool fresh_attempt = !SkippedAtThisEpoch(*gang);
     std::string reason = TryAdmit(gang, now, failed_shapes);
-    // 5. Reserve: a head gang that does not fit reserves the domain where
+    // 5. Preempt: cheapest sufficient victims of lower priority (or
+    //    borrowing beyond nominal in the cohort), only on a fresh attempt.
+    if (!reason.empty() && fresh_attempt && !reason.starts_with("QUEUE_HELD")) {
+      ReleaseHoldsIfVictimsGone(gang->id);
+      if (auto preempting = TryPreempt(gang, now)) reason = *preempting;
+    }
+    // 6. Reserve: a head gang that does not fit reserves the domain where
     //    it can start soonest.
     if (!reason.empty() && !reason.starts_with("QUOTA") &&
-        !reason.starts_with("QUEUE_HELD") && MayReserve(*gang, now)) {
+        !reason.starts_with("QUEUE_HELD") &&
+        !reason.starts_with("PREEMPTING") && MayReserve(*gang, now)) {
       if (auto reserved = Reserve(gang, now)) {
         // Keep why it does not fit now; a skipped gang's old reason already
         // carries it.
@@ -338,14 +357,14 @@ void Scheduler::RunCycle(absl::Time now) {
         reason = absl::StrCat(*reserved, " (", reason, ")");
       }
     }
-    // 6. Every gang left pending carries its reason.
+    // 7. Every gang left pending carries its reason.
     if (!reason.empty()) {
       SetReason(gang, std::move(reason));
       if (config_.admission.strict_fifo) blocker = gang;
     }
     order.Advance();
   }
-  // 7. New reservations are events; a changed set may let others fit.
+  // 8. New reservations are events; a changed set may let others fit.
   AnnounceReservations(previous, now);
 }
 

@@ -196,10 +196,22 @@ struct ReservationConfig {
   bool operator==(const ReservationConfig&) const = default;
 };
 
+// Preemption (DESIGN §4 step 6).
+struct PreemptionConfig {
+  bool enabled = false;
+  // Victims are PREEMPTING this long (checkpoint now) unless they
+  // acknowledge sooner; their GPUs stay held for the preemptor.
+  absl::Duration grace_period = absl::Minutes(5);
+  // Gangs admitted less than this long ago are never victims.
+  absl::Duration min_runtime = absl::Minutes(10);
+  bool operator==(const PreemptionConfig&) const = default;
+};
+
 struct Config {
   std::vector<std::string> topology_levels;
   AdmissionConfig admission;
   ReservationConfig reservation;
+  PreemptionConfig preemption;
   PlacementConfig placement;
   FairShareConfig fair_share;
   absl::Duration cycle_interval = absl::Seconds(1);

@@ -95,6 +95,11 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
       s.Charge(*stored, +1);
       s.ArmTimers(*stored);
     }
+    if (stored->state == GangState::kPreempting) {
+      const absl::Time deadline = now + s.config_.preemption.grace_period;
+      s.preemptor_of_[stored->id] = Preemption{GangId(), deadline};
+      s.timers_.insert({deadline, stored->id});
+    }
   }
   for (RequestRecord& record : state.requests) {
     auto key = std::make_pair(record.queue, record.request_id);
@@ -139,7 +144,10 @@ GangPtr Scheduler::Put(Gang gang) {
     pending_by_queue_[gang.spec.queue].insert(KeyOf(gang));
   } else {
     failed_at_epoch_.erase(gang.id);
+    held_for_.erase(gang.id);  // an admitted or finished preemptor
   }
+  if (gang.state != GangState::kPreempting) preemptor_of_.erase(gang.id);
+  if (IsFinal(gang.state)) held_for_.erase(gang.id);
   if (IsFinal(gang.state)) finished_.insert({FinishTime(gang), gang.id});
   ++gang_counts_[{gang.spec.queue, gang.state}];
   dirty_gangs_.insert(gang.id);
@@ -343,9 +351,9 @@ absl::StatusOr<GangPtr> Scheduler::Report(const GangReport& report,
         "state: only RUNNING, SUCCEEDED or FAILED can be reported");
   }
   if (report.preemption_acknowledged && !event) {
+    gang.reason = PreemptedReason(gang.id);
     ReleaseCapacity(gang, now);
     gang.state = GangState::kPending;
-    gang.reason = "REQUEUED: preempted";
     event = EventType::kRequeued;
   }
   if (report.last_checkpoint_time) {

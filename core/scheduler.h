@@ -162,6 +162,20 @@ class Scheduler {
   void BumpEpoch() { ++capacity_epoch_; }
   const HeldGpus& Held(const QueueName& queue) const;
 
+  // preemption.cc
+  // Picks the cheapest sufficient set of victims for `gang` and moves them
+  // to PREEMPTING; returns the gang's pending reason, or nullopt.
+  std::optional<std::string> TryPreempt(const GangPtr& gang, absl::Time now);
+  bool IsVictimFor(const Gang& victim, const Gang& preemptor,
+                   absl::Time now) const;
+  // Whether `gang` fits once `victims` are gone (tentatively released).
+  bool FitsWithout(const GangPtr& gang, const std::vector<GangPtr>& victims);
+  std::string PreemptedReason(const GangId& victim) const;
+  // Ends a victim's preemption: releases it and requeues it.
+  void FinishPreemption(Gang victim, absl::Time now);
+  // Whether the node at `slot` is held for a preemptor other than `gang`.
+  bool HeldForOther(int slot, const GangId& gang) const;
+
   // timers.cc
   // Fails gangs past max_runtime, requeues gangs past start_timeout, and
   // marks nodes without a recent heartbeat UNHEALTHY.
@@ -170,6 +184,8 @@ class Scheduler {
   void ArmTimers(const Gang& gang);
 
   // admission.cc
+  bool SkippedAtThisEpoch(const Gang& gang) const;
+  void ReleaseHoldsIfVictimsGone(const GangId& preemptor);
   // Tries to admit one gang; returns the reason it stays pending, or "".
   std::string TryAdmit(const GangPtr& gang, absl::Time now,
                        std::map<std::string, std::string>& failed_shapes);
@@ -215,6 +231,14 @@ class Scheduler {
   absl::flat_hash_map<NodeId, absl::Time> heartbeats_;
   // (when, gang): max_runtime and start_timeout deadlines, checked lazily.
   std::set<std::pair<absl::Time, GangId>> timers_;
+  // Victim -> its preemptor (may be empty after a restart) and the end of
+  // its grace period; preemptor -> nodes held for it.
+  struct Preemption {
+    GangId preemptor;
+    absl::Time deadline;
+  };
+  std::map<GangId, Preemption> preemptor_of_;
+  std::map<GangId, std::set<NodeId>> held_for_;
   std::optional<absl::Time> started_at_;
   int64_t revision_ = 0;
   int64_t next_gang_seq_ = 1;

@@ -26,6 +26,13 @@ void Scheduler::ExpireTimers(absl::Time now) {
         !current->admit_time) {
       continue;
     }
+    if (current->state == GangState::kPreempting) {
+      auto it = preemptor_of_.find(id);
+      if (it == preemptor_of_.end() || it->second.deadline <= now) {
+        FinishPreemption(*current, now);
+      }
+      continue;
+    }
     const absl::Time admitted = *current->admit_time;
     const absl::Duration max_runtime = current->spec.max_runtime;
     Gang gang = *current;

@@ -192,6 +192,12 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   if (config.reservation.after < absl::ZeroDuration()) {
     return Bad(f + ".reservation.after", "must be >= 0");
   }
+  if (config.preemption.grace_period < absl::ZeroDuration()) {
+    return Bad(f + ".preemption.grace_period", "must be >= 0");
+  }
+  if (config.preemption.min_runtime < absl::ZeroDuration()) {
+    return Bad(f + ".preemption.min_runtime", "must be >= 0");
+  }
   if (config.fair_share.half_life <= absl::ZeroDuration()) {
     return Bad(f + ".fair_share.half_life", "must be > 0");
   }

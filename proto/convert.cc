@@ -378,6 +378,14 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
     out.reservation.after = FromProto(reservation.after());
   }
   out.placement.first_fit = in.placement().first_fit();
+  const pb::PreemptionConfig& preemption = in.preemption();
+  out.preemption.enabled = preemption.enabled();
+  if (preemption.has_grace_period()) {
+    out.preemption.grace_period = FromProto(preemption.grace_period());
+  }
+  if (preemption.has_min_runtime()) {
+    out.preemption.min_runtime = FromProto(preemption.min_runtime());
+  }
   if (in.lifecycle().has_start_timeout()) {
     out.start_timeout = FromProto(in.lifecycle().start_timeout());
   }
@@ -418,6 +426,11 @@ void ToProto(const core::Config& in, pb::Config* out) {
     ToProto(in.reservation.after, out->mutable_reservation()->mutable_after());
   }
   out->mutable_placement()->set_first_fit(in.placement.first_fit);
+  out->mutable_preemption()->set_enabled(in.preemption.enabled);
+  ToProto(in.preemption.grace_period,
+          out->mutable_preemption()->mutable_grace_period());
+  ToProto(in.preemption.min_runtime,
+          out->mutable_preemption()->mutable_min_runtime());
   ToProto(in.start_timeout, out->mutable_lifecycle()->mutable_start_timeout());
   ToProto(in.fair_share.half_life,
           out->mutable_fair_share()->mutable_half_life());

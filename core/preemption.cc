@@ -1,0 +1,172 @@
+// Preemption (DESIGN §4 step 6). A gang that does not fit may preempt
+// lower-priority gangs of its own queue, or reclaim its nominal quota from
+// gangs of sibling queues that borrow. Victims are chosen by the work they
+// would lose (GPU-seconds since their last checkpoint), gangs younger than
+// min_runtime are spared, and victims that turn out unnecessary are dropped.
+// Victims go to PREEMPTING for a grace period while their GPUs stay held for
+// the preemptor.
+//
+// No loops: a victim has strictly lower priority than its preemptor in the
+// same queue, or belongs to a queue above its nominal quota while the
+// preemptor's queue stays within its own — so a victim can never preempt its
+// preemptor back.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/check.h"
+#include "core/scheduler.h"
+
+namespace phalanx::core {
+namespace {
+
+int64_t HeldGpusOf(const Gang& gang) {
+  int64_t gpus = 0;
+  for (const PodPlacement& pod : gang.placement) gpus += pod.gpu_indices.size();
+  return gpus;
+}
+
+// GPU-seconds of work the gang would lose now.
+double LostWork(const Gang& gang, absl::Time now) {
+  absl::Time since = gang.admit_time.value_or(now);
+  if (gang.last_checkpoint_time && *gang.last_checkpoint_time > since) {
+    since = *gang.last_checkpoint_time;
+  }
+  return absl::ToDoubleSeconds(now - since) * HeldGpusOf(gang);
+}
+
+int64_t Lookup(const std::map<std::string, int64_t>& map,
+               const std::string& key) {
+  auto it = map.find(key);
+  return it == map.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+bool Scheduler::IsVictimFor(const Gang& victim, const Gang& preemptor,
+                            absl::Time now) const {
+  if (victim.state != GangState::kAdmitted &&
+      victim.state != GangState::kRunning) {
+    return false;
+  }
+  if (!victim.admit_time ||
+      now - *victim.admit_time < config_.preemption.min_runtime) {
+    return false;
+  }
+  if (victim.spec.queue == preemptor.spec.queue) {
+    return victim.spec.priority < preemptor.spec.priority;
+  }
+  // Reclaim: the preemptor's queue stays within nominal quota after
+  // admission; the victim's queue is above its nominal quota.
+  const Queue& mine = queues_.at(preemptor.spec.queue);
+  const Queue& theirs = queues_.at(victim.spec.queue);
+  if (mine.parent.empty() || mine.parent != theirs.parent ||
+      mine.nominal_gpus.empty() || theirs.nominal_gpus.empty()) {
+    return false;
+  }
+  int64_t total_held = 0;
+  int64_t total_nominal = 0;
+  for (const auto& [model, gpus] : Held(mine.name)) total_held += gpus;
+  for (const auto& [model, gpus] : mine.nominal_gpus) total_nominal += gpus;
+  if (total_held + preemptor.spec.TotalGpus() > total_nominal) return false;
+  for (const auto& [model, gpus] : Held(theirs.name)) {
+    if (gpus > Lookup(theirs.nominal_gpus, model)) return true;
+  }
+  return false;
+}
+
+bool Scheduler::FitsWithout(const GangPtr& gang,
+                            const std::vector<GangPtr>& victims) {
+  for (const GangPtr& victim : victims) {
+    fleet_.Release(*victim, victim->placement);
+    Charge(*victim, -1);
+  }
+  const Queue& queue = queues_.at(gang->spec.queue);
+  PlacementOptions options = OptionsFor(queue);
+  options.node_allowed = [this, &gang](int slot) {
+    return !HeldForOther(slot, gang->id);
+  };
+  const bool fits = PlaceGang(gang->spec, fleet_, options).placed;
+  for (const GangPtr& victim : victims) {
+    PHALANX_CHECK(fleet_.Allocate(*victim, victim->placement).ok());
+    Charge(*victim, +1);
+  }
+  return fits;
+}
+
+std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
+                                                 absl::Time now) {
+  if (!config_.preemption.enabled || held_for_.contains(gang->id)) {
+    return std::nullopt;
+  }
+  // 1. Candidates, cheapest loss first (ties: lower priority, then id).
+  std::vector<std::pair<double, GangPtr>> candidates;
+  for (const auto& [id, other] : gangs_) {
+    if (IsVictimFor(*other, *gang, now)) {
+      candidates.emplace_back(LostWork(*other, now), other);
+    }
+  }
+  if (candidates.empty()) return std::nullopt;
+  std::sort(candidates.begin(), candidates.end(),
+            [](const auto& a, const auto& b) {
+              return std::tie(a.first, a.second->spec.priority, a.second->id) <
+                     std::tie(b.first, b.second->spec.priority, b.second->id);
+            });
+  // 2. Add victims until the gang fits.
+  std::vector<GangPtr> victims;
+  bool fits = false;
+  for (const auto& [cost, candidate] : candidates) {
+    victims.push_back(candidate);
+    if ((fits = FitsWithout(gang, victims))) break;
+  }
+  if (!fits) return std::nullopt;
+  // 3. Drop victims that turn out unnecessary, most expensive first.
+  for (int i = static_cast<int>(victims.size()) - 2; i >= 0; --i) {
+    std::vector<GangPtr> fewer = victims;
+    fewer.erase(fewer.begin() + i);
+    if (FitsWithout(gang, fewer)) victims = std::move(fewer);
+  }
+  // 4. Victims go to PREEMPTING; their nodes are held for the preemptor.
+  std::vector<std::string> names;
+  for (const GangPtr& victim : victims) {
+    Gang preempting = *victim;
+    preempting.state = GangState::kPreempting;
+    preempting.reason = absl::StrCat("PREEMPTED by ", gang->id.value());
+    const absl::Time deadline = now + config_.preemption.grace_period;
+    timers_.insert({deadline, victim->id});
+    preemptor_of_[victim->id] = Preemption{gang->id, deadline};
+    for (const PodPlacement& pod : victim->placement) {
+      held_for_[gang->id].insert(pod.node);
+    }
+    names.push_back(victim->id.value());
+    Transition(std::move(preempting), EventType::kPreempting, now);
+  }
+  return absl::StrCat("PREEMPTING: waiting for ", absl::StrJoin(names, ", "),
+                      " to stop");
+}
+
+std::string Scheduler::PreemptedReason(const GangId& victim) const {
+  const auto it = preemptor_of_.find(victim);
+  if (it == preemptor_of_.end() || it->second.preemptor.empty()) {
+    return "REQUEUED: preempted";
+  }
+  return absl::StrCat("REQUEUED: preempted by ", it->second.preemptor.value());
+}
+
+void Scheduler::FinishPreemption(Gang victim, absl::Time now) {
+  victim.reason = PreemptedReason(victim.id);
+  ReleaseCapacity(victim, now);
+  victim.state = GangState::kPending;
+  Transition(std::move(victim), EventType::kRequeued, now);
+}
+
+bool Scheduler::HeldForOther(int slot, const GangId& gang) const {
+  if (held_for_.empty()) return false;
+  const NodeId& node = fleet_.slots()[slot].node.spec.id;
+  for (const auto& [preemptor, nodes] : held_for_) {
+    if (preemptor != gang && nodes.contains(node)) return true;
+  }
+  return false;
+}
+
+}  // namespace phalanx::core
