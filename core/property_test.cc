@@ -1,0 +1,174 @@
+// Seeded property tests over random fleets and workloads: the invariants of
+// STYLE.md hold after every cycle, and replays are identical.
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/scheduler.h"
+#include "core/testing.h"
+#include "gtest/gtest.h"
+
+namespace phalanx::core {
+namespace {
+
+using testing::MakeNodes;
+using testing::Spec;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+
+struct World {
+  std::unique_ptr<Scheduler> scheduler;
+  std::map<GangId, absl::Time> ends;  // admitted gang -> when it finishes
+  std::vector<std::string> log;       // every event, for replay comparison
+};
+
+GangSpec RandomSpec(std::mt19937_64& rng) {
+  static const int kGpus[] = {1, 2, 4, 8};
+  static const char* kLevels[] = {"block", "rack", "node"};
+  const int gpus = kGpus[rng() % 4];
+  const int pods = gpus == 8 ? 1 + rng() % 6 : 1 + rng() % 3;
+  GangSpec spec =
+      Spec(rng() % 2 ? "a" : "b").Pods(pods, gpus).Priority(rng() % 3);
+  const int mode = rng() % 3;
+  if (mode == 1)
+    spec.pod_sets[0].topology = {TopologyMode::kRequired, kLevels[rng() % 3]};
+  if (mode == 2) spec.pod_sets[0].topology = {TopologyMode::kPreferred, "rack"};
+  if (spec.pod_sets[0].topology.level == "node" && gpus * pods > 8) {
+    spec.pod_sets[0].topology = {};
+  }
+  if (rng() % 3) spec.estimated_runtime = absl::Minutes(10 + rng() % 300);
+  return spec;
+}
+
+// Domain label at `level` of a node id made by MakeNodes ("H100-<b><r><nn>").
+std::string DomainOf(const NodeId& node, const std::string& level) {
+  const std::string& id = node.value();
+  if (level == "block") return id.substr(5, 1);
+  if (level == "rack") return id.substr(5, 2);
+  return id;
+}
+
+void CheckInvariants(const Scheduler& s) {
+  std::set<std::pair<std::string, int>> held;
+  std::map<std::string, uint64_t> used;
+  for (const auto& [id, gang] : s.gangs()) {
+    if (!HoldsCapacity(gang->state)) {
+      EXPECT_TRUE(gang->placement.empty()) << id;
+      if (gang->state == GangState::kPending) {
+        EXPECT_FALSE(gang->reason.empty()) << id;
+      }
+      continue;
+    }
+    ASSERT_EQ(static_cast<int>(gang->placement.size()), gang->spec.TotalPods())
+        << id;
+    std::set<std::string> domains;
+    for (const PodPlacement& pod : gang->placement) {
+      for (int gpu : pod.gpu_indices) {
+        EXPECT_TRUE(held.insert({pod.node.value(), gpu}).second)
+            << "GPU held twice: " << pod.node << "/" << gpu;
+        used[pod.node.value()] |= uint64_t{1} << gpu;
+      }
+      const TopologyConstraint& topo = gang->spec.pod_sets[0].topology;
+      if (topo.mode == TopologyMode::kRequired) {
+        domains.insert(DomainOf(pod.node, topo.level));
+      }
+    }
+    EXPECT_LE(domains.size(), 1u) << "REQUIRED constraint broken for " << id;
+  }
+  for (const Fleet::Slot& slot : s.fleet().slots()) {
+    EXPECT_EQ(slot.used_gpu_mask, used[slot.node.spec.id.value()])
+        << slot.node.spec.id;
+  }
+}
+
+// Runs a random workload for `steps` minutes; returns the event log.
+std::vector<std::string> RunWorkload(uint64_t seed, bool preemption,
+                                     int steps) {
+  std::mt19937_64 rng(seed);
+  Config config;
+  config.topology_levels = {"block", "rack"};
+  config.preemption.enabled = preemption;
+  config.preemption.min_runtime = absl::Minutes(5);
+  Scheduler s(config);
+  EXPECT_TRUE(s.UpsertNodes(MakeNodes(2, 2, 3), kT0).ok());
+  for (const char* name : {"a", "b"}) {
+    Queue queue;
+    queue.name = QueueName(name);
+    EXPECT_TRUE(s.PutQueue(queue).ok());
+  }
+  std::map<GangId, absl::Time> ends;
+  std::vector<std::string> log;
+  absl::Time now = kT0;
+  auto busy = [&s]() {
+    for (const auto& [id, gang] : s.gangs()) {
+      if (!IsFinal(gang->state)) return true;
+    }
+    return false;
+  };
+  // Submit for `steps` minutes, then drain (bounded) until all is done.
+  for (int step = 0; step < steps || (busy() && step < steps * 20); ++step) {
+    now += absl::Minutes(1);
+    // Finish what is due; acknowledge preemptions at once.
+    for (auto it = ends.begin(); it != ends.end();) {
+      GangPtr gang = s.FindGang(it->first);
+      if (gang && gang->state == GangState::kPreempting) {
+        EXPECT_TRUE(s.Report({gang->id, std::nullopt, {}, true, ""}, now).ok());
+        it = ends.erase(it);
+      } else if (gang && HoldsCapacity(gang->state) && it->second <= now) {
+        EXPECT_TRUE(
+            s.Report({gang->id, GangState::kSucceeded, {}, false, ""}, now)
+                .ok());
+        it = ends.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (step < steps && rng() % 3 == 0) {
+      auto result = s.Submit(RandomSpec(rng), now);
+      EXPECT_TRUE(result.ok() || absl::IsFailedPrecondition(result.status()))
+          << result.status();
+    }
+    if (step < steps && rng() % 40 == 0) {  // a node fails and comes back
+      const auto& slots = s.fleet().slots();
+      const NodeId node = slots[rng() % slots.size()].node.spec.id;
+      EXPECT_TRUE(s.SetNodeState(node, NodeState::kUnhealthy, "xid", now).ok());
+      EXPECT_TRUE(s.SetNodeState(node, NodeState::kReady, "fixed", now).ok());
+    }
+    s.RunCycle(now);
+    CheckInvariants(s);
+    for (const Event& event : s.TakeMutation().events) {
+      std::string line =
+          absl::StrCat(event.revision, " ", EventTypeName(event.type), " ",
+                       event.gang->id.value());
+      for (const PodPlacement& pod : event.gang->placement) {
+        absl::StrAppend(&line, " ", pod.node.value(), ":",
+                        pod.gpu_indices.size());
+      }
+      log.push_back(line);
+      if (event.type == EventType::kAdmitted) {
+        ends[event.gang->id] = now + absl::Minutes(1 + rng() % 120);
+      }
+    }
+  }
+  // With reservations on, every gang gets through: nothing waits forever.
+  for (const auto& [id, gang] : s.gangs()) {
+    EXPECT_TRUE(IsFinal(gang->state))
+        << id << " " << GangStateName(gang->state) << " " << gang->reason;
+  }
+  return log;
+}
+
+TEST(PropertyTest, InvariantsHoldAndReplaysAreIdentical) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE(seed);
+    const bool preemption = seed % 2 == 0;
+    std::vector<std::string> first = RunWorkload(seed, preemption, 300);
+    EXPECT_GT(first.size(), 50u);
+    EXPECT_EQ(first, RunWorkload(seed, preemption, 300));
+  }
+}
+
+}  // namespace
+}  // namespace phalanx::core
