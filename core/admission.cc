@@ -117,6 +117,17 @@ class Scheduler::CycleOrder {
   QueueName last_queue_;
 };
 
+int64_t Scheduler::BorrowedGpus(const QueueName& name) const {
+  auto it = queues_.find(name);
+  if (it == queues_.end() || it->second.nominal_gpus.empty()) return 0;
+  int64_t borrowed = 0;
+  for (const auto& [model, gpus] : Held(name)) {
+    borrowed +=
+        std::max<int64_t>(0, gpus - Lookup(it->second.nominal_gpus, model));
+  }
+  return borrowed;
+}
+
 FairShareScore Scheduler::Score(const QueueName& name) const {
   auto it = queues_.find(name);
   const double weight = it == queues_.end() ? 1.0 : it->second.weight;

@@ -121,6 +121,8 @@ class Scheduler {
   absl::StatusOr<Explanation> Explain(const GangId& id) const;
   // Where `spec` would go now; nothing changes. Errors as Submit.
   absl::StatusOr<PlacementResult> DryRun(GangSpec spec);
+  // GPUs the queue holds above its nominal quota, over all models.
+  int64_t BorrowedGpus(const QueueName& name) const;
   // The queue's fair-share score now (lower goes first).
   FairShareScore Score(const QueueName& name) const;
   const FairShareLedger& ledger() const { return ledger_; }

@@ -13,16 +13,12 @@ void QueueToProto(const core::Scheduler& scheduler, const core::Queue& queue,
   convert::ToProto(queue, out);
   const core::QueueUsage usage = scheduler.Usage(queue.name);
   v1::QueueStatus* status = out->mutable_status();
-  int64_t borrowed = 0;
   for (const auto& [model, gpus] : usage.held_gpus) {
     (*status->mutable_held_gpus())[model] = gpus;
-    auto nominal = queue.nominal_gpus.find(model);
-    borrowed += std::max<int64_t>(
-        0, gpus - (nominal == queue.nominal_gpus.end() ? 0 : nominal->second));
   }
   status->set_pending_gangs(usage.pending);
   status->set_active_gangs(usage.active);
-  status->set_borrowed_gpus(borrowed);
+  status->set_borrowed_gpus(scheduler.BorrowedGpus(queue.name));
   status->set_fair_share_score(scheduler.Score(queue.name).value);
   status->set_decayed_usage_gpus(scheduler.ledger().DecayedUsage(queue.name));
 }

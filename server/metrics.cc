@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <map>
 
 #include "core/fleet_report.h"
@@ -116,6 +117,22 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
                                "free; <level>: free whole nodes outside the "
                                "best domain / all free whole nodes")
                          .Register(*registry_)),
+      queue_figures_(BuildGauge()
+                         .Name("phalanx_queue")
+                         .Help("Per queue: figure=fair_share_score, "
+                               "decayed_usage_gpus, borrowed_gpus, "
+                               "nominal_gpus (by model)")
+                         .Register(*registry_)),
+      pending_reasons_(BuildGauge()
+                           .Name("phalanx_pending_gangs_by_reason")
+                           .Help("Pending gangs by reason code (NO_FIT, "
+                                 "QUOTA, RESERVED, RESERVED_FOR, ...)")
+                           .Register(*registry_)),
+      reservations_(BuildGauge()
+                        .Name("phalanx_reservations")
+                        .Help("Domains reserved for waiting gangs")
+                        .Register(*registry_)
+                        .Add({})),
       cycle_seconds_(BuildHistogram()
                          .Name("phalanx_cycle_seconds")
                          .Help("Admission cycle duration")
@@ -215,10 +232,37 @@ void Metrics::RefreshGauges(const core::Scheduler& scheduler) {
     fragmentation_.Add({{"level", level.level}})
         .Set(level.stranded_whole_node_fraction);
   }
+  reservations_.Set(static_cast<double>(scheduler.reservations().size()));
+  RefreshQueues(scheduler);
+  std::map<std::string, int> reasons;
+  for (const auto& [id, gang] : scheduler.gangs()) {
+    if (gang->state != core::GangState::kPending) continue;
+    const std::string& reason = gang->reason;
+    reasons[reason.substr(
+        0, std::min(reason.find_first_of(": "), reason.size()))]++;
+  }
+  for (auto& [code, count] : reasons) {
+    pending_reasons_.Add({{"reason", code}}).Set(count);
+  }
+}
+
+void Metrics::RefreshQueues(const core::Scheduler& scheduler) {
   for (const auto& [name, queue] : scheduler.queues()) {
+    const std::string& q = name.value();
     for (const auto& [model, gpus] : scheduler.Usage(name).held_gpus) {
-      queue_gpus_.Add({{"queue", name.value()}, {"model", model}}).Set(gpus);
+      queue_gpus_.Add({{"queue", q}, {"model", model}}).Set(gpus);
     }
+    for (const auto& [model, gpus] : queue.nominal_gpus) {
+      queue_figures_
+          .Add({{"queue", q}, {"figure", "nominal_gpus"}, {"model", model}})
+          .Set(gpus);
+    }
+    queue_figures_.Add({{"queue", q}, {"figure", "borrowed_gpus"}})
+        .Set(scheduler.BorrowedGpus(name));
+    queue_figures_.Add({{"queue", q}, {"figure", "fair_share_score"}})
+        .Set(scheduler.Score(name).value);
+    queue_figures_.Add({{"queue", q}, {"figure", "decayed_usage_gpus"}})
+        .Set(scheduler.ledger().DecayedUsage(name));
   }
 }
 

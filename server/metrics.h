@@ -44,6 +44,7 @@ class Metrics : public BatchObserver {
 
  private:
   void RefreshGauges(const core::Scheduler& scheduler);
+  void RefreshQueues(const core::Scheduler& scheduler);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
@@ -57,6 +58,9 @@ class Metrics : public BatchObserver {
   prometheus::Family<prometheus::Counter>& events_;
   prometheus::Family<prometheus::Histogram>& rpc_latency_;
   prometheus::Family<prometheus::Gauge>& fragmentation_;
+  prometheus::Family<prometheus::Gauge>& queue_figures_;
+  prometheus::Family<prometheus::Gauge>& pending_reasons_;
+  prometheus::Gauge& reservations_;
   prometheus::Histogram& cycle_seconds_;
   prometheus::Histogram& commit_seconds_;
   prometheus::Histogram& batch_commands_;
