@@ -57,15 +57,7 @@ struct Scheduler::HeadKey {
 class Scheduler::CycleOrder {
  public:
   explicit CycleOrder(const Scheduler& s) : s_(s) {
-    if (s.config_.admission.ordering == Ordering::kSubmitOrder) {
-      for (const PendingKey& key : s.pending_) fifo_.push_back(key);
-      std::sort(fifo_.begin(), fifo_.end(),
-                [](const PendingKey& a, const PendingKey& b) {
-                  return std::tie(a.submit_time, a.seq) <
-                         std::tie(b.submit_time, b.seq);
-                });
-      return;
-    }
+    if (s.config_.admission.ordering == Ordering::kSubmitOrder) return;
     for (const auto& [queue, keys] : s.pending_by_queue_) {
       if (keys.empty()) continue;
       cursors_[queue] = {keys.begin(), keys.end()};
@@ -76,8 +68,13 @@ class Scheduler::CycleOrder {
   // The next gang, or null when every pending gang has been offered.
   GangPtr Next() {
     if (s_.config_.admission.ordering == Ordering::kSubmitOrder) {
-      return next_fifo_ < fifo_.size() ? s_.gangs_.at(fifo_[next_fifo_++].id)
-                                       : nullptr;
+      // Walk the live index past the last key offered (admissions remove
+      // gangs from it as we go).
+      auto it = last_fifo_ ? s_.pending_fifo_.upper_bound(*last_fifo_)
+                           : s_.pending_fifo_.begin();
+      if (it == s_.pending_fifo_.end()) return nullptr;
+      last_fifo_ = *it;
+      return s_.gangs_.at(it->id);
     }
     if (heads_.empty()) return nullptr;
     const QueueName queue = heads_.begin()->queue;
@@ -110,8 +107,7 @@ class Scheduler::CycleOrder {
   }
 
   const Scheduler& s_;
-  std::vector<PendingKey> fifo_;
-  size_t next_fifo_ = 0;
+  std::optional<PendingKey> last_fifo_;
   std::map<QueueName, std::pair<Cursor, Cursor>> cursors_;
   std::set<HeadKey> heads_;
   QueueName last_queue_;
@@ -129,6 +125,7 @@ int64_t Scheduler::BorrowedGpus(const QueueName& name) const {
 }
 
 FairShareScore Scheduler::Score(const QueueName& name) const {
+  if (!config_.fair_share.enabled) return FairShareScore{};
   auto it = queues_.find(name);
   const double weight = it == queues_.end() ? 1.0 : it->second.weight;
   return ledger_.Score(name, weight, Held(name));
@@ -249,6 +246,14 @@ std::string Scheduler::TryAdmit(
   return "";
 }
 
+int64_t Scheduler::FreeReadyGpus() const {
+  int64_t free = 0;
+  for (const Fleet::Slot& slot : fleet_.slots()) {
+    if (slot.node.state == NodeState::kReady) free += slot.FreeGpus();
+  }
+  return free;
+}
+
 bool Scheduler::SkippedAtThisEpoch(const Gang& gang) const {
   auto it = failed_at_epoch_.find(gang.id);
   return it != failed_at_epoch_.end() && it->second == capacity_epoch_;
@@ -334,13 +339,17 @@ void Scheduler::RunCycle(absl::Time now) {
   CycleOrder order(*this);
   std::map<std::string, std::string> failed_shapes;  // 4b. equivalence
   GangPtr blocker;
+  int64_t free_gpus = FreeReadyGpus();
   for (GangPtr gang = order.Next(); gang != nullptr; gang = order.Next()) {
-    // 3. Strict FIFO: nothing passes a head that did not fit.
-    if (blocker != nullptr) {
-      SetReason(gang, absl::StrCat("WAITING: behind ", blocker->id.value(),
-                                   " (strict FIFO)"));
-      order.Advance();
-      continue;
+    // 3. Stop early when nothing further can change: a strict-FIFO head
+    //    blocks everyone behind it; with no free GPU, no reservation left
+    //    to make and no preemption, no later gang can be admitted. The
+    //    gangs not reached keep their reasons.
+    if (blocker != nullptr) break;
+    if (free_gpus == 0 && !config_.preemption.enabled &&
+        static_cast<int>(reservations_.size()) >= config_.reservation.depth &&
+        gang->spec.TotalGpus() > 0) {
+      break;
     }
     // 4. Gate (held queue), skip unchanged (capacity epoch and shape
     //    classes), quota, then place all pod sets at once — all or nothing;
@@ -372,6 +381,8 @@ void Scheduler::RunCycle(absl::Time now) {
     if (!reason.empty()) {
       SetReason(gang, std::move(reason));
       if (config_.admission.strict_fifo) blocker = gang;
+    } else {
+      free_gpus -= gang->spec.TotalGpus();
     }
     order.Advance();
   }

@@ -134,8 +134,7 @@ TEST_F(AdmissionTest, StrictFifoLetsNothingPassTheHead) {
   EXPECT_EQ(StateOf(filler), GangState::kAdmitted);
   EXPECT_EQ(StateOf(head), GangState::kPending);
   EXPECT_EQ(StateOf(small), GangState::kPending);
-  EXPECT_EQ(ReasonOf(small),
-            "WAITING: behind " + head->id.value() + " (strict FIFO)");
+  EXPECT_EQ(ReasonOf(small), "WAITING: in line for admission");
 }
 
 TEST_F(AdmissionTest, BestEffortSkipsTheHeadThatDoesNotFit) {

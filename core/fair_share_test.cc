@@ -10,7 +10,9 @@ namespace {
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
 TEST(FairShareLedgerTest, UsageDecaysTowardWhatIsHeldByHalfLives) {
-  FairShareLedger ledger(FairShareConfig{absl::Hours(1), absl::Minutes(5), {}});
+  FairShareConfig config;
+  config.half_life = absl::Hours(1);
+  FairShareLedger ledger(config);
   const QueueName q("q");
   ledger.Accrue(q, {}, kT0);
   ledger.Accrue(q, {{"H100", 64}}, kT0 + absl::Hours(1));  // held 64 for 1 h

@@ -178,6 +178,8 @@ struct PlacementConfig {
 
 // Admission Fair Sharing (DESIGN §5).
 struct FairShareConfig {
+  // Off: every queue scores 0, so ordering is priority, then age.
+  bool enabled = true;
   absl::Duration half_life = absl::Hours(168);
   absl::Duration sample_interval = absl::Minutes(5);
   // Weight of each GPU model in the score; unlisted models weigh 1.

@@ -101,7 +101,8 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
   }
   // 1. Candidates, cheapest loss first (ties: lower priority, then id).
   std::vector<std::pair<double, GangPtr>> candidates;
-  for (const auto& [id, other] : gangs_) {
+  for (const GangId& id : active_) {
+    const GangPtr& other = gangs_.at(id);
     if (IsVictimFor(*other, *gang, now)) {
       candidates.emplace_back(LostWork(*other, now), other);
     }

@@ -40,6 +40,12 @@ absl::Time FinishTime(const Gang& gang) {
 }
 }  // namespace
 
+bool Scheduler::SubmitOrderLess::operator()(const PendingKey& a,
+                                            const PendingKey& b) const {
+  return std::tie(a.submit_time, a.seq, a.id) <
+         std::tie(b.submit_time, b.seq, b.id);
+}
+
 Scheduler::PendingKey Scheduler::KeyOf(const Gang& gang) {
   return PendingKey{gang.spec.priority, gang.submit_time, GangSeq(gang.id),
                     gang.id};
@@ -134,6 +140,7 @@ GangPtr Scheduler::Put(Gang gang) {
     const Gang& old = *it->second;
     if (old.state == GangState::kPending) {
       pending_.erase(KeyOf(old));
+      pending_fifo_.erase(KeyOf(old));
       pending_by_queue_[old.spec.queue].erase(KeyOf(old));
     }
     if (IsFinal(old.state)) finished_.erase({FinishTime(old), old.id});
@@ -141,12 +148,18 @@ GangPtr Scheduler::Put(Gang gang) {
   }
   if (gang.state == GangState::kPending) {
     pending_.insert(KeyOf(gang));
+    pending_fifo_.insert(KeyOf(gang));
     pending_by_queue_[gang.spec.queue].insert(KeyOf(gang));
   } else {
     failed_at_epoch_.erase(gang.id);
     held_for_.erase(gang.id);  // an admitted or finished preemptor
   }
   if (gang.state != GangState::kPreempting) preemptor_of_.erase(gang.id);
+  if (HoldsCapacity(gang.state)) {
+    active_.insert(gang.id);
+  } else {
+    active_.erase(gang.id);
+  }
   if (IsFinal(gang.state)) held_for_.erase(gang.id);
   if (IsFinal(gang.state)) finished_.insert({FinishTime(gang), gang.id});
   ++gang_counts_[{gang.spec.queue, gang.state}];
@@ -273,7 +286,7 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now) {
   gang.id = GangId(absl::StrFormat("g-%06d", next_gang_seq_++));
   gang.spec = std::move(spec);
   gang.state = GangState::kPending;
-  gang.reason = "WAITING: not yet considered by an admission cycle";
+  gang.reason = "WAITING: in line for admission";
   gang.submit_time = now;
   if (!gang.spec.request_id.empty()) {
     RequestRecord record{key.first, key.second, gang.id, fingerprint,

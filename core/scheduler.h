@@ -187,6 +187,7 @@ class Scheduler {
 
   // admission.cc
   bool SkippedAtThisEpoch(const Gang& gang) const;
+  int64_t FreeReadyGpus() const;
   void ReleaseHoldsIfVictimsGone(const GangId& preemptor);
   // Tries to admit one gang; returns the reason it stays pending, or "".
   std::string TryAdmit(const GangPtr& gang, absl::Time now,
@@ -217,6 +218,12 @@ class Scheduler {
   absl::btree_map<QueueName, Queue> queues_;
   absl::flat_hash_map<GangId, GangPtr> gangs_;
   std::set<PendingKey> pending_;
+  // The same gangs in submit order (for Ordering::kSubmitOrder).
+  struct SubmitOrderLess {
+    bool operator()(const PendingKey& a, const PendingKey& b) const;
+  };
+  std::set<PendingKey, SubmitOrderLess> pending_fifo_;
+  absl::btree_set<GangId> active_;  // gangs holding capacity
   std::map<QueueName, std::set<PendingKey>> pending_by_queue_;
   FairShareLedger ledger_;
   absl::Time last_ledger_sample_ = absl::InfinitePast();

@@ -394,6 +394,7 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   if (fs.has_sample_interval()) {
     out.fair_share.sample_interval = FromProto(fs.sample_interval());
   }
+  out.fair_share.enabled = !fs.disabled();
   out.fair_share.model_weights.insert(fs.model_weights().begin(),
                                       fs.model_weights().end());
   out.version = in.version();
@@ -436,6 +437,7 @@ void ToProto(const core::Config& in, pb::Config* out) {
           out->mutable_fair_share()->mutable_half_life());
   ToProto(in.fair_share.sample_interval,
           out->mutable_fair_share()->mutable_sample_interval());
+  out->mutable_fair_share()->set_disabled(!in.fair_share.enabled);
   out->mutable_fair_share()->mutable_model_weights()->insert(
       in.fair_share.model_weights.begin(), in.fair_share.model_weights.end());
   out->set_version(in.version);
