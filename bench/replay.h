@@ -1,0 +1,99 @@
+// Replay: runs a workload through core::Scheduler on a virtual clock (issue
+// 4) and measures it. The scheduler never sees true durations, only the
+// estimates; a job runs exactly its duration once admitted; a preempted or
+// evicted job starts again from zero.
+//
+// Each step takes the next timestamp with anything due, applies completions,
+// then preemption acknowledgements (the simulated launcher acknowledges one
+// cycle_interval after PREEMPTING), then arrivals, runs one admission cycle,
+// and reads the step's events from TakeMutation(). The replay ends when every
+// job has finished (or was refused as never fitting).
+//
+// Functions here are pure over their arguments; Replay is single-threaded and
+// deterministic: the same inputs give the same result.
+#ifndef PHALANX_BENCH_REPLAY_H_
+#define PHALANX_BENCH_REPLAY_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "bench/sim_fleet.h"
+#include "bench/sim_metrics.h"
+#include "bench/trace.h"
+#include "core/model.h"
+
+namespace phalanx::bench {
+
+struct Workload {
+  std::vector<TraceJob> jobs;             // file order
+  std::vector<absl::Duration> estimates;  // estimated_runtime, per job
+};
+
+// Returns actual × f per job, f uniform in [0.5, 3] drawn once per job in
+// file order from `seed`.
+std::vector<absl::Duration> DrawEstimates(const std::vector<TraceJob>& jobs,
+                                          uint64_t seed);
+
+// The team names of `jobs`, sorted (index = team id).
+std::vector<std::string> TeamNames(const std::vector<TraceJob>& jobs);
+
+// The cohort "cohort" and one queue per team (parent "cohort", weight 1,
+// nominal = an equal share of each GPU model's GPUs rounded down, the
+// remainder one GPU each to the first teams by name, borrowing and lending
+// unlimited). Queue names are team names with characters core refuses
+// replaced by '_' (and made unique). Cohort first, then teams in `teams`
+// order.
+std::vector<core::Queue> TeamQueues(const std::vector<std::string>& teams,
+                                    const SimFleet& fleet);
+
+// The gang of `job`: up to G GPUs = one pod of that many GPUs; more =
+// ceil(n / G) pods of G GPUs, REQUIRED rack when that many nodes fit in a
+// rack, else REQUIRED block when they fit in a block, else PREFERRED block.
+core::GangSpec JobSpec(const TraceJob& job, absl::Duration estimate,
+                       const SimFleet& fleet, const core::QueueName& queue);
+
+// One core event about a job (kept when ReplayOptions::record_events).
+struct EventRecord {
+  absl::Time time;
+  core::EventType type = core::EventType::kSubmitted;
+  int job = 0;         // index in Workload::jobs
+  int64_t gpus = 0;    // GPUs of the gang (as placed, or as asked)
+  std::string reason;  // the gang's reason after the event
+};
+
+struct ReplayResult {
+  PolicyMetrics metrics;  // sim_seconds left 0
+  std::vector<SeriesRow> series;
+  std::vector<EventRecord> events;  // empty unless record_events
+  int64_t steps = 0;                // admission cycles run
+};
+
+// Called after each step with the jobs done (finished or refused) of
+// `total`; returning false stops the replay (Replay then fails with
+// Cancelled).
+using ProgressFn = std::function<bool(int64_t done, int64_t total)>;
+
+struct ReplayOptions {
+  absl::Duration bucket_width = absl::Hours(1);  // of the time series
+  // Keep ADMITTED, PREEMPTING, REQUEUED, EVICTED, FAILED and CANCELLED
+  // events (for looking into a policy; SUCCEEDED and SUBMITTED are implied).
+  bool record_events = false;
+  ProgressFn progress;  // may be null
+};
+
+// Replays `workload` on `fleet` under `config` (its topology_levels must be
+// the fleet's). InvalidArgument for a configuration core refuses; Internal
+// when core refuses a command the replay relies on; Cancelled when
+// `options.progress` stopped it.
+absl::StatusOr<ReplayResult> Replay(const core::Config& config,
+                                    const SimFleet& fleet,
+                                    const Workload& workload,
+                                    const ReplayOptions& options);
+
+}  // namespace phalanx::bench
+
+#endif  // PHALANX_BENCH_REPLAY_H_

@@ -1,0 +1,238 @@
+#include "bench/replay.h"
+
+#include "bench/sim_policies.h"
+#include "bench/synthetic.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace phalanx::bench {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Pair;
+
+absl::Time T(double seconds) {
+  return absl::FromUnixSeconds(1700000000) + absl::Seconds(seconds);
+}
+
+TraceJob Job(double submit, double duration, int gpus,
+             const std::string& team = "a", int priority = 0) {
+  TraceJob job;
+  job.submit_time = T(submit);
+  job.duration = absl::Seconds(duration);
+  job.gpus = gpus;
+  job.team = team;
+  job.priority = priority;
+  return job;
+}
+
+SimFleet Fleet(int nodes) {
+  FleetOptions options;
+  options.nodes = nodes;
+  return *MakeFleet(options);
+}
+
+Workload Load(std::vector<TraceJob> jobs, uint64_t seed = 1) {
+  Workload w;
+  w.jobs = std::move(jobs);
+  w.estimates = DrawEstimates(w.jobs, seed);
+  return w;
+}
+
+ReplayOptions Every(absl::Duration bucket, bool events = false) {
+  ReplayOptions options;
+  options.bucket_width = bucket;
+  options.record_events = events;
+  return options;
+}
+
+core::Config PolicyOn(const std::string& name, const SimFleet& fleet) {
+  core::Config base;
+  base.topology_levels = fleet.levels;
+  PolicyChoice choice = PolicyConfig(name, base);
+  return choice.config.value_or(base);
+}
+
+TEST(JobSpecTest, SmallJobsAreOnePodLargeOnesWholeNodesInOneDomain) {
+  const SimFleet fleet = Fleet(48);  // racks of 16 nodes, one block of 48
+  const core::QueueName q("a");
+  core::GangSpec small = JobSpec(Job(0, 1, 4), absl::Seconds(9), fleet, q);
+  ASSERT_EQ(small.pod_sets.size(), 1u);
+  EXPECT_EQ(small.pod_sets[0].count, 1);
+  EXPECT_EQ(small.pod_sets[0].gpus, 4);
+  EXPECT_EQ(small.pod_sets[0].topology.mode,
+            core::TopologyMode::kUnconstrained);
+  EXPECT_EQ(small.estimated_runtime, absl::Seconds(9));
+
+  core::GangSpec twelve = JobSpec(Job(0, 1, 12), absl::Seconds(1), fleet, q);
+  EXPECT_EQ(twelve.pod_sets[0].count, 2);  // rounded up to whole nodes
+  EXPECT_EQ(twelve.TotalGpus(), 16);
+  EXPECT_EQ(twelve.pod_sets[0].topology,
+            (core::TopologyConstraint{core::TopologyMode::kRequired, "rack"}));
+
+  core::GangSpec big = JobSpec(Job(0, 1, 256), absl::Seconds(1), fleet, q);
+  EXPECT_EQ(big.pod_sets[0].topology,
+            (core::TopologyConstraint{core::TopologyMode::kRequired, "block"}));
+
+  core::GangSpec huge =
+      JobSpec(Job(0, 1, 1024), absl::Seconds(1), Fleet(256), q);
+  EXPECT_EQ(huge.pod_sets[0].count, 128);
+  EXPECT_EQ(
+      huge.pod_sets[0].topology,
+      (core::TopologyConstraint{core::TopologyMode::kPreferred, "block"}));
+}
+
+TEST(TeamQueuesTest, EqualSharesRemainderToTheFirstTeamsByName) {
+  const auto queues = TeamQueues({"a", "b", "c", "d", "e"}, Fleet(48));
+  ASSERT_EQ(queues.size(), 6u);
+  EXPECT_EQ(queues[0].name, core::QueueName("cohort"));
+  // 384 GPUs / 5 = 76 remainder 4.
+  EXPECT_THAT(queues[1].nominal_gpus, ElementsAre(Pair("H100", 77)));
+  EXPECT_THAT(queues[4].nominal_gpus, ElementsAre(Pair("H100", 77)));
+  EXPECT_THAT(queues[5].nominal_gpus, ElementsAre(Pair("H100", 76)));
+  EXPECT_EQ(queues[5].parent, core::QueueName("cohort"));
+  EXPECT_EQ(queues[5].borrowing_limit_gpus, -1);
+}
+
+TEST(TeamQueuesTest, MakesNamesCoreAccepts) {
+  const auto queues = TeamQueues({"cohort", "team one", "team/one"}, Fleet(1));
+  EXPECT_EQ(queues[1].name, core::QueueName("cohort-2"));
+  EXPECT_EQ(queues[2].name, core::QueueName("team_one"));
+  EXPECT_EQ(queues[3].name, core::QueueName("team_one-2"));
+}
+
+TEST(DrawEstimatesTest, FactorInRangeAndSeeded) {
+  std::vector<TraceJob> jobs(1000, Job(0, 100, 1));
+  const auto a = DrawEstimates(jobs, 7);
+  EXPECT_EQ(a, DrawEstimates(jobs, 7));
+  EXPECT_NE(a, DrawEstimates(jobs, 8));
+  for (absl::Duration e : a) {
+    EXPECT_GE(e, absl::Seconds(50));
+    EXPECT_LT(e, absl::Seconds(300));
+  }
+}
+
+TEST(ReplayTest, WaitsAndUtilizationOfATinyTrace) {
+  // One node: A holds it 0..100; B arrives at 10 and waits until 100.
+  const SimFleet fleet = Fleet(1);
+  const Workload w = Load({Job(0, 100, 8), Job(10, 50, 8)});
+  auto result =
+      Replay(PolicyOn("kueue-like", fleet), fleet, w, Every(absl::Minutes(1)));
+  ASSERT_TRUE(result.ok()) << result.status();
+  const PolicyMetrics& m = result->metrics;
+  EXPECT_EQ(m.jobs, 2);
+  EXPECT_EQ(m.finished, 2);
+  EXPECT_DOUBLE_EQ(m.wait_seconds->mean, 45);  // (0 + 90) / 2
+  EXPECT_DOUBLE_EQ(m.wait_seconds->p99, 89.1);
+  EXPECT_DOUBLE_EQ(*m.utilization, 1.0);  // window 0..10, all 8 GPUs held
+  EXPECT_DOUBLE_EQ(*m.goodput_utilization, 1.0);
+  EXPECT_DOUBLE_EQ(m.demand_gpu_hours, 8 * 150 / 3600.0);
+  EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 0);
+  EXPECT_FALSE(m.large_wait_seconds.has_value());
+  EXPECT_FALSE(m.high_priority_wait_seconds.has_value());
+  EXPECT_EQ(result->steps, 4);  // t = 0, 10, 100, 150
+}
+
+TEST(ReplayTest, BlockedHoursCountMultiNodeGangsWaitingBesideFreeNodes) {
+  // Two nodes. A (1 GPU) breaks node 0 up; B (16 GPUs) needs both nodes.
+  const SimFleet fleet = Fleet(2);
+  const Workload w = Load({Job(0, 3600, 1), Job(0, 60, 16)});
+  auto result =
+      Replay(PolicyOn("kueue-like", fleet), fleet, w, Every(absl::Minutes(1)));
+  ASSERT_TRUE(result.ok()) << result.status();
+  // One whole node free, B needs two: not "blocked" by that definition.
+  EXPECT_DOUBLE_EQ(result->metrics.blocked_gpu_hours, 0);
+  EXPECT_DOUBLE_EQ(result->metrics.wait_seconds->p50, 1800);
+}
+
+TEST(ReplayTest, RefusesJobsThatCanNeverFit) {
+  const SimFleet fleet = Fleet(1);
+  auto result =
+      Replay(PolicyOn("kueue-like", fleet), fleet,
+             Load({Job(0, 10, 64), Job(1, 10, 1)}), Every(absl::Minutes(1)));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->metrics.jobs, 2);
+  EXPECT_EQ(result->metrics.rejected, 1);
+  EXPECT_EQ(result->metrics.finished, 1);
+}
+
+TEST(ReplayTest, FifoHoldsSmallJobsBehindABlockedHeadKueueLikeDoesNot) {
+  // Node 0 busy until 100; B needs both nodes; C (1 GPU) could run at once.
+  const SimFleet fleet = Fleet(2);
+  const Workload w = Load({Job(0, 100, 8), Job(1, 10, 16), Job(2, 10, 1, "b")});
+  auto fifo =
+      Replay(PolicyOn("fifo", fleet), fleet, w, Every(absl::Minutes(1)));
+  auto kueue =
+      Replay(PolicyOn("kueue-like", fleet), fleet, w, Every(absl::Minutes(1)));
+  ASSERT_TRUE(fifo.ok()) << fifo.status();
+  ASSERT_TRUE(kueue.ok()) << kueue.status();
+  // fifo: B waits 99 s, C waits for B: 108 s. kueue-like: C starts at once.
+  EXPECT_DOUBLE_EQ(fifo->metrics.wait_seconds->mean, (0 + 99 + 108) / 3.0);
+  EXPECT_DOUBLE_EQ(kueue->metrics.wait_seconds->mean, (0 + 99 + 0) / 3.0);
+}
+
+TEST(ReplayTest, PreemptedRunIsLostAndRestartsFromZero) {
+  // One node. A (priority 0) runs from 0; B (priority 1, same queue) comes
+  // at 1000 and preempts it; the launcher acknowledges 1 s later, B runs
+  // 1001..1501, then A starts again from zero.
+  const SimFleet fleet = Fleet(1);
+  core::Config base;
+  base.topology_levels = fleet.levels;
+  const PolicyChoice phalanx = PolicyConfig("phalanx", base);
+  if (!phalanx.config) GTEST_SKIP() << phalanx.unavailable_reason;
+  const Workload w = Load({Job(0, 10000, 8), Job(1000, 500, 8, "a", 1)});
+  auto result = Replay(*phalanx.config, fleet, w,
+                       Every(absl::Minutes(1), /*events=*/true));
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::vector<std::pair<core::EventType, int>> events;
+  for (const EventRecord& e : result->events)
+    events.emplace_back(e.type, e.job);
+  using core::EventType;
+  EXPECT_THAT(events, ElementsAre(Pair(EventType::kAdmitted, 0),
+                                  Pair(EventType::kPreempting, 0),
+                                  Pair(EventType::kRequeued, 0),
+                                  Pair(EventType::kAdmitted, 1),
+                                  Pair(EventType::kAdmitted, 0)));
+  EXPECT_EQ(result->events[2].time, T(1001));
+  const PolicyMetrics& m = result->metrics;
+  EXPECT_EQ(m.finished, 2);
+  EXPECT_EQ(m.preemptions, 1);
+  EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 8 * 1001 / 3600.0);
+  EXPECT_DOUBLE_EQ(m.high_priority_wait_seconds->p50, 1);
+  EXPECT_DOUBLE_EQ(m.wait_seconds->mean, (500 + 1) / 2.0);
+  // Window 0..1000: A held all 8 GPUs, but that run was thrown away.
+  EXPECT_DOUBLE_EQ(*m.utilization, 1.0);
+  EXPECT_DOUBLE_EQ(*m.goodput_utilization, 0.0);
+}
+
+TEST(ReplayTest, SameInputsSameResult) {
+  SyntheticOptions options;
+  options.days = 2;
+  options.fleet_gpus = 512;
+  options.max_gang_gpus = 512;
+  const Workload w = Load(GenerateSynthetic(options), 3);
+  const SimFleet fleet = Fleet(64);
+  for (const std::string& name : PolicyNames()) {
+    core::Config base;
+    base.topology_levels = fleet.levels;
+    PolicyChoice choice = PolicyConfig(name, base);
+    if (!choice.config) continue;
+    auto a = Replay(*choice.config, fleet, w, Every(absl::Minutes(10)));
+    auto b = Replay(*choice.config, fleet, w, Every(absl::Minutes(10)));
+    ASSERT_TRUE(a.ok()) << name << ": " << a.status();
+    ASSERT_TRUE(b.ok()) << name << ": " << b.status();
+    EXPECT_EQ(a->metrics.finished, a->metrics.jobs - a->metrics.rejected)
+        << name;
+    EXPECT_EQ(a->steps, b->steps) << name;
+    EXPECT_EQ(a->metrics.wait_seconds->mean, b->metrics.wait_seconds->mean)
+        << name;
+    EXPECT_EQ(a->metrics.utilization, b->metrics.utilization) << name;
+    EXPECT_EQ(a->metrics.blocked_gpu_hours, b->metrics.blocked_gpu_hours)
+        << name;
+    EXPECT_EQ(a->metrics.jain_fairness, b->metrics.jain_fairness) << name;
+    ASSERT_EQ(a->series.size(), b->series.size()) << name;
+  }
+}
+
+}  // namespace
+}  // namespace phalanx::bench

@@ -1,0 +1,454 @@
+#include "bench/report.h"
+
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+extern char** environ;
+
+namespace phalanx::bench {
+namespace {
+
+// A pretty-printing JSON writer: values go after Key() inside objects.
+class JsonWriter {
+ public:
+  void BeginObject() { Open('{'); }
+  void EndObject() { Close('}'); }
+  void BeginArray() { Open('['); }
+  void EndArray() { Close(']'); }
+  void Key(absl::string_view key) {
+    Separate();
+    Quote(key);
+    out_ += ": ";
+    after_key_ = true;
+  }
+  void String(absl::string_view value) {
+    Separate();
+    Quote(value);
+  }
+  void Int(int64_t value) {
+    Separate();
+    absl::StrAppend(&out_, value);
+  }
+  void Double(double value) {
+    Separate();
+    if (!std::isfinite(value)) {
+      out_ += "null";
+      return;
+    }
+    out_ += absl::StrFormat("%.10g", value);
+  }
+  void Null() {
+    Separate();
+    out_ += "null";
+  }
+  void Bool(bool value) {
+    Separate();
+    out_ += value ? "true" : "false";
+  }
+  std::string Take() { return std::move(out_) + "\n"; }
+
+ private:
+  void Open(char c) {
+    Separate();
+    out_ += c;
+    first_.push_back(true);
+  }
+  void Close(char c) {
+    const bool empty = first_.back();
+    first_.pop_back();
+    if (!empty) Newline();
+    out_ += c;
+  }
+  void Separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (first_.empty()) return;
+    if (!first_.back()) out_ += ',';
+    first_.back() = false;
+    Newline();
+  }
+  void Newline() {
+    out_ += '\n';
+    out_.append(2 * first_.size(), ' ');
+  }
+  void Quote(absl::string_view s) {
+    out_ += '"';
+    for (char c : s) {
+      if (c == '"' || c == '\\') {
+        out_ += '\\';
+        out_ += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        out_ += absl::StrFormat("\\u%04x", static_cast<int>(c));
+      } else {
+        out_ += c;
+      }
+    }
+    out_ += '"';
+  }
+
+  std::string out_;
+  std::vector<bool> first_;
+  bool after_key_ = false;
+};
+
+std::string Utc(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", t, absl::UTCTimeZone());
+}
+
+void WriteDistribution(JsonWriter& w, absl::string_view key,
+                       const std::optional<Distribution>& d) {
+  w.Key(key);
+  if (!d) return w.Null();
+  w.BeginObject();
+  w.Key("mean");
+  w.Double(d->mean);
+  w.Key("p50");
+  w.Double(d->p50);
+  w.Key("p95");
+  w.Double(d->p95);
+  w.Key("p99");
+  w.Double(d->p99);
+  w.EndObject();
+}
+
+void WriteOptional(JsonWriter& w, absl::string_view key,
+                   const std::optional<double>& value) {
+  w.Key(key);
+  if (value) return w.Double(*value);
+  w.Null();
+}
+
+void WriteMeta(JsonWriter& w, const RunMeta& meta) {
+  w.Key("meta");
+  w.BeginObject();
+  w.Key("trace");
+  w.String(meta.trace);
+  if (meta.synthetic_seed) {
+    w.Key("synthetic_seed");
+    w.Int(static_cast<int64_t>(*meta.synthetic_seed));
+    w.Key("synthetic_days");
+    w.Double(meta.synthetic_days);
+  }
+  w.Key("seed");
+  w.Int(static_cast<int64_t>(meta.seed));
+  w.Key("estimate_factor");
+  w.String("uniform [0.5, 3] x actual, once per job in file order");
+  w.Key("jobs");
+  w.Int(meta.jobs);
+  w.Key("teams");
+  w.Int(meta.teams);
+  w.Key("first_submit");
+  w.String(Utc(meta.first_submit));
+  w.Key("last_submit");
+  w.String(Utc(meta.last_submit));
+  w.Key("window_hours");
+  w.Double(absl::ToDoubleHours(meta.last_submit - meta.first_submit));
+  w.Key("fleet");
+  w.BeginObject();
+  w.Key("source");
+  w.String(meta.fleet_source);
+  w.Key("nodes");
+  w.Int(meta.nodes);
+  w.Key("gpus");
+  w.Int(meta.gpus);
+  w.Key("gpus_per_node");
+  w.Int(meta.gpus_per_node);
+  w.Key("nodes_per_rack");
+  w.Int(meta.nodes_per_rack);
+  w.Key("nodes_per_block");
+  w.Int(meta.nodes_per_block);
+  w.Key("levels");
+  w.BeginArray();
+  for (const std::string& level : meta.levels) w.String(level);
+  w.EndArray();
+  w.Key("gpus_by_model");
+  w.BeginObject();
+  for (const auto& [model, gpus] : meta.gpus_by_model) {
+    w.Key(model);
+    w.Int(gpus);
+  }
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+}
+
+// "ok", "unavailable" or "not finished".
+std::string Status(const PolicyOutcome& outcome) {
+  if (outcome.metrics) return "ok";
+  return outcome.not_finished ? "not finished" : "unavailable";
+}
+
+void WritePolicy(JsonWriter& w, const PolicyOutcome& outcome) {
+  const std::optional<PolicyMetrics>& m = outcome.metrics;
+  auto integer = [&](absl::string_view key, int64_t PolicyMetrics::*field) {
+    w.Key(key);
+    if (m) return w.Int((*m).*field);
+    w.Null();
+  };
+  auto number = [&](absl::string_view key, double PolicyMetrics::*field) {
+    w.Key(key);
+    if (m) return w.Double((*m).*field);
+    w.Null();
+  };
+  auto optional = [&](absl::string_view key,
+                      std::optional<double> PolicyMetrics::*field) {
+    WriteOptional(w, key, m ? (*m).*field : std::nullopt);
+  };
+  auto distribution = [&](absl::string_view key,
+                          std::optional<Distribution> PolicyMetrics::*field) {
+    WriteDistribution(w, key, m ? (*m).*field : std::nullopt);
+  };
+  w.Key(outcome.name);
+  w.BeginObject();
+  w.Key("available");
+  w.Bool(m.has_value());
+  w.Key("status");
+  w.String(Status(outcome));
+  if (!m) {
+    w.Key("unavailable_reason");
+    w.String(outcome.unavailable_reason);
+  }
+  integer("jobs", &PolicyMetrics::jobs);
+  integer("finished", &PolicyMetrics::finished);
+  integer("rejected", &PolicyMetrics::rejected);
+  optional("utilization", &PolicyMetrics::utilization);
+  distribution("wait_seconds", &PolicyMetrics::wait_seconds);
+  distribution("large_wait_seconds", &PolicyMetrics::large_wait_seconds);
+  distribution("high_priority_wait_seconds",
+               &PolicyMetrics::high_priority_wait_seconds);
+  optional("fragmentation_node", &PolicyMetrics::fragmentation_node);
+  number("blocked_gpu_hours", &PolicyMetrics::blocked_gpu_hours);
+  optional("goodput_utilization", &PolicyMetrics::goodput_utilization);
+  number("lost_gpu_hours", &PolicyMetrics::lost_gpu_hours);
+  number("demand_gpu_hours", &PolicyMetrics::demand_gpu_hours);
+  optional("jain_fairness", &PolicyMetrics::jain_fairness);
+  integer("preemptions", &PolicyMetrics::preemptions);
+  integer("evictions", &PolicyMetrics::evictions);
+  number("sim_seconds", &PolicyMetrics::sim_seconds);
+  w.EndObject();
+}
+
+// Markdown cells.
+std::string Fixed(const std::optional<double>& v, int digits) {
+  return v ? absl::StrFormat("%.*f", digits, *v) : "–";
+}
+
+std::string Hours(const std::optional<Distribution>& d) {
+  if (!d) return "–";
+  return absl::StrFormat("%.2f / %.2f / %.2f / %.2f", d->mean / 3600,
+                         d->p50 / 3600, d->p95 / 3600, d->p99 / 3600);
+}
+
+using Cell = std::function<std::string(const PolicyMetrics&)>;
+
+const std::vector<std::pair<std::string, Cell>>& Rows() {
+  static const auto* rows = new std::vector<std::pair<std::string, Cell>>{
+      {"jobs finished / total",
+       [](const PolicyMetrics& m) {
+         return absl::StrCat(
+             m.finished, " / ", m.jobs,
+             m.rejected ? absl::StrCat(" (", m.rejected, " never fit)") : "");
+       }},
+      {"utilization",
+       [](const PolicyMetrics& m) { return Fixed(m.utilization, 3); }},
+      {"goodput utilization",
+       [](const PolicyMetrics& m) { return Fixed(m.goodput_utilization, 3); }},
+      {"wait h: mean / p50 / p95 / p99",
+       [](const PolicyMetrics& m) { return Hours(m.wait_seconds); }},
+      {"large-gang (≥64 GPUs) wait h",
+       [](const PolicyMetrics& m) { return Hours(m.large_wait_seconds); }},
+      {"high-priority wait h",
+       [](const PolicyMetrics& m) {
+         return Hours(m.high_priority_wait_seconds);
+       }},
+      {"node fragmentation",
+       [](const PolicyMetrics& m) { return Fixed(m.fragmentation_node, 3); }},
+      {"blocked GPU-hours",
+       [](const PolicyMetrics& m) { return Fixed(m.blocked_gpu_hours, 0); }},
+      {"lost GPU-hours",
+       [](const PolicyMetrics& m) { return Fixed(m.lost_gpu_hours, 0); }},
+      {"demand GPU-hours",
+       [](const PolicyMetrics& m) { return Fixed(m.demand_gpu_hours, 0); }},
+      {"Jain fairness",
+       [](const PolicyMetrics& m) { return Fixed(m.jain_fairness, 3); }},
+      {"preemptions",
+       [](const PolicyMetrics& m) { return absl::StrCat(m.preemptions); }},
+      {"sim seconds (wall)",
+       [](const PolicyMetrics& m) { return Fixed(m.sim_seconds, 1); }},
+  };
+  return *rows;
+}
+
+absl::Status WriteFile(const std::filesystem::path& path,
+                       const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    return absl::InternalError(absl::StrCat(path.string(), ": cannot write"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string SummaryJson(const RunMeta& meta,
+                        const std::vector<PolicyOutcome>& outcomes) {
+  JsonWriter w;
+  w.BeginObject();
+  WriteMeta(w, meta);
+  w.Key("policies");
+  w.BeginObject();
+  for (const PolicyOutcome& outcome : outcomes) WritePolicy(w, outcome);
+  w.EndObject();
+  w.EndObject();
+  return w.Take();
+}
+
+std::string SummaryMarkdown(const RunMeta& meta,
+                            const std::vector<PolicyOutcome>& outcomes) {
+  std::string md = absl::StrFormat(
+      "Trace `%s`: %d jobs, %d teams, submitted %s .. %s (UTC); estimate "
+      "seed %d.\nFleet (%s): %d nodes, %d GPUs, %d GPUs a node, racks of %d "
+      "nodes, blocks of %d nodes.\n\n",
+      meta.trace, meta.jobs, meta.teams, Utc(meta.first_submit),
+      Utc(meta.last_submit), meta.seed, meta.fleet_source, meta.nodes,
+      meta.gpus, meta.gpus_per_node, meta.nodes_per_rack, meta.nodes_per_block);
+  md += "| metric |";
+  std::string rule = "| --- |";
+  for (const PolicyOutcome& o : outcomes) {
+    absl::StrAppend(&md, " ", o.name, " |");
+    rule += " --- |";
+  }
+  absl::StrAppend(&md, "\n", rule, "\n");
+  for (const auto& [label, cell] : Rows()) {
+    absl::StrAppend(&md, "| ", label, " |");
+    for (const PolicyOutcome& o : outcomes) {
+      absl::StrAppend(&md, " ", o.metrics ? cell(*o.metrics) : Status(o), " |");
+    }
+    md += "\n";
+  }
+  for (const PolicyOutcome& o : outcomes) {
+    if (!o.metrics) {
+      absl::StrAppend(&md, "\n`", o.name, "` ", Status(o), ": ",
+                      o.unavailable_reason, ".");
+    }
+  }
+  return md + "\n";
+}
+
+std::string SeriesCsv(const std::vector<SeriesRow>& rows) {
+  std::string csv =
+      "hours,utilization,allocated_gpus,pending_gangs,running_gangs,"
+      "free_whole_nodes,node_fragmentation\n";
+  for (const SeriesRow& r : rows) {
+    absl::StrAppendFormat(&csv, "%.4f,%.4f,%.2f,%.2f,%.2f,%.2f,%.4f\n", r.hours,
+                          r.utilization, r.allocated_gpus, r.pending_gangs,
+                          r.running_gangs, r.free_whole_nodes,
+                          r.node_fragmentation);
+  }
+  return csv;
+}
+
+std::string EventsCsv(const std::vector<EventRecord>& events,
+                      const std::vector<TraceJob>& jobs, absl::Time origin) {
+  std::string csv = "time_hours,event,job_line,team,gpus,priority,reason\n";
+  for (const EventRecord& e : events) {
+    const TraceJob& job = jobs[e.job];
+    std::string reason = e.reason;
+    std::replace(reason.begin(), reason.end(), '"', '\'');
+    absl::StrAppendFormat(&csv, "%.6f,%s,%d,%s,%d,%d,\"%s\"\n",
+                          absl::ToDoubleHours(e.time - origin),
+                          core::EventTypeName(e.type),
+                          job.line > 0 ? job.line : e.job, job.team, e.gpus,
+                          job.priority, reason);
+  }
+  return csv;
+}
+
+std::string SeriesFileName(const std::string& policy) {
+  return absl::StrCat("timeseries-", policy, ".csv");
+}
+
+absl::Status WriteReports(const std::string& dir, const RunMeta& meta,
+                          const std::vector<PolicyOutcome>& outcomes) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::InternalError(
+        absl::StrCat(dir, ": cannot create: ", error.message()));
+  }
+  const std::filesystem::path base(dir);
+  if (absl::Status s =
+          WriteFile(base / "summary.json", SummaryJson(meta, outcomes));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          WriteFile(base / "summary.md", SummaryMarkdown(meta, outcomes));
+      !s.ok()) {
+    return s;
+  }
+  for (const PolicyOutcome& o : outcomes) {
+    if (!o.metrics) continue;
+    if (absl::Status s =
+            WriteFile(base / SeriesFileName(o.name), SeriesCsv(o.series));
+        !s.ok()) {
+      return s;
+    }
+    if (o.events_csv.empty()) continue;
+    if (absl::Status s = WriteFile(
+            base / absl::StrCat("events-", o.name, ".csv"), o.events_csv);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunPlot(const std::string& python, const std::string& script,
+                     const std::string& dir) {
+  for (const std::string& file : {python, script}) {
+    if (access(file.c_str(), R_OK) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(file, ": not found"));
+    }
+  }
+  std::vector<std::string> args = {python, script, dir};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (int err = posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(),
+                            environ);
+      err != 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot start ", python, ": ", std::strerror(err)));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return absl::InternalError("waitpid failed");
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::InternalError(
+        absl::StrCat(script, " failed (status ", status, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace phalanx::bench
