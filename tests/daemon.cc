@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
 
 namespace phalanx::testing {
 
@@ -183,6 +184,25 @@ v1::SubmitGangRequest SubmitRequest(const std::string& queue, int count,
     set->mutable_topology()->set_level(level);
   }
   return request;
+}
+
+v1::Gang SubmitOk(v1::Scheduler::Stub& stub,
+                  const v1::SubmitGangRequest& request) {
+  grpc::ClientContext context;
+  v1::SubmitGangResponse response;
+  grpc::Status status = stub.SubmitGang(&context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response.gang();
+}
+
+v1::Gang GetOk(v1::Scheduler::Stub& stub, const std::string& id) {
+  grpc::ClientContext context;
+  v1::GetGangRequest request;
+  request.set_gang_id(id);
+  v1::GetGangResponse response;
+  grpc::Status status = stub.GetGang(&context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response.gang();
 }
 
 std::string HttpGet(int port, const std::string& path) {

@@ -77,6 +77,12 @@ v1::SubmitGangRequest SubmitRequest(const std::string& queue, int count,
                                     int gpus, const std::string& level = "",
                                     const std::string& request_id = "");
 
+// SubmitGang, expecting OK; returns the gang in the reply.
+v1::Gang SubmitOk(v1::Scheduler::Stub& stub,
+                  const v1::SubmitGangRequest& request);
+// GetGang, expecting OK; returns the gang.
+v1::Gang GetOk(v1::Scheduler::Stub& stub, const std::string& id);
+
 // An HTTP GET of http://127.0.0.1:port/path; returns the body ("" on error).
 std::string HttpGet(int port, const std::string& path);
 

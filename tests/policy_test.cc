@@ -20,21 +20,10 @@ class PolicyTest : public ::testing::Test {
 
   v1::Gang Submit(v1::SubmitGangRequest request, int priority = 0) {
     request.mutable_spec()->set_priority(priority);
-    grpc::ClientContext context;
-    v1::SubmitGangResponse response;
-    grpc::Status status = scheduler_->SubmitGang(&context, request, &response);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    return response.gang();
+    return SubmitOk(*scheduler_, request);
   }
 
-  v1::Gang Get(const std::string& id) {
-    grpc::ClientContext context;
-    v1::GetGangRequest request;
-    request.set_gang_id(id);
-    v1::GetGangResponse response;
-    EXPECT_TRUE(scheduler_->GetGang(&context, request, &response).ok());
-    return response.gang();
-  }
+  v1::Gang Get(const std::string& id) { return GetOk(*scheduler_, id); }
 
   void PutQueue(const std::string& name, int64_t nominal_h100) {
     grpc::ClientContext context;
