@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""Folds the core benchmarks' JSON and phalanx-load's JSON into
+bench/results/latest.json and latest.md (bench/run.sh calls this).
+
+usage: assemble.py MODE CORE_JSON LOAD_JSON OUT_DIR
+"""
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+GOALS = {
+    "core_admissions_per_sec": (">=", 50000),
+    "unchanged_cycle_us": ("<", 100),
+    "durable_submit_ratio": (">=", 0.80),
+    "watch_p99_ms": ("<", 50),
+    "restart_seconds_100k": ("<", 2),
+}
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def machine():
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            mem_kib = int(f.readline().split()[1])
+    except OSError:
+        mem_kib = 0
+    fs = subprocess.run(["df", "-T", "/tmp"], capture_output=True,
+                        text=True).stdout.splitlines()
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kib / 1048576, 1),
+        "kernel": platform.release(),
+        "os": platform.freedesktop_os_release().get("PRETTY_NAME", "")
+        if hasattr(platform, "freedesktop_os_release") else "",
+        "tmp_filesystem": fs[1].split()[1] if len(fs) > 1 else "",
+        "hostname": platform.node(),
+    }
+
+
+def bench(core, prefix):
+    for b in core.get("benchmarks", []):
+        if b["name"].startswith(prefix):
+            return b
+    return None
+
+
+def micros(b):
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b["time_unit"]]
+    return b["real_time"] * scale
+
+
+def core_figures(core):
+    out = {}
+    churn = bench(core, "BM_SteadyChurn/nodes:10000/pending:100000/"
+                        "completions:256")
+    if churn:
+        out["core_admissions_per_sec"] = churn["gangs_per_s"]
+        out["core_cycle_only_admissions_per_sec"] = \
+            churn["cycle_only_gangs_per_s"]
+        out["core_admitted_per_step"] = churn["admitted_per_step"]
+        out["core_gangs_written_per_step"] = churn.get("gangs_written_per_step")
+    churn32 = bench(core, "BM_SteadyChurn/nodes:10000/pending:100000/"
+                          "completions:32")
+    if churn32:
+        out["core_admissions_per_sec_32_completions"] = churn32["gangs_per_s"]
+    unchanged = bench(core, "BM_UnchangedCycle/nodes:10000/pending:100000")
+    if unchanged:
+        out["unchanged_cycle_us"] = micros(unchanged)
+    empty = {}
+    for b in core.get("benchmarks", []):
+        if b["name"].startswith("BM_AdmitIntoEmptyFleet/"):
+            key = b["name"].split("/")[1] + "/" + b["name"].split("/")[2]
+            empty[key] = b["gangs_per_s"]
+        if b["name"].startswith("BM_UnchangedCycle/"):
+            out.setdefault("unchanged_cycle_us_by_pending", {})[
+                b["name"].split("/")[2]] = micros(b)
+        if b["name"].startswith("BM_PlaceShape/"):
+            out.setdefault("placement_us_by_shape", {})[
+                b["name"].split("/")[1]] = micros(b)
+        if b["name"].startswith("BM_FairShareLedgerUpdate"):
+            out["fair_share_ledger_update_ns"] = micros(b) * 1e3
+    out["admit_into_empty_fleet_gangs_per_sec"] = empty
+    return out
+
+
+def load_figures(load):
+    out = {}
+    daemon = load.get("daemon", {})
+    submit = daemon.get("submit", {})
+    for clients, entry in submit.items():
+        suffix = "" if clients == "64" else "_%s_clients" % clients
+        out["durable_submit_per_sec" + suffix] = \
+            entry["durable_submit"]["ops_per_sec"]
+        out["raw_rocksdb_sync_per_sec" + suffix] = \
+            entry["raw_rocksdb_sync"]["ops_per_sec"]
+        out["durable_submit_ratio" + suffix] = entry["ratio"]
+    get = daemon.get("get", {})
+    if "64" in get:
+        out["get_rps"] = get["64"]["ops_per_sec"]
+    for clients, entry in get.items():
+        if clients != "64":
+            out["get_rps_%s_clients" % clients] = entry["ops_per_sec"]
+    watch = daemon.get("watch", {})
+    if watch:
+        out["watch_p50_ms"] = watch["p50_ms"]
+        out["watch_p99_ms"] = watch["p99_ms"]
+    restart = load.get("restart", {})
+    if restart:
+        out["restart_seconds_100k"] = restart["median_seconds_to_serving"]
+    memory = daemon.get("memory", {})
+    if memory:
+        out["rss_bytes_per_pending_gang"] = memory["bytes_per_pending_gang"]
+    return out
+
+
+def verdicts(figures):
+    out = {}
+    for key, (op, goal) in GOALS.items():
+        value = figures.get(key)
+        if value is None:
+            out[key] = "not measured"
+        else:
+            met = value >= goal if op == ">=" else value < goal
+            out[key] = "met" if met else "MISSED"
+    return out
+
+
+def fmt(value):
+    if isinstance(value, float):
+        return "%.3g" % value if abs(value) < 100 else "{:,.0f}".format(value)
+    return str(value)
+
+
+def table(figures, meta, goal_status):
+    rows = [
+        ("core admissions/s (10k nodes, 100k pending, churn)",
+         "core_admissions_per_sec", "≥ 50,000"),
+        ("unchanged cycle µs (10k nodes, 100k pending)",
+         "unchanged_cycle_us", "< 100"),
+        ("durable SubmitGang/s, 64 clients", "durable_submit_per_sec", ""),
+        ("raw RocksDB sync writes/s, 64 writers", "raw_rocksdb_sync_per_sec",
+         ""),
+        ("durable / raw, 64 clients", "durable_submit_ratio", "≥ 0.80"),
+        ("durable / raw, 8 clients", "durable_submit_ratio_8_clients", ""),
+        ("durable / raw, 1 client", "durable_submit_ratio_1_clients", ""),
+        ("GetGang/s, 64 clients", "get_rps", ""),
+        ("watch p50 ms (1,000 watchers)", "watch_p50_ms", ""),
+        ("watch p99 ms (1,000 watchers)", "watch_p99_ms", "< 50"),
+        ("restart s, 100k active gangs", "restart_seconds_100k", "< 2"),
+        ("RSS bytes per pending gang", "rss_bytes_per_pending_gang", ""),
+    ]
+    m = meta["machine"]
+    lines = [
+        "Measured %s, `bench/run.sh%s` (%s), commit %s, on %s: %s, %d cores, "
+        "%.1f GiB, %s, /tmp on %s. Release build; Debian's libbenchmark "
+        "reports itself as a DEBUG build." % (
+            meta["date"], " --quick" if meta["mode"] == "quick" else "",
+            meta["mode"], meta["commit"], m["hostname"], m["cpu"], m["cores"],
+            m["memory_gib"], m["os"], m["tmp_filesystem"]),
+        "",
+        "| figure | measured | goal | status |",
+        "| --- | --- | --- | --- |",
+    ]
+    for label, key, goal in rows:
+        value = figures.get(key)
+        lines.append("| %s | %s | %s | %s |" % (
+            label, "–" if value is None else fmt(value), goal,
+            goal_status.get(key, "")))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    mode, core_path, load_path, out_dir = sys.argv[1:5]
+    core = read_json(core_path)
+    load = read_json(load_path)
+    figures = core_figures(core)
+    figures.update(load_figures(load))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    meta = {
+        "mode": mode,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": commit,
+        "machine": machine(),
+        "sizes": {
+            "core_nodes": 10000, "gpus_per_node": 8, "core_pending": 100000,
+            "churn_completions_per_step": 256,
+            "daemon_nodes": 64, "restart_active_gangs":
+                load.get("restart", {}).get("active_gangs"),
+            "pending_for_memory":
+                load.get("daemon", {}).get("memory", {}).get("pending_after"),
+            "watchers":
+                load.get("daemon", {}).get("watch", {}).get("watchers"),
+        },
+        "concurrency": {"submit_clients": [1, 8, 64], "get_clients": [1, 8, 64],
+                        "headline_clients": 64},
+        "core_benchmark_context": core.get("context", {}),
+    }
+    goal_status = verdicts(figures)
+    result = {"meta": meta, **figures, "goals": goal_status,
+              "load_detail": load}
+    with open(os.path.join(out_dir, "latest.json"), "w") as f:
+        json.dump(result, f, indent=1, sort_keys=False)
+        f.write("\n")
+    md = table(figures, meta, goal_status)
+    with open(os.path.join(out_dir, "latest.md"), "w") as f:
+        f.write(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

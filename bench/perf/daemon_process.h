@@ -1,0 +1,75 @@
+// PhalanxdProcess: runs the real phalanxd binary for the load generator, on
+// ephemeral loopback ports, and reports how long it took to answer, its
+// resident memory and its metrics. Not thread-safe; one owner.
+#ifndef PHALANX_BENCH_PERF_DAEMON_PROCESS_H_
+#define PHALANX_BENCH_PERF_DAEMON_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+
+namespace phalanx::perf {
+
+class PhalanxdProcess {
+ public:
+  // `binary` is phalanxd; `args` are added after the listen and data-dir
+  // flags.
+  PhalanxdProcess(std::string binary, std::string data_dir,
+                  std::vector<std::string> args);
+  ~PhalanxdProcess();  // SIGKILL if still running
+  PhalanxdProcess(const PhalanxdProcess&) = delete;
+  PhalanxdProcess& operator=(const PhalanxdProcess&) = delete;
+
+  // Starts phalanxd, waits for its printed addresses and then for an
+  // Admin.GetConfig that succeeds, at most `timeout_seconds`. Returns false
+  // when it exits or times out (output() tells why).
+  bool Start(double timeout_seconds = 60);
+  // Seconds from fork to the printed gRPC address, and to the first answered
+  // RPC.
+  double seconds_to_address() const { return seconds_to_address_; }
+  double seconds_to_serving() const { return seconds_to_serving_; }
+  // SIGTERM and reap (SIGKILL after 30 s); returns the exit code or -1.
+  int Terminate();
+
+  // VmRSS of the process in bytes (0 when unknown).
+  int64_t RssBytes() const;
+  // The sum of the samples of `metric` on /metrics whose labels contain
+  // `label_filter` (for example `state="PENDING"`); -1 when none.
+  double Metric(const std::string& metric,
+                const std::string& label_filter = "") const;
+
+  const std::string& address() const { return address_; }
+  const std::string& output() const { return output_; }
+  pid_t pid() const { return pid_; }
+  // A new channel; distinct `shard` values get distinct TCP connections.
+  std::shared_ptr<grpc::Channel> NewChannel(int shard = 0) const;
+
+ private:
+  void DrainOutput(int timeout_ms);
+
+  std::string binary_;
+  std::string data_dir_;
+  std::vector<std::string> args_;
+  pid_t pid_ = -1;
+  int output_fd_ = -1;
+  std::string output_;
+  std::string address_;
+  int metrics_port_ = 0;
+  double seconds_to_address_ = 0;
+  double seconds_to_serving_ = 0;
+};
+
+// Body of http://127.0.0.1:port/path ("" on error); waits at most 5 s.
+std::string HttpGet(int port, const std::string& path);
+
+// VmRSS of process `pid` in bytes from /proc (0 when unknown).
+int64_t RssBytesOf(pid_t pid);
+
+}  // namespace phalanx::perf
+
+#endif  // PHALANX_BENCH_PERF_DAEMON_PROCESS_H_

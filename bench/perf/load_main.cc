@@ -1,0 +1,324 @@
+// phalanx-load: measures the daemon over real gRPC against its physical
+// limits, in one run — durable SubmitGang vs raw RocksDB sync writes at the
+// same concurrency and value size, GetGang reads, Watch fan-out, resident
+// memory per pending gang, and restart time with many active gangs. Starts
+// its own phalanxd (loopback, temporary directory, removed after) and writes
+// one JSON object (bench/run.sh folds it into bench/results/latest.json).
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "bench/perf/closed_loop.h"
+#include "bench/perf/daemon_files.h"
+#include "bench/perf/daemon_process.h"
+#include "bench/perf/raw_rocksdb.h"
+#include "bench/perf/restart.h"
+#include "bench/perf/stats.h"
+#include "bench/perf/watch_fanout.h"
+#include "bench/perf/workload.h"
+#include "phalanx/v1/scheduler.grpc.pb.h"
+
+ABSL_FLAG(std::string, phalanxd, PHALANXD_PATH, "phalanxd binary");
+ABSL_FLAG(bool, quick, false, "Shorter phases and smaller sizes");
+ABSL_FLAG(std::string, clients, "1,8,64", "Concurrencies of the submit test");
+ABSL_FLAG(double, seconds, -1, "Seconds per measured phase (-1: 2 quick, 5)");
+ABSL_FLAG(int, pending_target, -1,
+          "Pending gangs for the memory figure (-1: 20000 quick, 100000)");
+ABSL_FLAG(int, watchers, 1000, "Watch streams");
+ABSL_FLAG(double, watch_rate, 50, "Events a second during the watch test");
+ABSL_FLAG(int, restart_gangs, 100000, "Active gangs for the restart test");
+ABSL_FLAG(int, restart_runs, -1, "Restarts to time (-1: 1 quick, 3)");
+ABSL_FLAG(std::string, out, "", "Write the JSON here (default: stdout)");
+ABSL_FLAG(std::string, tmp, "/tmp", "Where the temporary directory goes");
+
+namespace phalanx::perf {
+namespace {
+
+constexpr int kDaemonNodes = 64;  // 512 GPUs: 64 one-node gangs fill it
+constexpr int kChannels = 8;
+
+void Log(const std::string& message) {
+  std::fprintf(stderr, "phalanx-load: %s\n", message.c_str());
+}
+
+double SecondsFlag(bool quick) {
+  const double seconds = absl::GetFlag(FLAGS_seconds);
+  return seconds > 0 ? seconds : (quick ? 2.0 : 5.0);
+}
+
+int ByMode(int flag, bool quick, int quick_value, int full_value) {
+  return flag >= 0 ? flag : (quick ? quick_value : full_value);
+}
+
+// Clients of one daemon: stubs over a few connections, and the ids of the
+// gangs they submitted (for reads).
+class LoadClients {
+ public:
+  explicit LoadClients(const PhalanxdProcess& daemon) {
+    for (int c = 0; c < kChannels; ++c) {
+      stubs_.push_back(v1::Scheduler::NewStub(daemon.NewChannel(c)));
+    }
+  }
+
+  // One durable submit: a one-node gang of 8 GPUs with a unique request_id
+  // (launchers set one), in team queue `client` mod 8.
+  absl::Status Submit(int client, int64_t index) {
+    v1::SubmitGangRequest request;
+    v1::GangSpec* spec = request.mutable_spec();
+    spec->set_queue(absl::StrFormat("team-%d", client % kTeams));
+    spec->set_request_id(
+        absl::StrFormat("load-%d-%d-%d", round_.load(), client, index));
+    v1::PodSet* set = spec->add_pod_sets();
+    set->set_name("workers");
+    set->set_count(1);
+    set->set_gpus(kGpusPerNode);
+    grpc::ClientContext context;
+    v1::SubmitGangResponse response;
+    grpc::Status status = Stub(client).SubmitGang(&context, request, &response);
+    if (!status.ok()) return absl::UnavailableError(status.error_message());
+    absl::MutexLock lock(&mu_);
+    ids_.push_back(response.gang().id());
+    gang_bytes_ = static_cast<int>(response.gang().ByteSizeLong());
+    return absl::OkStatus();
+  }
+
+  absl::Status Get(int client, int64_t index) {
+    v1::GetGangRequest request;
+    {
+      absl::MutexLock lock(&mu_);
+      request.set_gang_id(
+          ids_[(static_cast<uint64_t>(index) * 2654435761u + client) %
+               ids_.size()]);
+    }
+    grpc::ClientContext context;
+    v1::GetGangResponse response;
+    grpc::Status status = Stub(client).GetGang(&context, request, &response);
+    if (!status.ok()) return absl::UnavailableError(status.error_message());
+    return absl::OkStatus();
+  }
+
+  // Makes later request ids distinct from earlier ones.
+  void NextRound() { ++round_; }
+  int64_t submitted() const {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int64_t>(ids_.size());
+  }
+  int gang_bytes() const {
+    absl::MutexLock lock(&mu_);
+    return gang_bytes_;
+  }
+
+ private:
+  v1::Scheduler::Stub& Stub(int client) {
+    return *stubs_[client % stubs_.size()];
+  }
+
+  std::vector<std::unique_ptr<v1::Scheduler::Stub>> stubs_;
+  std::atomic<int> round_{0};
+  mutable absl::Mutex mu_;
+  std::vector<std::string> ids_ ABSL_GUARDED_BY(mu_);
+  int gang_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+std::vector<int> ParseClients() {
+  std::vector<int> clients;
+  for (absl::string_view part :
+       absl::StrSplit(absl::GetFlag(FLAGS_clients), ',')) {
+    int n = 0;
+    if (absl::SimpleAtoi(part, &n) && n > 0) clients.push_back(n);
+  }
+  return clients;
+}
+
+// Every gang is one node of 8 GPUs and the fleet is full after the warm-up,
+// so all but the first kDaemonNodes submitted gangs are pending.
+double PendingGangs(const LoadClients& clients) {
+  return static_cast<double>(
+      std::max<int64_t>(0, clients.submitted() - kDaemonNodes));
+}
+
+// Durable submits vs raw RocksDB at each concurrency, interleaved so both
+// see the same disk state.
+JsonObject SubmitVersusRaw(LoadClients& clients, RawRocksDb& raw,
+                           double seconds) {
+  JsonObject by_clients;
+  for (int n : ParseClients()) {
+    const int value_bytes = std::max(clients.gang_bytes(), 1);
+    Log(absl::StrFormat("raw RocksDB, %d writers, %d-byte values", n,
+                        value_bytes));
+    const ClosedLoopResult raw_result = raw.Run(n, seconds, value_bytes);
+    Log(absl::StrFormat("durable SubmitGang, %d clients", n));
+    clients.NextRound();
+    const ClosedLoopResult submit =
+        RunClosedLoop(n, seconds, 10'000'000,
+                      [&](int c, int64_t i) { return clients.Submit(c, i); });
+    JsonObject entry;
+    entry.Add("value_bytes", value_bytes)
+        .Add("durable_submit", submit.ToJson())
+        .Add("raw_rocksdb_sync", raw_result.ToJson())
+        .Add("ratio", raw_result.ops_per_sec > 0
+                          ? submit.ops_per_sec / raw_result.ops_per_sec
+                          : 0.0);
+    by_clients.Add(absl::StrCat(n), entry);
+  }
+  return by_clients;
+}
+
+JsonObject Reads(LoadClients& clients, double seconds) {
+  JsonObject by_clients;
+  for (int n : ParseClients()) {
+    Log(absl::StrFormat("GetGang, %d clients", n));
+    by_clients.Add(absl::StrCat(n),
+                   RunClosedLoop(n, seconds, 10'000'000, [&](int c, int64_t i) {
+                     return clients.Get(c, i);
+                   }).ToJson());
+  }
+  return by_clients;
+}
+
+// Submits at 64 clients until the daemon holds `target` pending gangs (at
+// most 120 s); returns the resident memory figure.
+JsonObject MemoryPerPendingGang(const PhalanxdProcess& daemon,
+                                LoadClients& clients, int64_t rss_before,
+                                double pending_before, int target) {
+  const double missing = target - PendingGangs(clients);
+  if (missing > 0) {
+    Log(absl::StrFormat("topping up to %d pending gangs", target));
+    clients.NextRound();
+    RunClosedLoop(64, 120, static_cast<int64_t>(missing) / 64 + 1,
+                  [&](int c, int64_t i) { return clients.Submit(c, i); });
+  }
+  const int64_t rss_after = daemon.RssBytes();
+  const double pending_after = PendingGangs(clients);
+  JsonObject json;
+  json.Add("rss_bytes_before", rss_before)
+      .Add("rss_bytes_after", rss_after)
+      .Add("pending_before", pending_before)
+      .Add("pending_after", pending_after)
+      .Add("bytes_per_pending_gang",
+           pending_after > pending_before
+               ? (rss_after - rss_before) / (pending_after - pending_before)
+               : 0.0);
+  return json;
+}
+
+JsonObject Batching(const PhalanxdProcess& daemon) {
+  const double batches = daemon.Metric("phalanx_storage_batch_commands_count");
+  const double commands = daemon.Metric("phalanx_storage_batch_commands_sum");
+  const double commits = daemon.Metric("phalanx_storage_commit_seconds_count");
+  const double commit_s = daemon.Metric("phalanx_storage_commit_seconds_sum");
+  const double cycles = daemon.Metric("phalanx_cycle_seconds_count");
+  const double cycle_s = daemon.Metric("phalanx_cycle_seconds_sum");
+  JsonObject json;
+  json.Add("batches", batches)
+      .Add("commands_per_batch", batches > 0 ? commands / batches : 0.0)
+      .Add("commit_ms_mean", commits > 0 ? 1e3 * commit_s / commits : 0.0)
+      .Add("cycle_ms_mean", cycles > 0 ? 1e3 * cycle_s / cycles : 0.0);
+  return json;
+}
+
+absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
+  const double seconds = SecondsFlag(quick);
+  const std::string dir = root + "/daemon";
+  std::filesystem::create_directories(dir);
+  auto files = WriteDaemonFiles(dir, kDaemonNodes);
+  if (!files.ok()) return files.status();
+  PhalanxdProcess daemon(absl::GetFlag(FLAGS_phalanxd), dir + "/data",
+                         files->Args());
+  if (!daemon.Start()) {
+    return absl::InternalError("phalanxd did not start: " + daemon.output());
+  }
+  LoadClients clients(daemon);
+  Log("warm-up: filling the fleet");
+  RunClosedLoop(64, 1.0, 50,
+                [&](int c, int64_t i) { return clients.Submit(c, i); });
+  const int64_t rss_before = daemon.RssBytes();
+  const double pending_before = PendingGangs(clients);
+  auto raw = RawRocksDb::Open(root + "/raw");
+  if (!raw.ok()) return raw.status();
+  JsonObject json;
+  json.Add("submit", SubmitVersusRaw(clients, **raw, seconds));
+  json.Add("batching_during_submits", Batching(daemon));
+  json.Add("memory",
+           MemoryPerPendingGang(daemon, clients, rss_before, pending_before,
+                                ByMode(absl::GetFlag(FLAGS_pending_target),
+                                       quick, 20'000, 100'000)));
+  json.Add("get", Reads(clients, seconds));
+  Log(absl::StrFormat("watch fan-out, %d watchers",
+                      absl::GetFlag(FLAGS_watchers)));
+  WatchFanoutOptions watch;
+  watch.watchers = absl::GetFlag(FLAGS_watchers);
+  watch.events_per_sec = absl::GetFlag(FLAGS_watch_rate);
+  watch.seconds = seconds;
+  clients.NextRound();
+  json.Add("watch", RunWatchFanout(daemon, watch, [&](int64_t i) {
+                      return clients.Submit(0, i);
+                    }).ToJson());
+  json.Add("daemon_exit_code", daemon.Terminate());
+  return json;
+}
+
+int Main(bool quick) {
+  std::string pattern = absl::GetFlag(FLAGS_tmp) + "/phalanx-load-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    Log("cannot create a temporary directory");
+    return 1;
+  }
+  const std::string root = pattern;
+  JsonObject out;
+  int code = 0;
+  auto daemon = DaemonPhases(root, quick);
+  if (daemon.ok()) {
+    out.Add("daemon", *daemon);
+  } else {
+    Log(daemon.status().ToString());
+    code = 1;
+  }
+  RestartOptions restart;
+  restart.phalanxd = absl::GetFlag(FLAGS_phalanxd);
+  restart.dir = root + "/restart";
+  restart.gangs = absl::GetFlag(FLAGS_restart_gangs);
+  restart.runs = ByMode(absl::GetFlag(FLAGS_restart_runs), quick, 1, 3);
+  std::filesystem::create_directories(restart.dir);
+  Log(absl::StrFormat("restart with %d active gangs", restart.gangs));
+  auto restarted = RunRestart(restart);
+  if (restarted.ok()) {
+    out.Add("restart", restarted->ToJson());
+  } else {
+    Log(restarted.status().ToString());
+    code = 1;
+  }
+  std::filesystem::remove_all(root);
+  const std::string path = absl::GetFlag(FLAGS_out);
+  if (path.empty()) {
+    std::printf("%s\n", out.Dump().c_str());
+  } else {
+    std::ofstream(path) << out.Dump() << "\n";
+  }
+  return code;
+}
+
+}  // namespace
+}  // namespace phalanx::perf
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "phalanx-load [--quick] [--clients 1,8,64] [--out FILE]");
+  absl::ParseCommandLine(argc, argv);
+  return phalanx::perf::Main(absl::GetFlag(FLAGS_quick));
+}

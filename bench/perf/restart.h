@@ -1,0 +1,41 @@
+// Restart with many active gangs: prepares a data directory in-process with
+// the daemon's own code (storage::RocksDbStore and server::RecoverAndApply,
+// so the bytes are exactly what phalanxd writes), admits `gangs` one-GPU
+// gangs on a fleet just big enough, then times phalanxd from fork to its
+// first answered RPC, `runs` times.
+#ifndef PHALANX_BENCH_PERF_RESTART_H_
+#define PHALANX_BENCH_PERF_RESTART_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bench/perf/stats.h"
+
+namespace phalanx::perf {
+
+struct RestartOptions {
+  std::string phalanxd;
+  std::string dir;  // a fresh temporary directory
+  int gangs = 100'000;
+  int runs = 1;
+};
+
+struct RestartResult {
+  int nodes = 0;
+  int active_gangs = 0;
+  double prepare_seconds = 0;
+  std::vector<double> seconds_to_address;  // per run
+  std::vector<double> seconds_to_serving;  // per run
+  double median_seconds = 0;               // of seconds_to_serving
+  int64_t rss_bytes = 0;                   // after the last start
+  std::string daemon_output;               // of the last start
+
+  JsonObject ToJson() const;
+};
+
+absl::StatusOr<RestartResult> RunRestart(const RestartOptions& options);
+
+}  // namespace phalanx::perf
+
+#endif  // PHALANX_BENCH_PERF_RESTART_H_

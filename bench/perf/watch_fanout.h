@@ -1,0 +1,50 @@
+// Watch fan-out: many WatchGangs streams (gRPC callback reactors, so a
+// thousand watchers need no thousand threads) over a few connections, while
+// one client submits gangs at a steady rate. Delivery latency = when a
+// watcher receives an event minus the event's time (the server stamps it
+// with its batch's time, before the durable commit; same host clock).
+#ifndef PHALANX_BENCH_PERF_WATCH_FANOUT_H_
+#define PHALANX_BENCH_PERF_WATCH_FANOUT_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "bench/perf/daemon_process.h"
+#include "bench/perf/stats.h"
+
+namespace phalanx::perf {
+
+struct WatchFanoutOptions {
+  int watchers = 1000;
+  int connections = 10;
+  double events_per_sec = 50;
+  double seconds = 5;
+};
+
+struct WatchFanoutResult {
+  int watchers = 0;
+  int watchers_connected = 0;  // as the daemon's phalanx_watchers gauge saw
+  int64_t events_sent = 0;     // submits that succeeded
+  int64_t deliveries = 0;      // events received over all watchers
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double max_ms = 0;
+  double seconds = 0;
+
+  JsonObject ToJson() const;
+};
+
+// A submit that produces one event; called at the steady rate.
+using SubmitOnce = std::function<absl::Status(int64_t index)>;
+
+// Opens the watchers, waits until the daemon counts them all (at most 30 s),
+// submits for `seconds`, waits up to 5 s for the last deliveries, then
+// cancels the streams.
+WatchFanoutResult RunWatchFanout(const PhalanxdProcess& daemon,
+                                 const WatchFanoutOptions& options,
+                                 const SubmitOnce& submit);
+
+}  // namespace phalanx::perf
+
+#endif  // PHALANX_BENCH_PERF_WATCH_FANOUT_H_
