@@ -1,5 +1,6 @@
 // The admission cycle (DESIGN §4): Scheduler::RunCycle and its helpers.
 #include <algorithm>
+#include <functional>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -13,23 +14,6 @@ int64_t Lookup(const std::map<std::string, int64_t>& map,
                const std::string& key) {
   auto it = map.find(key);
   return it == map.end() ? 0 : it->second;
-}
-
-// Gangs with the same pod sets in the same queue (and the same backfill
-// rights) succeed or fail alike on the same capacity: the key of that
-// equivalence class, less the backfill part.
-std::string ShapeKey(const GangSpec& spec) {
-  std::string key =
-      absl::StrCat(spec.queue.value(), "|", spec.allow_mixed_models ? 1 : 0);
-  for (const PodSetSpec& set : spec.pod_sets) {
-    absl::StrAppend(&key, "|", set.count, "x", set.gpus, ",", set.cpu_millis,
-                    ",", set.memory_bytes, ",",
-                    static_cast<int>(set.topology.mode), set.topology.level);
-    for (const std::string& model : set.gpu_models) {
-      absl::StrAppend(&key, ",", model);
-    }
-  }
-  return key;
 }
 
 }  // namespace
@@ -51,66 +35,120 @@ struct Scheduler::HeadKey {
   }
 };
 
-// Yields pending gangs in admission order. With fair sharing, a queue is
-// re-scored after each of its admissions, so one team's burst cannot take
-// the whole cycle.
+// Yields pending gangs in admission order: per bucket (a queue; one bucket
+// for all in submit order) the heads of its groups, merged. With fair
+// sharing, a queue is re-scored after each of its admissions, so one team's
+// burst cannot take the whole cycle. Members the cycle knows to fail are
+// passed over without being looked at, a whole group at a time.
 class Scheduler::CycleOrder {
  public:
-  explicit CycleOrder(const Scheduler& s) : s_(s) {
-    if (s.config_.admission.ordering == Ordering::kSubmitOrder) return;
-    for (const auto& [queue, keys] : s.pending_by_queue_) {
-      if (keys.empty()) continue;
-      cursors_[queue] = {keys.begin(), keys.end()};
-      PushHead(queue);
+  using KnownToFail =
+      std::function<bool(const PendingGroup&, const PendingKey&)>;
+
+  CycleOrder(const Scheduler& s, KnownToFail known_to_fail)
+      : s_(s),
+        submit_order_(s.config_.admission.ordering == Ordering::kSubmitOrder),
+        known_to_fail_(std::move(known_to_fail)) {
+    cursors_.reserve(s.pending_.groups().size());
+    for (const auto& [key, group] : s.pending_.groups()) {
+      if (group.members.empty()) continue;
+      cursors_.push_back({&group, group.members.begin()});
+      auto [bucket, added] =
+          buckets_.try_emplace(BucketOf(group), CursorLess{submit_order_});
+      bucket->second.insert(&cursors_.back());
     }
+    for (const auto& [name, bucket] : buckets_) PushHead(name);
   }
 
-  // The next gang, or null when every pending gang has been offered.
-  GangPtr Next() {
-    if (s_.config_.admission.ordering == Ordering::kSubmitOrder) {
-      // Walk the live index past the last key offered (admissions remove
-      // gangs from it as we go).
-      auto it = last_fifo_ ? s_.pending_fifo_.upper_bound(*last_fifo_)
-                           : s_.pending_fifo_.begin();
-      if (it == s_.pending_fifo_.end()) return nullptr;
-      last_fifo_ = *it;
-      return s_.gangs_.at(it->id);
+  struct Offer {
+    GangPtr gang;
+    PendingGroup* group = nullptr;
+    absl::Duration estimate;
+  };
+
+  // The next gang, or an empty offer when every pending gang has been
+  // offered or passed over.
+  Offer Next() {
+    while (!heads_.empty()) {
+      const QueueName name = heads_.begin()->queue;
+      heads_.erase(heads_.begin());
+      Bucket& bucket = buckets_.at(name);
+      Cursor* cursor = *bucket.begin();
+      bucket.erase(bucket.begin());
+      if (PassOverKnownFailures(*cursor)) {
+        if (cursor->it != cursor->group->members.end()) bucket.insert(cursor);
+        PushHead(name);
+        continue;
+      }
+      last_ = {name, cursor};
+      const PendingKey& key = *cursor->it++;
+      return Offer{s_.gangs_.at(key.id),
+                   const_cast<PendingGroup*>(cursor->group), key.estimate};
     }
-    if (heads_.empty()) return nullptr;
-    const QueueName queue = heads_.begin()->queue;
-    heads_.erase(heads_.begin());
-    auto& [it, end] = cursors_.at(queue);
-    GangPtr gang = s_.gangs_.at(it->id);
-    ++it;
-    last_queue_ = queue;
-    return gang;
+    return Offer{};
   }
 
-  // Called after each offered gang: re-scores its queue and queues its next
-  // gang.
-  void Advance() {
-    if (s_.config_.admission.ordering == Ordering::kSubmitOrder) return;
-    PushHead(last_queue_);
+  // Called after each offered gang: puts its group back in line (unless
+  // `drop_group`: nothing more of it this cycle) and re-scores its queue.
+  void Advance(bool drop_group) {
+    auto [name, cursor] = last_;
+    if (!drop_group && cursor->it != cursor->group->members.end()) {
+      buckets_.at(name).insert(cursor);
+    }
+    PushHead(name);
   }
 
  private:
-  using Cursor = std::set<PendingKey>::const_iterator;
+  struct Cursor {
+    const PendingGroup* group;
+    std::set<PendingKey>::const_iterator it;
+  };
+  struct CursorLess {
+    bool submit_order;
+    bool operator()(const Cursor* a, const Cursor* b) const {
+      if (submit_order) return SubmitOrderLess(*a->it, *b->it);
+      return *a->it < *b->it;
+    }
+  };
+  using Bucket = std::set<Cursor*, CursorLess>;
 
-  void PushHead(const QueueName& queue) {
-    auto& [it, end] = cursors_.at(queue);
-    if (it == end) return;
+  QueueName BucketOf(const PendingGroup& group) const {
+    return submit_order_ ? QueueName() : group.queue;
+  }
+
+  // Moves the cursor past members known to fail; whether it moved.
+  bool PassOverKnownFailures(Cursor& cursor) const {
+    if (!known_to_fail_) return false;
+    const auto end = cursor.group->members.end();
+    const auto start = cursor.it;
+    while (cursor.it != end && known_to_fail_(*cursor.group, *cursor.it)) {
+      ++cursor.it;
+    }
+    return cursor.it != start;
+  }
+
+  void PushHead(const QueueName& name) {
+    const Bucket& bucket = buckets_.at(name);
+    if (bucket.empty()) return;
+    const PendingKey& key = *(*bucket.begin())->it;
+    if (submit_order_) {
+      heads_.insert(HeadKey{0, {}, 0, key.submit_time, key.seq, name});
+      return;
+    }
     const bool score_first =
         s_.config_.admission.ordering == Ordering::kFairShareFirst;
-    heads_.insert(HeadKey{score_first ? 0 : -it->priority, s_.Score(queue),
-                          score_first ? -it->priority : 0, it->submit_time,
-                          it->seq, queue});
+    heads_.insert(HeadKey{score_first ? 0 : -key.priority, s_.Score(name),
+                          score_first ? -key.priority : 0, key.submit_time,
+                          key.seq, name});
   }
 
   const Scheduler& s_;
-  std::optional<PendingKey> last_fifo_;
-  std::map<QueueName, std::pair<Cursor, Cursor>> cursors_;
+  const bool submit_order_;
+  KnownToFail known_to_fail_;
+  std::vector<Cursor> cursors_;
+  std::map<QueueName, Bucket> buckets_;
   std::set<HeadKey> heads_;
-  QueueName last_queue_;
+  std::pair<QueueName, Cursor*> last_;
 };
 
 int64_t Scheduler::BorrowedGpus(const QueueName& name) const {
@@ -206,22 +244,10 @@ void Scheduler::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
   Transition(std::move(admitted), EventType::kAdmitted, now);
 }
 
-std::string Scheduler::TryAdmit(
-    const GangPtr& gang, absl::Time now,
-    std::map<std::string, std::string>& failed_shapes) {
+std::string Scheduler::TryAdmit(const GangPtr& gang, absl::Time now) {
   const Queue& queue = queues_.at(gang->spec.queue);
   if (queue.held) {
     return absl::StrCat("QUEUE_HELD: queue ", queue.name.value(), " is held");
-  }
-  // Nothing that could make it fit has happened since it last failed.
-  if (SkippedAtThisEpoch(*gang)) return gang->reason;
-  std::string shape = ShapeKey(gang->spec);
-  for (const Reservation& reservation : reservations_) {
-    shape += MayBackfill(*gang, reservation, now) ? "|b" : "|-";
-  }
-  if (auto it = failed_shapes.find(shape); it != failed_shapes.end()) {
-    failed_at_epoch_[gang->id] = capacity_epoch_;
-    return it->second;
   }
   PlacementOptions options = OptionsFor(queue);
   if (!reservations_.empty() || !held_for_.empty()) {
@@ -238,8 +264,6 @@ std::string Scheduler::TryAdmit(
         placement.reason = *std::move(why);
       }
     }
-    failed_shapes[shape] = placement.reason;
-    failed_at_epoch_[gang->id] = capacity_epoch_;
     return placement.reason;
   }
   Admit(gang, std::move(placement.pods), now);
@@ -252,11 +276,6 @@ int64_t Scheduler::FreeReadyGpus() const {
     if (slot.node.state == NodeState::kReady) free += slot.FreeGpus();
   }
   return free;
-}
-
-bool Scheduler::SkippedAtThisEpoch(const Gang& gang) const {
-  auto it = failed_at_epoch_.find(gang.id);
-  return it != failed_at_epoch_.end() && it->second == capacity_epoch_;
 }
 
 void Scheduler::ReleaseHoldsIfVictimsGone(const GangId& preemptor) {
@@ -274,12 +293,26 @@ bool Scheduler::MayBackfill(const Gang& gang, const Reservation& reservation,
   return estimate > absl::ZeroDuration() && now + estimate <= reservation.start;
 }
 
-bool Scheduler::MayReserve(const Gang& gang, absl::Time now) const {
+bool Scheduler::MayReserve(const PendingKey& gang, absl::Time now) const {
   const ReservationConfig& config = config_.reservation;
   if (static_cast<int>(reservations_.size()) >= config.depth) return false;
-  return gang.spec.priority >= config.min_priority ||
+  return gang.priority >= config.min_priority ||
          (config.after > absl::ZeroDuration() &&
           now - gang.submit_time >= config.after);
+}
+
+std::optional<std::string> Scheduler::ReserveFor(const GangPtr& gang,
+                                                 absl::Time now) {
+  for (const Reservation& reservation : reservations_) {
+    if (reservation.gang == gang->id) return ReservedReason(reservation);
+  }
+  if (!MayReserve(PendingKeyOf(*gang), now)) return std::nullopt;
+  return Reserve(gang, now);
+}
+
+bool Scheduler::HoldsReservation(const GangId& id) const {
+  return std::any_of(reservations_.begin(), reservations_.end(),
+                     [&](const Reservation& r) { return r.gang == id; });
 }
 
 std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
@@ -296,9 +329,13 @@ std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
     if (reserved_slot_[i] < 0) reserved_slot_[i] = index;
   }
   reservations_.push_back(*reservation);
+  return ReservedReason(*reservation);
+}
+
+std::string Scheduler::ReservedReason(const Reservation& reservation) const {
   return absl::StrCat(
-      "RESERVED: ", domain.path.empty() ? "the fleet" : domain.path,
-      " is held for it until ", reservation->gpus_to_release,
+      "RESERVED: ", reservation.path.empty() ? "the fleet" : reservation.path,
+      " is held for it until ", reservation.gpus_to_release,
       " GPUs are released");
 }
 
@@ -325,22 +362,34 @@ std::optional<std::string> Scheduler::BlockedByReservation(const GangPtr& gang,
 void Scheduler::RunCycle(absl::Time now) {
   // 1. Housekeeping: expire idempotency keys, apply retention, sample the
   //    fair-share ledger at least every sample interval, fire lifecycle
-  //    timers and heartbeat timeouts.
+  //    timers and heartbeat timeouts, wake up for time-based eligibility.
+  //    Reservations are re-planned when the capacity epoch moved, and kept
+  //    while nothing changed.
   ExpireAndTrim(now);
   SampleLedger(now);
   ExpireTimers(now);
   CheckHeartbeats(now);
-  std::vector<Reservation> previous = std::move(reservations_);
-  reservations_.clear();
-  reserved_slot_.assign(fleet_.slots().size(), -1);
+  if (now >= wakeup_) {
+    wakeup_ = absl::InfiniteFuture();
+    BumpEpoch();
+  }
+  const std::vector<Reservation> previous = reservations_;
+  if (reservations_epoch_ != capacity_epoch_ ||
+      reserved_slot_.size() != fleet_.slots().size()) {
+    reservations_.clear();
+    reserved_slot_.assign(fleet_.slots().size(), -1);
+  }
 
   // 2. Order: priority, fair-share score, submit time, id (or as configured);
-  //    a queue is re-scored after each admission from it.
-  CycleOrder order(*this);
-  std::map<std::string, std::string> failed_shapes;  // 4b. equivalence
+  //    a queue is re-scored after each admission from it. Gangs known to
+  //    fail at this epoch (4b) are passed over, a whole group at a time,
+  //    unless one of them could still make a reservation.
+  CycleOrder order(*this, KnownToFailNow(now));
   GangPtr blocker;
   int64_t free_gpus = FreeReadyGpus();
-  for (GangPtr gang = order.Next(); gang != nullptr; gang = order.Next()) {
+  for (auto offer = order.Next(); offer.gang != nullptr; offer = order.Next()) {
+    const GangPtr& gang = offer.gang;
+    PendingGroup& group = *offer.group;
     // 3. Stop early when nothing further can change: a strict-FIFO head
     //    blocks everyone behind it; with no free GPU, no reservation left
     //    to make and no preemption, no later gang can be admitted. The
@@ -351,29 +400,30 @@ void Scheduler::RunCycle(absl::Time now) {
         gang->spec.TotalGpus() > 0) {
       break;
     }
-    // 4. Gate (held queue), skip unchanged (capacity epoch and shape
-    //    classes), quota, then place all pod sets at once — all or nothing;
-    //    nodes reserved for others only for gangs that end before.
-    const bool fresh_attempt = !SkippedAtThisEpoch(*gang);
-    std::string reason = TryAdmit(gang, now, failed_shapes);
+    // 4. Gate (held queue), quota, then place all pod sets at once — all or
+    //    nothing; nodes reserved for others only for gangs that end before.
+    //    4b. A member of a group that failed at this epoch with an estimate
+    //    no longer than its own fails alike, without trying.
+    const bool known = group.KnownToFail(capacity_epoch_, offer.estimate);
+    std::string reason = known ? group.reason : TryAdmit(gang, now);
     // 5. Preempt: cheapest sufficient victims of lower priority (or
     //    borrowing beyond nominal in the cohort), only on a fresh attempt.
-    if (!reason.empty() && fresh_attempt && !reason.starts_with("QUEUE_HELD")) {
+    bool preempting = false;
+    if (!reason.empty() && !known && !reason.starts_with("QUEUE_HELD")) {
       ReleaseHoldsIfVictimsGone(gang->id);
-      if (auto preempting = TryPreempt(gang, now)) reason = *preempting;
+      if (auto started = TryPreempt(gang, now)) {
+        reason = *started;
+        preempting = true;
+      }
+    }
+    if (!reason.empty() && !preempting) {
+      group.RecordFailure(capacity_epoch_, offer.estimate, reason);
     }
     // 6. Reserve: a head gang that does not fit reserves the domain where
     //    it can start soonest.
-    if (!reason.empty() && !reason.starts_with("QUOTA") &&
-        !reason.starts_with("QUEUE_HELD") &&
-        !reason.starts_with("PREEMPTING") && MayReserve(*gang, now)) {
-      if (auto reserved = Reserve(gang, now)) {
-        // Keep why it does not fit now; a skipped gang's old reason already
-        // carries it.
-        const size_t cause = reason.find(" (");
-        if (reason.starts_with("RESERVED: ") && cause != std::string::npos) {
-          reason = reason.substr(cause + 2, reason.size() - cause - 3);
-        }
+    if (!reason.empty() && !preempting && !reason.starts_with("QUOTA") &&
+        !reason.starts_with("QUEUE_HELD")) {
+      if (auto reserved = ReserveFor(gang, now)) {
         reason = absl::StrCat(*reserved, " (", reason, ")");
       }
     }
@@ -384,10 +434,39 @@ void Scheduler::RunCycle(absl::Time now) {
     } else {
       free_gpus -= gang->spec.TotalGpus();
     }
-    order.Advance();
+    order.Advance(group.AllKnownToFail(capacity_epoch_) &&
+                  !config_.admission.strict_fifo);
   }
   // 8. New reservations are events; a changed set may let others fit.
+  //    Gangs that joined a group known to fail get its reason.
   AnnounceReservations(previous, now);
+  reservations_epoch_ = capacity_epoch_;
+  SettleJoinedGangs();
+}
+
+std::function<bool(const PendingGroup&, const PendingKey&)>
+Scheduler::KnownToFailNow(absl::Time now) {
+  if (config_.admission.strict_fifo) return nullptr;
+  return [this, now](const PendingGroup& group, const PendingKey& key) {
+    return group.KnownToFail(capacity_epoch_, key.estimate) &&
+           !MayReserve(key, now);
+  };
+}
+
+void Scheduler::SettleJoinedGangs() {
+  for (auto& [key, group] : pending_.groups()) {
+    const bool known = group.failed_epoch == capacity_epoch_;
+    for (const GangId& id : group.joined) {
+      if (!known || pending_.GroupOf(id) != &group) continue;
+      const GangPtr& gang = gangs_.at(id);
+      if (gang->reason == kWaitingReason &&
+          group.KnownToFail(capacity_epoch_, PendingKeyOf(*gang).estimate)) {
+        SetReason(gang, group.reason);
+      }
+    }
+    group.joined.clear();
+  }
+  pending_.DropEmptyGroups();
 }
 
 void Scheduler::AnnounceReservations(const std::vector<Reservation>& previous,
@@ -407,10 +486,10 @@ void Scheduler::AnnounceReservations(const std::vector<Reservation>& previous,
 
 std::vector<GangPtr> Scheduler::StaticOrder() const {
   std::vector<GangPtr> out;
-  CycleOrder order(*this);
-  for (GangPtr gang = order.Next(); gang != nullptr; gang = order.Next()) {
-    out.push_back(gang);
-    order.Advance();
+  CycleOrder order(*this, nullptr);
+  for (auto offer = order.Next(); offer.gang != nullptr; offer = order.Next()) {
+    out.push_back(offer.gang);
+    order.Advance(false);
   }
   return out;
 }

@@ -43,16 +43,12 @@ int64_t Lookup(const std::map<std::string, int64_t>& map,
 
 }  // namespace
 
-bool Scheduler::IsVictimFor(const Gang& victim, const Gang& preemptor,
-                            absl::Time now) const {
+bool Scheduler::IsVictimFor(const Gang& victim, const Gang& preemptor) const {
   if (victim.state != GangState::kAdmitted &&
       victim.state != GangState::kRunning) {
     return false;
   }
-  if (!victim.admit_time ||
-      now - *victim.admit_time < config_.preemption.min_runtime) {
-    return false;
-  }
+  if (!victim.admit_time) return false;
   if (victim.spec.queue == preemptor.spec.queue) {
     return victim.spec.priority < preemptor.spec.priority;
   }
@@ -103,9 +99,15 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
   std::vector<std::pair<double, GangPtr>> candidates;
   for (const GangId& id : active_) {
     const GangPtr& other = gangs_.at(id);
-    if (IsVictimFor(*other, *gang, now)) {
-      candidates.emplace_back(LostWork(*other, now), other);
+    if (!IsVictimFor(*other, *gang)) continue;
+    // The min-runtime guard: once it passes, try again.
+    const absl::Time protected_until =
+        *other->admit_time + config_.preemption.min_runtime;
+    if (now < protected_until) {
+      wakeup_ = std::min(wakeup_, protected_until);
+      continue;
     }
+    candidates.emplace_back(LostWork(*other, now), other);
   }
   if (candidates.empty()) return std::nullopt;
   std::sort(candidates.begin(), candidates.end(),

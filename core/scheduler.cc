@@ -22,34 +22,11 @@ bool Mutation::empty() const {
          trim_events_before == 0;
 }
 
-int64_t GangSeq(const GangId& id) {
-  int64_t seq = 0;
-  absl::string_view value = id.value();
-  if (value.size() < 3 || !absl::SimpleAtoi(value.substr(2), &seq)) return 0;
-  return seq;
-}
-
-bool Scheduler::PendingKey::operator<(const PendingKey& other) const {
-  return std::tie(other.priority, submit_time, seq, id) <
-         std::tie(priority, other.submit_time, other.seq, other.id);
-}
-
 namespace {
 absl::Time FinishTime(const Gang& gang) {
   return gang.finish_time.value_or(gang.submit_time);
 }
 }  // namespace
-
-bool Scheduler::SubmitOrderLess::operator()(const PendingKey& a,
-                                            const PendingKey& b) const {
-  return std::tie(a.submit_time, a.seq, a.id) <
-         std::tie(b.submit_time, b.seq, b.id);
-}
-
-Scheduler::PendingKey Scheduler::KeyOf(const Gang& gang) {
-  return PendingKey{gang.spec.priority, gang.submit_time, GangSeq(gang.id),
-                    gang.id};
-}
 
 Scheduler::Scheduler(Config config)
     : config_(std::move(config)),
@@ -135,23 +112,24 @@ const HeldGpus& Scheduler::Held(const QueueName& queue) const {
 }
 
 GangPtr Scheduler::Put(Gang gang) {
+  bool was_pending = false;
   auto it = gangs_.find(gang.id);
   if (it != gangs_.end()) {
     const Gang& old = *it->second;
-    if (old.state == GangState::kPending) {
-      pending_.erase(KeyOf(old));
-      pending_fifo_.erase(KeyOf(old));
-      pending_by_queue_[old.spec.queue].erase(KeyOf(old));
+    // A pending gang that stays pending keeps its place (only its reason
+    // or other bookkeeping changes).
+    if (old.state == GangState::kPending && gang.state != GangState::kPending) {
+      pending_.Erase(old);
+      // Its reservation, if any, goes at the next cycle.
+      if (HoldsReservation(old.id)) BumpEpoch();
     }
+    was_pending = old.state == GangState::kPending;
     if (IsFinal(old.state)) finished_.erase({FinishTime(old), old.id});
     --gang_counts_[{old.spec.queue, old.state}];
   }
   if (gang.state == GangState::kPending) {
-    pending_.insert(KeyOf(gang));
-    pending_fifo_.insert(KeyOf(gang));
-    pending_by_queue_[gang.spec.queue].insert(KeyOf(gang));
+    if (!was_pending) pending_.Insert(gang);
   } else {
-    failed_at_epoch_.erase(gang.id);
     held_for_.erase(gang.id);  // an admitted or finished preemptor
   }
   if (gang.state != GangState::kPreempting) preemptor_of_.erase(gang.id);
@@ -286,7 +264,7 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now) {
   gang.id = GangId(absl::StrFormat("g-%06d", next_gang_seq_++));
   gang.spec = std::move(spec);
   gang.state = GangState::kPending;
-  gang.reason = "WAITING: in line for admission";
+  gang.reason = kWaitingReason;
   gang.submit_time = now;
   if (!gang.spec.request_id.empty()) {
     RequestRecord record{key.first, key.second, gang.id, fingerprint,

@@ -9,6 +9,7 @@
 #define PHALANX_CORE_SCHEDULER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,11 +27,15 @@
 #include "core/fair_share.h"
 #include "core/fleet.h"
 #include "core/model.h"
+#include "core/pending_index.h"
 #include "core/placement.h"
 #include "core/reservation.h"
 #include "core/state_store.h"
 
 namespace phalanx::core {
+
+// The reason of a gang no admission cycle has looked at yet.
+inline constexpr char kWaitingReason[] = "WAITING: in line for admission";
 
 struct SubmitResult {
   GangPtr gang;
@@ -137,16 +142,6 @@ class Scheduler {
   }
 
  private:
-  // Pending gangs in admission order: priority (desc), submit time, id.
-  struct PendingKey {
-    int priority;
-    absl::Time submit_time;
-    int64_t seq;
-    GangId id;
-    bool operator<(const PendingKey& other) const;
-  };
-  static PendingKey KeyOf(const Gang& gang);
-
   // Orders queue heads in the cycle (admission.cc).
   struct HeadKey;
   class CycleOrder;
@@ -168,8 +163,9 @@ class Scheduler {
   // Picks the cheapest sufficient set of victims for `gang` and moves them
   // to PREEMPTING; returns the gang's pending reason, or nullopt.
   std::optional<std::string> TryPreempt(const GangPtr& gang, absl::Time now);
-  bool IsVictimFor(const Gang& victim, const Gang& preemptor,
-                   absl::Time now) const;
+  // Whether `victim` is of a kind `preemptor` may preempt (the min-runtime
+  // guard aside).
+  bool IsVictimFor(const Gang& victim, const Gang& preemptor) const;
   // Whether `gang` fits once `victims` are gone (tentatively released).
   bool FitsWithout(const GangPtr& gang, const std::vector<GangPtr>& victims);
   std::string PreemptedReason(const GangId& victim) const;
@@ -186,12 +182,10 @@ class Scheduler {
   void ArmTimers(const Gang& gang);
 
   // admission.cc
-  bool SkippedAtThisEpoch(const Gang& gang) const;
   int64_t FreeReadyGpus() const;
   void ReleaseHoldsIfVictimsGone(const GangId& preemptor);
   // Tries to admit one gang; returns the reason it stays pending, or "".
-  std::string TryAdmit(const GangPtr& gang, absl::Time now,
-                       std::map<std::string, std::string>& failed_shapes);
+  std::string TryAdmit(const GangPtr& gang, absl::Time now);
   // "" if `queue` may take `gpus` more GPUs of `model`, else why not.
   std::string QuotaReason(const Queue& queue, const std::string& model,
                           int64_t gpus) const;
@@ -199,7 +193,18 @@ class Scheduler {
   // Whether `gang` may use a node reserved by `reservation` (backfill).
   bool MayBackfill(const Gang& gang, const Reservation& reservation,
                    absl::Time now) const;
-  bool MayReserve(const Gang& gang, absl::Time now) const;
+  bool MayReserve(const PendingKey& gang, absl::Time now) const;
+  bool HoldsReservation(const GangId& id) const;
+  // The cycle's test for passing over a pending gang: its group is known to
+  // fail at this epoch and it could not make a reservation.
+  std::function<bool(const PendingGroup&, const PendingKey&)> KnownToFailNow(
+      absl::Time now);
+  // Gives gangs that joined a group known to fail the group's reason.
+  void SettleJoinedGangs();
+  // The reservation `gang` holds, or a new one if it may reserve; returns
+  // the reason prefix it then has.
+  std::optional<std::string> ReserveFor(const GangPtr& gang, absl::Time now);
+  std::string ReservedReason(const Reservation& reservation) const;
   // Reserves a domain for `gang`; returns the pending reason it then has.
   std::optional<std::string> Reserve(const GangPtr& gang, absl::Time now);
   // Why a gang that failed with reservations in force waits, if the
@@ -217,18 +222,17 @@ class Scheduler {
   Fleet fleet_;
   absl::btree_map<QueueName, Queue> queues_;
   absl::flat_hash_map<GangId, GangPtr> gangs_;
-  std::set<PendingKey> pending_;
-  // The same gangs in submit order (for Ordering::kSubmitOrder).
-  struct SubmitOrderLess {
-    bool operator()(const PendingKey& a, const PendingKey& b) const;
-  };
-  std::set<PendingKey, SubmitOrderLess> pending_fifo_;
+  PendingIndex pending_;
   absl::btree_set<GangId> active_;  // gangs holding capacity
-  std::map<QueueName, std::set<PendingKey>> pending_by_queue_;
   FairShareLedger ledger_;
   absl::Time last_ledger_sample_ = absl::InfinitePast();
   int64_t capacity_epoch_ = 0;
-  absl::flat_hash_map<GangId, int64_t> failed_at_epoch_;
+  // The epoch the reservations were planned at: they are re-planned when
+  // it moves, and kept while nothing changes.
+  int64_t reservations_epoch_ = -1;
+  // When time alone may let a pending gang in (a preemption victim passing
+  // its min-runtime guard): the epoch moves then.
+  absl::Time wakeup_ = absl::InfiniteFuture();
   std::vector<Reservation> reservations_;
   std::vector<int> reserved_slot_;  // fleet slot -> index in reservations_
   std::set<std::pair<absl::Time, GangId>> finished_;
@@ -268,9 +272,6 @@ class Scheduler {
   int64_t trim_events_before_ = 0;
   bool dirty_meta_ = false;
 };
-
-// Parses the sequence number of a gang id "g-000042" (0 if malformed).
-int64_t GangSeq(const GangId& id);
 
 }  // namespace phalanx::core
 

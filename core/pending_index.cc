@@ -1,0 +1,95 @@
+#include "core/pending_index.h"
+
+#include <tuple>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/check.h"
+
+namespace phalanx::core {
+namespace {
+
+// queue|priority|pod sets: the equivalence class of a gang.
+std::string GroupKey(const GangSpec& spec) {
+  std::string key = absl::StrCat(spec.queue.value(), "|", spec.priority, "|",
+                                 spec.allow_mixed_models ? 1 : 0);
+  for (const PodSetSpec& set : spec.pod_sets) {
+    absl::StrAppend(&key, "|", set.count, "x", set.gpus, ",", set.cpu_millis,
+                    ",", set.memory_bytes, ",",
+                    static_cast<int>(set.topology.mode), set.topology.level);
+    for (const std::string& model : set.gpu_models) {
+      absl::StrAppend(&key, ",", model);
+    }
+  }
+  return key;
+}
+
+}  // namespace
+
+bool PendingKey::operator<(const PendingKey& other) const {
+  return std::tie(other.priority, submit_time, seq, id) <
+         std::tie(priority, other.submit_time, other.seq, other.id);
+}
+
+bool SubmitOrderLess(const PendingKey& a, const PendingKey& b) {
+  return std::tie(a.submit_time, a.seq, a.id) <
+         std::tie(b.submit_time, b.seq, b.id);
+}
+
+int64_t GangSeq(const GangId& id) {
+  int64_t seq = 0;
+  absl::string_view value = id.value();
+  if (value.size() < 3 || !absl::SimpleAtoi(value.substr(2), &seq)) return 0;
+  return seq;
+}
+
+PendingKey PendingKeyOf(const Gang& gang) {
+  const absl::Duration estimate = gang.spec.estimated_runtime;
+  return PendingKey{
+      gang.spec.priority, gang.submit_time, GangSeq(gang.id), gang.id,
+      estimate > absl::ZeroDuration() ? estimate : absl::InfiniteDuration()};
+}
+
+void PendingGroup::RecordFailure(int64_t epoch, absl::Duration estimate,
+                                 const std::string& why) {
+  if (failed_epoch != epoch || estimate < failed_estimate) {
+    failed_epoch = epoch;
+    failed_estimate = estimate;
+    reason = why;
+  }
+}
+
+void PendingIndex::Insert(const Gang& gang) {
+  auto [it, inserted] = group_of_.try_emplace(gang.id, nullptr);
+  PHALANX_CHECK(inserted);
+  const std::string key = GroupKey(gang.spec);
+  PendingGroup& group = groups_[key];
+  group.queue = gang.spec.queue;
+  const PendingKey pending = PendingKeyOf(gang);
+  group.members.insert(pending);
+  group.estimates.insert(pending.estimate);
+  group.joined.push_back(gang.id);
+  it->second = &group;
+}
+
+void PendingIndex::Erase(const Gang& gang) {
+  auto it = group_of_.find(gang.id);
+  PHALANX_CHECK(it != group_of_.end());
+  PendingGroup& group = *it->second;
+  const PendingKey pending = PendingKeyOf(gang);
+  PHALANX_CHECK(group.members.erase(pending) == 1);
+  group.estimates.erase(group.estimates.find(pending.estimate));
+  group_of_.erase(it);
+}
+
+PendingGroup* PendingIndex::GroupOf(const GangId& id) const {
+  auto it = group_of_.find(id);
+  return it == group_of_.end() ? nullptr : it->second;
+}
+
+void PendingIndex::DropEmptyGroups() {
+  std::erase_if(groups_,
+                [](const auto& entry) { return entry.second.members.empty(); });
+}
+
+}  // namespace phalanx::core

@@ -1,0 +1,90 @@
+// The pending gangs, grouped into equivalence classes (DESIGN §4 speed
+// rules). Gangs of the same queue and priority with the same pod sets succeed
+// or fail alike on the same capacity, except for backfill: a gang may use
+// reserved nodes only when its estimated runtime is short enough, so within a
+// group a failure with estimate E implies the failure of every member whose
+// estimate is at least E (no estimate counts as infinite). The admission cycle
+// caches that per group and capacity epoch, and skips a whole group in O(1)
+// when even its shortest member is known to fail — a cycle costs the number
+// of groups, not the number of pending gangs.
+#ifndef PHALANX_CORE_PENDING_INDEX_H_
+#define PHALANX_CORE_PENDING_INDEX_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "core/model.h"
+
+namespace phalanx::core {
+
+// A pending gang's place in line: priority (desc), submit time, sequence, id.
+// `estimate` rides along (not compared): the estimated runtime, or
+// InfiniteDuration without one.
+struct PendingKey {
+  int priority = 0;
+  absl::Time submit_time;
+  int64_t seq = 0;
+  GangId id;
+  absl::Duration estimate;
+  bool operator<(const PendingKey& other) const;
+};
+
+// Orders keys by submit time, sequence and id only (submit-order mode).
+bool SubmitOrderLess(const PendingKey& a, const PendingKey& b);
+
+PendingKey PendingKeyOf(const Gang& gang);
+
+// Parses the sequence number of a gang id "g-000042" (0 if malformed).
+int64_t GangSeq(const GangId& id);
+
+struct PendingGroup {
+  QueueName queue;
+  std::set<PendingKey> members;
+  std::multiset<absl::Duration> estimates;
+  // Gangs that joined since the cycle last looked at the group.
+  std::vector<GangId> joined;
+  // The cached failure: at capacity epoch `failed_epoch`, every member whose
+  // estimate is >= `failed_estimate` stays pending with `reason`.
+  int64_t failed_epoch = -1;
+  absl::Duration failed_estimate;
+  std::string reason;
+
+  // Whether a member with `estimate` is known to fail at `epoch`.
+  bool KnownToFail(int64_t epoch, absl::Duration estimate) const {
+    return failed_epoch == epoch && estimate >= failed_estimate;
+  }
+  // Whether every member is known to fail at `epoch`.
+  bool AllKnownToFail(int64_t epoch) const {
+    return !estimates.empty() && KnownToFail(epoch, *estimates.begin());
+  }
+  // Records that a member with `estimate` failed at `epoch`.
+  void RecordFailure(int64_t epoch, absl::Duration estimate,
+                     const std::string& why);
+};
+
+class PendingIndex {
+ public:
+  void Insert(const Gang& gang);
+  void Erase(const Gang& gang);
+  // The group of a pending gang, or null.
+  PendingGroup* GroupOf(const GangId& id) const;
+  // Groups by key; pointers stay valid until DropEmptyGroups.
+  const std::map<std::string, PendingGroup>& groups() const { return groups_; }
+  std::map<std::string, PendingGroup>& groups() { return groups_; }
+  size_t size() const { return group_of_.size(); }
+  // Forgets groups without members (not while a cycle walks them).
+  void DropEmptyGroups();
+
+ private:
+  std::map<std::string, PendingGroup> groups_;
+  absl::flat_hash_map<GangId, PendingGroup*> group_of_;
+};
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_PENDING_INDEX_H_
