@@ -48,6 +48,19 @@ JsonObject ClosedLoopResult::ToJson() const {
   return json;
 }
 
+void ClosedLoopResult::Merge(const ClosedLoopResult& other) {
+  clients = other.clients;
+  ops += other.ops;
+  errors += other.errors;
+  seconds += other.seconds;
+  if (first_error.empty()) first_error = other.first_error;
+  latencies_ms.insert(latencies_ms.end(), other.latencies_ms.begin(),
+                      other.latencies_ms.end());
+  ops_per_sec = seconds > 0 ? ops / seconds : 0;
+  p50_ms = Percentile(latencies_ms, 50);
+  p99_ms = Percentile(latencies_ms, 99);
+}
+
 ClosedLoopResult RunClosedLoop(int clients, double seconds,
                                int64_t max_ops_per_client,
                                const Operation& op) {
@@ -65,7 +78,7 @@ ClosedLoopResult RunClosedLoop(int clients, double seconds,
   ClosedLoopResult result;
   result.clients = clients;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<double> latencies;
+  std::vector<double>& latencies = result.latencies_ms;
   for (ClientTally& tally : tallies) {
     result.ops += tally.ops;
     result.errors += tally.errors;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "bench/perf/stats.h"
@@ -23,8 +24,12 @@ struct ClosedLoopResult {
   double p50_ms = 0;
   double p99_ms = 0;
   std::string first_error;
+  std::vector<double> latencies_ms;  // every call's; not in ToJson
 
   JsonObject ToJson() const;
+  // Adds `other` (another round of the same test): sums the counts and
+  // times, recomputes the rate and percentiles over both.
+  void Merge(const ClosedLoopResult& other);
 };
 
 // One call of client `client`'s `index`-th operation.

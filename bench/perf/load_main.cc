@@ -152,23 +152,28 @@ double PendingGangs(const LoadClients& clients) {
       std::max<int64_t>(0, clients.submitted() - kDaemonNodes));
 }
 
-// Durable submits vs raw RocksDB at each concurrency, interleaved so both
-// see the same disk state.
+// Durable submits vs raw RocksDB at each concurrency, alternated in
+// `rounds` rounds so both see the same disk and machine load.
 JsonObject SubmitVersusRaw(LoadClients& clients, RawRocksDb& raw,
-                           double seconds) {
+                           double seconds, int rounds) {
   JsonObject by_clients;
   for (int n : ParseClients()) {
     const int value_bytes = std::max(clients.gang_bytes(), 1);
-    Log(absl::StrFormat("raw RocksDB, %d writers, %d-byte values", n,
-                        value_bytes));
-    const ClosedLoopResult raw_result = raw.Run(n, seconds, value_bytes);
-    Log(absl::StrFormat("durable SubmitGang, %d clients", n));
-    clients.NextRound();
-    const ClosedLoopResult submit =
-        RunClosedLoop(n, seconds, 10'000'000,
-                      [&](int c, int64_t i) { return clients.Submit(c, i); });
+    Log(
+        absl::StrFormat("%d clients: raw RocksDB (%d-byte values) and "
+                        "durable SubmitGang, %d rounds",
+                        n, value_bytes, rounds));
+    ClosedLoopResult raw_result, submit;
+    for (int round = 0; round < rounds; ++round) {
+      raw_result.Merge(raw.Run(n, seconds / rounds, value_bytes));
+      clients.NextRound();
+      submit.Merge(RunClosedLoop(
+          n, seconds / rounds, 10'000'000,
+          [&](int c, int64_t i) { return clients.Submit(c, i); }));
+    }
     JsonObject entry;
     entry.Add("value_bytes", value_bytes)
+        .Add("rounds", rounds)
         .Add("durable_submit", submit.ToJson())
         .Add("raw_rocksdb_sync", raw_result.ToJson())
         .Add("ratio", raw_result.ops_per_sec > 0
@@ -252,7 +257,7 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
   auto raw = RawRocksDb::Open(root + "/raw");
   if (!raw.ok()) return raw.status();
   JsonObject json;
-  json.Add("submit", SubmitVersusRaw(clients, **raw, seconds));
+  json.Add("submit", SubmitVersusRaw(clients, **raw, seconds, /*rounds=*/2));
   json.Add("batching_during_submits", Batching(daemon));
   json.Add("memory",
            MemoryPerPendingGang(daemon, clients, rss_before, pending_before,

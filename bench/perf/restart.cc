@@ -9,6 +9,7 @@
 #include "bench/perf/daemon_process.h"
 #include "bench/perf/workload.h"
 #include "core/status_macros.h"
+#include "core/validate.h"
 #include "server/startup.h"
 #include "storage/rocksdb_store.h"
 
@@ -17,8 +18,30 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Admits `gangs` one-GPU gangs into the store at `data_dir`; returns how
-// many are active.
+// One ADMITTED one-GPU gang: the `index`-th GPU of the fleet.
+core::GangPtr AdmittedGang(int index, int64_t revision, absl::Time now) {
+  auto gang = std::make_shared<core::Gang>();
+  gang->id = core::GangId(absl::StrFormat("g-%06d", index + 1));
+  gang->spec =
+      SpecOf(ShapeMix()[0], absl::StrFormat("team-%d", index % kTeams), 0);
+  core::NormalizeGangSpec(gang->spec);
+  gang->state = core::GangState::kAdmitted;
+  gang->submit_time = now;
+  gang->admit_time = now;
+  gang->attempts = 1;
+  gang->revision = revision;
+  core::PodPlacement pod;
+  pod.pod_set = gang->spec.pod_sets[0].name;
+  pod.node = core::NodeId(absl::StrFormat("n-%05d", index / kGpusPerNode));
+  pod.gpu_indices = {index % kGpusPerNode};
+  gang->placement.push_back(std::move(pod));
+  return gang;
+}
+
+// Writes `gangs` ADMITTED one-GPU gangs (and their ADMITTED events) into the
+// store at `data_dir`, after the start-up files. Placing 100k gangs through
+// Scheduler::Submit and RunCycle would take minutes at 12,500 nodes (see
+// bench/perf/README.md); phalanxd checks every placement when it restores.
 absl::StatusOr<int> PrepareStore(const DaemonFiles& files,
                                  const std::string& data_dir, int gangs) {
   ASSIGN_OR_RETURN(auto startup, server::ReadStartupFiles(
@@ -27,19 +50,18 @@ absl::StatusOr<int> PrepareStore(const DaemonFiles& files,
   const absl::Time now = absl::Now();
   ASSIGN_OR_RETURN(auto scheduler,
                    server::RecoverAndApply(*store, startup, now));
+  const int64_t base = scheduler->revision();
+  core::Mutation mutation;
   for (int i = 0; i < gangs; ++i) {
-    core::GangSpec spec =
-        SpecOf(ShapeMix()[0], absl::StrFormat("team-%d", i % kTeams), 0);
-    spec.request_id = absl::StrFormat("restart-%d", i);
-    RETURN_IF_ERROR(scheduler->Submit(std::move(spec), now).status());
+    core::GangPtr gang = AdmittedGang(i, base + i + 1, now);
+    mutation.events.push_back(
+        core::Event{base + i + 1, core::EventType::kAdmitted, now, gang});
+    mutation.gangs_put.push_back(std::move(gang));
   }
-  scheduler->RunCycle(now);
-  RETURN_IF_ERROR(store->Commit(scheduler->TakeMutation()));
-  int active = 0;
-  for (const auto& [key, count] : scheduler->gang_counts()) {
-    if (core::HoldsCapacity(key.second)) active += static_cast<int>(count);
-  }
-  return active;
+  mutation.meta.last_revision = base + gangs;
+  mutation.meta.next_gang_seq = gangs + 1;
+  RETURN_IF_ERROR(store->Commit(mutation));
+  return gangs;
 }
 
 }  // namespace
