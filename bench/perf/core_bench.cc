@@ -227,7 +227,7 @@ void RegisterAll(bool quick) {
             .c_str(),
         BM_SteadyChurn)
         ->Args({10'000, 100'000, completions})
-        ->Iterations(quick ? 20 : 200)
+        ->Iterations(quick ? 20 : 100)
         ->Unit(benchmark::kMicrosecond);
   }
   for (int pending : pending_counts) {

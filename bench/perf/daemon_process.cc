@@ -199,4 +199,22 @@ int64_t RssBytesOf(pid_t pid) {
   return 0;
 }
 
+double CpuSecondsOf(pid_t pid) {
+  if (pid <= 0) return 0;
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text((std::istreambuf_iterator<char>(stat)),
+                   std::istreambuf_iterator<char>());
+  // Fields after the command name (which may hold spaces) in parentheses:
+  // utime and stime are the 14th and 15th fields overall.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 }  // namespace phalanx::perf

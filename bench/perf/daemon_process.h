@@ -70,6 +70,10 @@ std::string HttpGet(int port, const std::string& path);
 // VmRSS of process `pid` in bytes from /proc (0 when unknown).
 int64_t RssBytesOf(pid_t pid);
 
+// CPU time (user + system) process `pid` has used, in seconds, from /proc
+// (0 when unknown).
+double CpuSecondsOf(pid_t pid);
+
 }  // namespace phalanx::perf
 
 #endif  // PHALANX_BENCH_PERF_DAEMON_PROCESS_H_

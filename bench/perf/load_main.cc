@@ -5,9 +5,11 @@
 // its own phalanxd (loopback, temporary directory, removed after) and writes
 // one JSON object (bench/run.sh folds it into bench/results/latest.json).
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -152,10 +154,46 @@ double PendingGangs(const LoadClients& clients) {
       std::max<int64_t>(0, clients.submitted() - kDaemonNodes));
 }
 
+// CPU seconds used by the daemon, this process and the whole machine over
+// one or more measured phases: on a small machine the ratio of durable to
+// raw writes is bounded by the CPU an RPC costs, and this shows it.
+class CpuTally {
+ public:
+  void Start(const PhalanxdProcess& daemon) {
+    daemon_ -= CpuSecondsOf(daemon.pid());
+    self_ -= CpuSecondsOf(getpid());
+    wall_ -= NowSeconds();
+  }
+  void Stop(const PhalanxdProcess& daemon) {
+    daemon_ += CpuSecondsOf(daemon.pid());
+    self_ += CpuSecondsOf(getpid());
+    wall_ += NowSeconds();
+  }
+  JsonObject ToJson(int64_t ops) const {
+    const double per_op = ops > 0 ? 1e6 / static_cast<double>(ops) : 0.0;
+    JsonObject json;
+    json.Add("daemon_cores", wall_ > 0 ? daemon_ / wall_ : 0.0)
+        .Add("load_generator_cores", wall_ > 0 ? self_ / wall_ : 0.0)
+        .Add("daemon_cpu_us_per_op", daemon_ * per_op)
+        .Add("load_generator_cpu_us_per_op", self_ * per_op);
+    return json;
+  }
+
+ private:
+  static double NowSeconds() {
+    return std::chrono::duration<double>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  double daemon_ = 0;
+  double self_ = 0;
+  double wall_ = 0;
+};
+
 // Durable submits vs raw RocksDB at each concurrency, alternated in
 // `rounds` rounds so both see the same disk and machine load.
-JsonObject SubmitVersusRaw(LoadClients& clients, RawRocksDb& raw,
-                           double seconds, int rounds) {
+JsonObject SubmitVersusRaw(const PhalanxdProcess& daemon, LoadClients& clients,
+                           RawRocksDb& raw, double seconds, int rounds) {
   JsonObject by_clients;
   for (int n : ParseClients()) {
     const int value_bytes = std::max(clients.gang_bytes(), 1);
@@ -164,18 +202,27 @@ JsonObject SubmitVersusRaw(LoadClients& clients, RawRocksDb& raw,
                         "durable SubmitGang, %d rounds",
                         n, value_bytes, rounds));
     ClosedLoopResult raw_result, submit;
+    CpuTally raw_cpu, submit_cpu;
     for (int round = 0; round < rounds; ++round) {
+      raw_cpu.Start(daemon);
       raw_result.Merge(raw.Run(n, seconds / rounds, value_bytes));
+      raw_cpu.Stop(daemon);
       clients.NextRound();
+      submit_cpu.Start(daemon);
       submit.Merge(RunClosedLoop(
           n, seconds / rounds, 10'000'000,
           [&](int c, int64_t i) { return clients.Submit(c, i); }));
+      submit_cpu.Stop(daemon);
     }
+    JsonObject raw_json = raw_result.ToJson();
+    raw_json.Add("cpu", raw_cpu.ToJson(raw_result.ops));
+    JsonObject submit_json = submit.ToJson();
+    submit_json.Add("cpu", submit_cpu.ToJson(submit.ops));
     JsonObject entry;
     entry.Add("value_bytes", value_bytes)
         .Add("rounds", rounds)
-        .Add("durable_submit", submit.ToJson())
-        .Add("raw_rocksdb_sync", raw_result.ToJson())
+        .Add("durable_submit", submit_json)
+        .Add("raw_rocksdb_sync", raw_json)
         .Add("ratio", raw_result.ops_per_sec > 0
                           ? submit.ops_per_sec / raw_result.ops_per_sec
                           : 0.0);
@@ -257,7 +304,8 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
   auto raw = RawRocksDb::Open(root + "/raw");
   if (!raw.ok()) return raw.status();
   JsonObject json;
-  json.Add("submit", SubmitVersusRaw(clients, **raw, seconds, /*rounds=*/2));
+  json.Add("submit",
+           SubmitVersusRaw(daemon, clients, **raw, seconds, /*rounds=*/2));
   json.Add("batching_during_submits", Batching(daemon));
   json.Add("memory",
            MemoryPerPendingGang(daemon, clients, rss_before, pending_before,
