@@ -42,13 +42,14 @@ struct Scheduler::HeadKey {
 // passed over without being looked at, a whole group at a time.
 class Scheduler::CycleOrder {
  public:
-  using KnownToFail =
-      std::function<bool(const PendingGroup&, const PendingKey&)>;
+  // `could_reserve`: whether a gang known to fail must still be offered
+  // (it may make a reservation); null: offer every gang.
+  using CouldReserve = std::function<bool(const PendingKey&)>;
 
-  CycleOrder(const Scheduler& s, KnownToFail known_to_fail)
+  CycleOrder(const Scheduler& s, CouldReserve could_reserve)
       : s_(s),
         submit_order_(s.config_.admission.ordering == Ordering::kSubmitOrder),
-        known_to_fail_(std::move(known_to_fail)) {
+        could_reserve_(std::move(could_reserve)) {
     cursors_.reserve(s.pending_.groups().size());
     for (const auto& [key, group] : s.pending_.groups()) {
       if (group.members.empty()) continue;
@@ -116,14 +117,13 @@ class Scheduler::CycleOrder {
     return submit_order_ ? QueueName() : group.queue;
   }
 
-  // Moves the cursor past members known to fail; whether it moved.
+  // Moves the cursor past members known to fail; whether it moved. The
+  // oldest member left may still reserve: then nothing is passed over (the
+  // younger ones of the group can reserve only if it can).
   bool PassOverKnownFailures(Cursor& cursor) const {
-    if (!known_to_fail_) return false;
-    const auto end = cursor.group->members.end();
+    if (!could_reserve_ || could_reserve_(*cursor.it)) return false;
     const auto start = cursor.it;
-    while (cursor.it != end && known_to_fail_(*cursor.group, *cursor.it)) {
-      ++cursor.it;
-    }
+    cursor.it = cursor.group->FirstNotKnownToFail(s_.capacity_epoch_, start);
     return cursor.it != start;
   }
 
@@ -144,7 +144,7 @@ class Scheduler::CycleOrder {
 
   const Scheduler& s_;
   const bool submit_order_;
-  KnownToFail known_to_fail_;
+  CouldReserve could_reserve_;
   std::vector<Cursor> cursors_;
   std::map<QueueName, Bucket> buckets_;
   std::set<HeadKey> heads_;
@@ -244,10 +244,10 @@ void Scheduler::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
   Transition(std::move(admitted), EventType::kAdmitted, now);
 }
 
-std::string Scheduler::TryAdmit(const GangPtr& gang, absl::Time now) {
+Scheduler::Attempt Scheduler::TryAdmit(const GangPtr& gang, absl::Time now) {
   const Queue& queue = queues_.at(gang->spec.queue);
   if (queue.held) {
-    return absl::StrCat("QUEUE_HELD: queue ", queue.name.value(), " is held");
+    return {absl::StrCat("QUEUE_HELD: queue ", queue.name.value(), " is held")};
   }
   PlacementOptions options = OptionsFor(queue);
   if (!reservations_.empty() || !held_for_.empty()) {
@@ -259,15 +259,19 @@ std::string Scheduler::TryAdmit(const GangPtr& gang, absl::Time now) {
   }
   PlacementResult placement = PlaceGang(gang->spec, fleet_, options);
   if (!placement.placed) {
-    if (!reservations_.empty() && !placement.reason.starts_with("QUOTA")) {
+    // With rights to every reservation it was offered all the nodes.
+    const bool may_use_all = std::all_of(
+        reservations_.begin(), reservations_.end(),
+        [&](const Reservation& r) { return MayBackfill(*gang, r, now); });
+    if (!may_use_all && !placement.reason.starts_with("QUOTA")) {
       if (auto why = BlockedByReservation(gang, queue)) {
-        placement.reason = *std::move(why);
+        return {*std::move(why), /*backfill_matters=*/true};
       }
     }
-    return placement.reason;
+    return {std::move(placement.reason)};
   }
   Admit(gang, std::move(placement.pods), now);
-  return "";
+  return {};
 }
 
 int64_t Scheduler::FreeReadyGpus() const {
@@ -278,12 +282,26 @@ int64_t Scheduler::FreeReadyGpus() const {
   return free;
 }
 
-void Scheduler::ReleaseHoldsIfVictimsGone(const GangId& preemptor) {
-  if (!held_for_.contains(preemptor)) return;
+void Scheduler::AdmitPreemptors(absl::Time now) {
+  std::set<GangId> waiting;
   for (const auto& [victim, preemption] : preemptor_of_) {
-    if (preemption.preemptor == preemptor) return;
+    waiting.insert(preemption.preemptor);
   }
-  held_for_.erase(preemptor);  // it did not fit even so; it may try again
+  std::vector<GangId> ready;
+  for (const auto& [preemptor, nodes] : held_for_) {
+    if (!waiting.contains(preemptor)) ready.push_back(preemptor);
+  }
+  for (const GangId& id : ready) {
+    const GangPtr gang = FindGang(id);
+    if (gang == nullptr || gang->state != GangState::kPending) {
+      DropHolds(id);
+      continue;
+    }
+    Attempt attempt = TryAdmit(gang, now);
+    if (attempt.reason.empty()) continue;
+    DropHolds(id);  // it did not fit even so; it may try again
+    SetReason(gang, std::move(attempt.reason));
+  }
 }
 
 bool Scheduler::MayBackfill(const Gang& gang, const Reservation& reservation,
@@ -380,17 +398,22 @@ void Scheduler::RunCycle(absl::Time now) {
     reserved_slot_.assign(fleet_.slots().size(), -1);
   }
 
-  // 2. Order: priority, fair-share score, submit time, id (or as configured);
+  // 2. Preemptors whose victims have all stopped take the capacity held for
+  //    them first (their holds set them apart from their groups); one that
+  //    still does not fit lets it go.
+  AdmitPreemptors(now);
+
+  // 3. Order: priority, fair-share score, submit time, id (or as configured);
   //    a queue is re-scored after each admission from it. Gangs known to
-  //    fail at this epoch (4b) are passed over, a whole group at a time,
+  //    fail at this epoch (5b) are passed over, a whole group at a time,
   //    unless one of them could still make a reservation.
-  CycleOrder order(*this, KnownToFailNow(now));
+  CycleOrder order(*this, CouldReserveNow(now));
   GangPtr blocker;
   int64_t free_gpus = FreeReadyGpus();
   for (auto offer = order.Next(); offer.gang != nullptr; offer = order.Next()) {
     const GangPtr& gang = offer.gang;
     PendingGroup& group = *offer.group;
-    // 3. Stop early when nothing further can change: a strict-FIFO head
+    // 4. Stop early when nothing further can change: a strict-FIFO head
     //    blocks everyone behind it; with no free GPU, no reservation left
     //    to make and no preemption, no later gang can be admitted. The
     //    gangs not reached keep their reasons.
@@ -400,26 +423,31 @@ void Scheduler::RunCycle(absl::Time now) {
         gang->spec.TotalGpus() > 0) {
       break;
     }
-    // 4. Gate (held queue), quota, then place all pod sets at once — all or
+    // 5. Gate (held queue), quota, then place all pod sets at once — all or
     //    nothing; nodes reserved for others only for gangs that end before.
-    //    4b. A member of a group that failed at this epoch with an estimate
+    //    5b. A member of a group that failed at this epoch with an estimate
     //    no longer than its own fails alike, without trying.
     const bool known = group.KnownToFail(capacity_epoch_, offer.estimate);
-    std::string reason = known ? group.reason : TryAdmit(gang, now);
-    // 5. Preempt: cheapest sufficient victims of lower priority (or
+    Attempt attempt = known ? Attempt{group.reason} : TryAdmit(gang, now);
+    std::string& reason = attempt.reason;
+    // 6. Preempt: cheapest sufficient victims of lower priority (or
     //    borrowing beyond nominal in the cohort), only on a fresh attempt.
     bool preempting = false;
     if (!reason.empty() && !known && !reason.starts_with("QUEUE_HELD")) {
-      ReleaseHoldsIfVictimsGone(gang->id);
       if (auto started = TryPreempt(gang, now)) {
         reason = *started;
         preempting = true;
       }
     }
+    // Unless reserved nodes were what it lacked, a shorter estimate would
+    // not have helped: the whole group fails alike.
     if (!reason.empty() && !preempting) {
-      group.RecordFailure(capacity_epoch_, offer.estimate, reason);
+      group.RecordFailure(
+          capacity_epoch_,
+          attempt.backfill_matters ? offer.estimate : -absl::InfiniteDuration(),
+          reason);
     }
-    // 6. Reserve: a head gang that does not fit reserves the domain where
+    // 7. Reserve: a head gang that does not fit reserves the domain where
     //    it can start soonest.
     if (!reason.empty() && !preempting && !reason.starts_with("QUOTA") &&
         !reason.starts_with("QUEUE_HELD")) {
@@ -427,7 +455,7 @@ void Scheduler::RunCycle(absl::Time now) {
         reason = absl::StrCat(*reserved, " (", reason, ")");
       }
     }
-    // 7. Every gang left pending carries its reason.
+    // 8. Every gang left pending carries its reason.
     if (!reason.empty()) {
       SetReason(gang, std::move(reason));
       if (config_.admission.strict_fifo) blocker = gang;
@@ -437,20 +465,17 @@ void Scheduler::RunCycle(absl::Time now) {
     order.Advance(group.AllKnownToFail(capacity_epoch_) &&
                   !config_.admission.strict_fifo);
   }
-  // 8. New reservations are events; a changed set may let others fit.
+  // 9. New reservations are events; a changed set may let others fit.
   //    Gangs that joined a group known to fail get its reason.
   AnnounceReservations(previous, now);
   reservations_epoch_ = capacity_epoch_;
   SettleJoinedGangs();
 }
 
-std::function<bool(const PendingGroup&, const PendingKey&)>
-Scheduler::KnownToFailNow(absl::Time now) {
+std::function<bool(const PendingKey&)> Scheduler::CouldReserveNow(
+    absl::Time now) {
   if (config_.admission.strict_fifo) return nullptr;
-  return [this, now](const PendingGroup& group, const PendingKey& key) {
-    return group.KnownToFail(capacity_epoch_, key.estimate) &&
-           !MayReserve(key, now);
-  };
+  return [this, now](const PendingKey& key) { return MayReserve(key, now); };
 }
 
 void Scheduler::SettleJoinedGangs() {

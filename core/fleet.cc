@@ -81,6 +81,7 @@ void Fleet::Upsert(const std::vector<Node>& nodes) {
     rebuild = true;
   }
   if (rebuild) Rebuild();
+  RefreshModels();
 }
 
 bool Fleet::Remove(const NodeId& id) {
@@ -89,6 +90,7 @@ bool Fleet::Remove(const NodeId& id) {
   PHALANX_CHECK(slots_[index].Idle());
   slots_.erase(slots_.begin() + index);
   Rebuild();
+  RefreshModels();
   return true;
 }
 
@@ -97,10 +99,10 @@ int Fleet::Find(const NodeId& id) const {
   return it == index_.end() ? -1 : it->second;
 }
 
-std::vector<std::string> Fleet::Models() const {
+void Fleet::RefreshModels() {
   std::set<std::string> models;
   for (const Slot& slot : slots_) models.insert(slot.node.spec.gpu_model);
-  return {models.begin(), models.end()};
+  models_.assign(models.begin(), models.end());
 }
 
 std::string Fleet::PathOf(const Node& node, int depth) const {

@@ -69,7 +69,7 @@ class Fleet {
     return domains_by_level_[level];
   }
   // GPU models present, sorted.
-  std::vector<std::string> Models() const;
+  const std::vector<std::string>& Models() const { return models_; }
 
   // Marks the pods of `gang` at `placement` allocated. Fails (and changes
   // nothing) when a node is unknown or a GPU is already held.
@@ -80,10 +80,12 @@ class Fleet {
 
  private:
   void Rebuild();
+  void RefreshModels();
   std::string PathOf(const Node& node, int depth) const;
 
   std::vector<std::string> levels_;
   std::vector<Slot> slots_;
+  std::vector<std::string> models_;  // GPU models present, sorted
   absl::flat_hash_map<NodeId, int> index_;
   std::vector<Domain> domains_;
   std::vector<std::vector<int>> domains_by_level_;

@@ -1,5 +1,6 @@
 #include "core/pending_index.h"
 
+#include <algorithm>
 #include <tuple>
 
 #include "absl/strings/numbers.h"
@@ -50,6 +51,28 @@ PendingKey PendingKeyOf(const Gang& gang) {
       estimate > absl::ZeroDuration() ? estimate : absl::InfiniteDuration()};
 }
 
+std::set<PendingKey>::const_iterator PendingGroup::FirstNotKnownToFail(
+    int64_t epoch, std::set<PendingKey>::const_iterator from) const {
+  if (failed_epoch != epoch) return from;
+  // Walk the members in order and, in step, the members short enough to
+  // try; whichever walk ends first gives the answer.
+  const absl::Duration limit = failed_estimate;
+  auto short_enough = by_estimate.begin();
+  const PendingKey* earliest = nullptr;  // among the short ones, >= *from
+  for (auto it = from; it != members.end(); ++it) {
+    if (it->estimate < limit) return it;
+    if (short_enough == by_estimate.end() || short_enough->first >= limit) {
+      return earliest ? members.find(*earliest) : members.end();
+    }
+    const PendingKey* key = short_enough->second;
+    if (!(*key < *from) && (earliest == nullptr || *key < *earliest)) {
+      earliest = key;
+    }
+    ++short_enough;
+  }
+  return members.end();
+}
+
 void PendingGroup::RecordFailure(int64_t epoch, absl::Duration estimate,
                                  const std::string& why) {
   if (failed_epoch != epoch || estimate < failed_estimate) {
@@ -66,8 +89,8 @@ void PendingIndex::Insert(const Gang& gang) {
   PendingGroup& group = groups_[key];
   group.queue = gang.spec.queue;
   const PendingKey pending = PendingKeyOf(gang);
-  group.members.insert(pending);
-  group.estimates.insert(pending.estimate);
+  auto member = group.members.insert(pending).first;
+  group.by_estimate.emplace(pending.estimate, &*member);
   group.joined.push_back(gang.id);
   it->second = &group;
 }
@@ -76,9 +99,14 @@ void PendingIndex::Erase(const Gang& gang) {
   auto it = group_of_.find(gang.id);
   PHALANX_CHECK(it != group_of_.end());
   PendingGroup& group = *it->second;
-  const PendingKey pending = PendingKeyOf(gang);
-  PHALANX_CHECK(group.members.erase(pending) == 1);
-  group.estimates.erase(group.estimates.find(pending.estimate));
+  auto member = group.members.find(PendingKeyOf(gang));
+  PHALANX_CHECK(member != group.members.end());
+  auto [first, last] = group.by_estimate.equal_range(member->estimate);
+  auto entry = std::find_if(
+      first, last, [&](const auto& e) { return e.second == &*member; });
+  PHALANX_CHECK(entry != last);
+  group.by_estimate.erase(entry);
+  group.members.erase(member);
   group_of_.erase(it);
 }
 

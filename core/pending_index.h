@@ -45,7 +45,8 @@ int64_t GangSeq(const GangId& id);
 struct PendingGroup {
   QueueName queue;
   std::set<PendingKey> members;
-  std::multiset<absl::Duration> estimates;
+  // The members again, by estimate (pointing into `members`).
+  std::multimap<absl::Duration, const PendingKey*> by_estimate;
   // Gangs that joined since the cycle last looked at the group.
   std::vector<GangId> joined;
   // The cached failure: at capacity epoch `failed_epoch`, every member whose
@@ -60,8 +61,14 @@ struct PendingGroup {
   }
   // Whether every member is known to fail at `epoch`.
   bool AllKnownToFail(int64_t epoch) const {
-    return !estimates.empty() && KnownToFail(epoch, *estimates.begin());
+    return !by_estimate.empty() &&
+           KnownToFail(epoch, by_estimate.begin()->first);
   }
+  // From `from` on, the first member not known to fail at `epoch`, or
+  // members.end(). Costs about twice the smaller of the members passed over
+  // and the members short enough to try.
+  std::set<PendingKey>::const_iterator FirstNotKnownToFail(
+      int64_t epoch, std::set<PendingKey>::const_iterator from) const;
   // Records that a member with `estimate` failed at `epoch`.
   void RecordFailure(int64_t epoch, absl::Duration estimate,
                      const std::string& why);

@@ -362,7 +362,7 @@ PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
   Gang probe;
   probe.id = GangId("\x01probe");
   probe.spec = spec;
-  const std::vector<std::string> fleet_models = fleet.Models();
+  const std::vector<std::string>& fleet_models = fleet.Models();
   PlacementResult first_failure;
   for (const std::string* model : ModelChoices(spec, fleet_models)) {
     if (model != nullptr && options.model_gate) {

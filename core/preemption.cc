@@ -2,7 +2,9 @@
 // lower-priority gangs of its own queue, or reclaim its nominal quota from
 // gangs of sibling queues that borrow. Victims are chosen by the work they
 // would lose (GPU-seconds since their last checkpoint), gangs younger than
-// min_runtime are spared, and victims that turn out unnecessary are dropped.
+// min_runtime are spared, victims that turn out unnecessary are dropped, and
+// no preemption throws away more GPU-seconds than the preemptor would wait
+// for capacity to free up on its own (so one that is due soon just waits).
 // Victims go to PREEMPTING for a grace period while their GPUs stay held for
 // the preemptor.
 //
@@ -11,6 +13,7 @@
 // preemptor's queue stays within its own — so a victim can never preempt its
 // preemptor back.
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -43,32 +46,42 @@ int64_t Lookup(const std::map<std::string, int64_t>& map,
 
 }  // namespace
 
-bool Scheduler::IsVictimFor(const Gang& victim, const Gang& preemptor) const {
+Scheduler::VictimRules Scheduler::VictimRulesFor(const Gang& preemptor) const {
+  VictimRules rules{preemptor.spec.queue, preemptor.spec.priority, {}};
+  // Reclaim: the preemptor's queue stays within nominal quota after
+  // admission; the victim's queue is above its nominal quota.
+  const Queue& mine = queues_.at(preemptor.spec.queue);
+  if (mine.parent.empty() || mine.nominal_gpus.empty()) return rules;
+  int64_t total_held = 0;
+  int64_t total_nominal = 0;
+  for (const auto& [model, gpus] : Held(mine.name)) total_held += gpus;
+  for (const auto& [model, gpus] : mine.nominal_gpus) total_nominal += gpus;
+  if (total_held + preemptor.spec.TotalGpus() > total_nominal) return rules;
+  for (const auto& [name, theirs] : queues_) {
+    if (name == mine.name || theirs.parent != mine.parent ||
+        theirs.nominal_gpus.empty()) {
+      continue;
+    }
+    for (const auto& [model, gpus] : Held(name)) {
+      if (gpus > Lookup(theirs.nominal_gpus, model)) {
+        rules.reclaim_from.insert(name);
+        break;
+      }
+    }
+  }
+  return rules;
+}
+
+bool Scheduler::IsVictim(const Gang& victim, const VictimRules& rules) {
   if (victim.state != GangState::kAdmitted &&
       victim.state != GangState::kRunning) {
     return false;
   }
   if (!victim.admit_time) return false;
-  if (victim.spec.queue == preemptor.spec.queue) {
-    return victim.spec.priority < preemptor.spec.priority;
+  if (victim.spec.queue == rules.queue) {
+    return victim.spec.priority < rules.priority;
   }
-  // Reclaim: the preemptor's queue stays within nominal quota after
-  // admission; the victim's queue is above its nominal quota.
-  const Queue& mine = queues_.at(preemptor.spec.queue);
-  const Queue& theirs = queues_.at(victim.spec.queue);
-  if (mine.parent.empty() || mine.parent != theirs.parent ||
-      mine.nominal_gpus.empty() || theirs.nominal_gpus.empty()) {
-    return false;
-  }
-  int64_t total_held = 0;
-  int64_t total_nominal = 0;
-  for (const auto& [model, gpus] : Held(mine.name)) total_held += gpus;
-  for (const auto& [model, gpus] : mine.nominal_gpus) total_nominal += gpus;
-  if (total_held + preemptor.spec.TotalGpus() > total_nominal) return false;
-  for (const auto& [model, gpus] : Held(theirs.name)) {
-    if (gpus > Lookup(theirs.nominal_gpus, model)) return true;
-  }
-  return false;
+  return rules.reclaim_from.contains(victim.spec.queue);
 }
 
 bool Scheduler::FitsWithout(const GangPtr& gang,
@@ -90,16 +103,31 @@ bool Scheduler::FitsWithout(const GangPtr& gang,
   return fits;
 }
 
+double Scheduler::PreemptionBudget(const Gang& gang, absl::Time now) const {
+  const std::vector<char> none(fleet_.slots().size());
+  const std::optional<Reservation> natural = PlanReservation(
+      gang, fleet_, none, [this](const GangId& id) { return FindGang(id); },
+      now);
+  if (!natural || natural->start == absl::InfiniteFuture()) {
+    return std::numeric_limits<double>::infinity();  // no estimates to go by
+  }
+  const absl::Duration wait = natural->start - now;
+  if (wait <= config_.preemption.grace_period) return 0;  // about to fit
+  return absl::ToDoubleSeconds(wait) *
+         static_cast<double>(gang.spec.TotalGpus());
+}
+
 std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
                                                  absl::Time now) {
   if (!config_.preemption.enabled || held_for_.contains(gang->id)) {
     return std::nullopt;
   }
   // 1. Candidates, cheapest loss first (ties: lower priority, then id).
+  const VictimRules rules = VictimRulesFor(*gang);
   std::vector<std::pair<double, GangPtr>> candidates;
   for (const GangId& id : active_) {
     const GangPtr& other = gangs_.at(id);
-    if (!IsVictimFor(*other, *gang)) continue;
+    if (!IsVictim(*other, rules)) continue;
     // The min-runtime guard: once it passes, try again.
     const absl::Time protected_until =
         *other->admit_time + config_.preemption.min_runtime;
@@ -115,10 +143,14 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
               return std::tie(a.first, a.second->spec.priority, a.second->id) <
                      std::tie(b.first, b.second->spec.priority, b.second->id);
             });
-  // 2. Add victims until the gang fits.
+  // 2. Add victims until the gang fits, within the budget: never throw away
+  //    more GPU-seconds than the gang would otherwise wait.
+  const double budget = PreemptionBudget(*gang, now);
   std::vector<GangPtr> victims;
   bool fits = false;
+  double lost = 0;
   for (const auto& [cost, candidate] : candidates) {
+    if ((lost += cost) > budget) break;
     victims.push_back(candidate);
     if ((fits = FitsWithout(gang, victims))) break;
   }
@@ -141,6 +173,7 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
     for (const PodPlacement& pod : victim->placement) {
       held_for_[gang->id].insert(pod.node);
     }
+    held_slots_.clear();
     names.push_back(victim->id.value());
     Transition(std::move(preempting), EventType::kPreempting, now);
   }
@@ -165,11 +198,25 @@ void Scheduler::FinishPreemption(Gang victim, absl::Time now) {
 
 bool Scheduler::HeldForOther(int slot, const GangId& gang) const {
   if (held_for_.empty()) return false;
-  const NodeId& node = fleet_.slots()[slot].node.spec.id;
-  for (const auto& [preemptor, nodes] : held_for_) {
-    if (preemptor != gang && nodes.contains(node)) return true;
+  if (held_slots_.size() != fleet_.slots().size()) {
+    held_slots_.assign(fleet_.slots().size(), {});
+    for (const auto& [preemptor, nodes] : held_for_) {
+      for (const NodeId& node : nodes) {
+        const int held = fleet_.Find(node);
+        if (held >= 0) held_slots_[held].push_back(preemptor);
+      }
+    }
+  }
+  for (const GangId& preemptor : held_slots_[slot]) {
+    if (preemptor != gang) return true;
   }
   return false;
+}
+
+void Scheduler::DropHolds(const GangId& preemptor) {
+  if (held_for_.erase(preemptor) == 0) return;
+  held_slots_.clear();
+  BumpEpoch();  // the held nodes are free for others again
 }
 
 }  // namespace phalanx::core

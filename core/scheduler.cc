@@ -130,7 +130,7 @@ GangPtr Scheduler::Put(Gang gang) {
   if (gang.state == GangState::kPending) {
     if (!was_pending) pending_.Insert(gang);
   } else {
-    held_for_.erase(gang.id);  // an admitted or finished preemptor
+    DropHolds(gang.id);  // an admitted or finished preemptor
   }
   if (gang.state != GangState::kPreempting) preemptor_of_.erase(gang.id);
   if (HoldsCapacity(gang.state)) {
@@ -138,7 +138,6 @@ GangPtr Scheduler::Put(Gang gang) {
   } else {
     active_.erase(gang.id);
   }
-  if (IsFinal(gang.state)) held_for_.erase(gang.id);
   if (IsFinal(gang.state)) finished_.insert({FinishTime(gang), gang.id});
   ++gang_counts_[{gang.spec.queue, gang.state}];
   dirty_gangs_.insert(gang.id);

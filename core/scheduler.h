@@ -156,16 +156,32 @@ class Scheduler {
   void SetReason(const GangPtr& gang, std::string reason);
   void ExpireAndTrim(absl::Time now);
   void EvictFromNode(int slot, absl::Time now);
-  void BumpEpoch() { ++capacity_epoch_; }
+  void BumpEpoch() {
+    ++capacity_epoch_;
+    held_slots_.clear();  // slots may have moved
+  }
   const HeldGpus& Held(const QueueName& queue) const;
 
   // preemption.cc
   // Picks the cheapest sufficient set of victims for `gang` and moves them
   // to PREEMPTING; returns the gang's pending reason, or nullopt.
   std::optional<std::string> TryPreempt(const GangPtr& gang, absl::Time now);
-  // Whether `victim` is of a kind `preemptor` may preempt (the min-runtime
-  // guard aside).
-  bool IsVictimFor(const Gang& victim, const Gang& preemptor) const;
+  // GPU-seconds of work a preemption for `gang` may throw away: what the
+  // gang would wait for capacity to free up on its own (by the running
+  // gangs' estimates; unlimited without them, none when it is due within the
+  // grace period).
+  double PreemptionBudget(const Gang& gang, absl::Time now) const;
+  // Which gangs a preemptor may take capacity from: its own queue's lower
+  // priorities, and sibling queues above nominal when it reclaims.
+  struct VictimRules {
+    QueueName queue;
+    int priority = 0;
+    std::set<QueueName> reclaim_from;
+  };
+  VictimRules VictimRulesFor(const Gang& preemptor) const;
+  // Whether `victim` is of a kind the rules allow (the min-runtime guard
+  // aside).
+  static bool IsVictim(const Gang& victim, const VictimRules& rules);
   // Whether `gang` fits once `victims` are gone (tentatively released).
   bool FitsWithout(const GangPtr& gang, const std::vector<GangPtr>& victims);
   std::string PreemptedReason(const GangId& victim) const;
@@ -173,6 +189,8 @@ class Scheduler {
   void FinishPreemption(Gang victim, absl::Time now);
   // Whether the node at `slot` is held for a preemptor other than `gang`.
   bool HeldForOther(int slot, const GangId& gang) const;
+  // Forgets the nodes held for `preemptor`.
+  void DropHolds(const GangId& preemptor);
 
   // timers.cc
   // Fails gangs past max_runtime, requeues gangs past start_timeout, and
@@ -183,9 +201,16 @@ class Scheduler {
 
   // admission.cc
   int64_t FreeReadyGpus() const;
-  void ReleaseHoldsIfVictimsGone(const GangId& preemptor);
+  // Admits preemptors whose victims have stopped onto the capacity held for
+  // them; drops the holds of those that still do not fit.
+  void AdmitPreemptors(absl::Time now);
   // Tries to admit one gang; returns the reason it stays pending, or "".
-  std::string TryAdmit(const GangPtr& gang, absl::Time now);
+  struct Attempt {
+    std::string reason;             // "" when admitted
+    bool backfill_matters = false;  // it would fit on nodes reserved for
+                                    // others it may not backfill into
+  };
+  Attempt TryAdmit(const GangPtr& gang, absl::Time now);
   // "" if `queue` may take `gpus` more GPUs of `model`, else why not.
   std::string QuotaReason(const Queue& queue, const std::string& model,
                           int64_t gpus) const;
@@ -195,10 +220,9 @@ class Scheduler {
                    absl::Time now) const;
   bool MayReserve(const PendingKey& gang, absl::Time now) const;
   bool HoldsReservation(const GangId& id) const;
-  // The cycle's test for passing over a pending gang: its group is known to
-  // fail at this epoch and it could not make a reservation.
-  std::function<bool(const PendingGroup&, const PendingKey&)> KnownToFailNow(
-      absl::Time now);
+  // Whether a pending gang known to fail must still be offered to the cycle,
+  // to make a reservation; null in strict FIFO (every failure blocks).
+  std::function<bool(const PendingKey&)> CouldReserveNow(absl::Time now);
   // Gives gangs that joined a group known to fail the group's reason.
   void SettleJoinedGangs();
   // The reservation `gang` holds, or a new one if it may reserve; returns
@@ -252,6 +276,8 @@ class Scheduler {
   };
   std::map<GangId, Preemption> preemptor_of_;
   std::map<GangId, std::set<NodeId>> held_for_;
+  // held_for_ by fleet slot, rebuilt on demand (empty: stale).
+  mutable std::vector<std::vector<GangId>> held_slots_;
   std::optional<absl::Time> started_at_;
   int64_t revision_ = 0;
   int64_t next_gang_seq_ = 1;
