@@ -168,11 +168,15 @@ def table(figures, meta, goal_status):
     ]
     m = meta["machine"]
     lines = [
-        "Measured %s, `bench/run.sh%s` (%s), commit %s, on %s: %s, %d cores, "
+        "Measured %s, `bench/run.sh%s` (%s), commit %s%s, on %s: %s, %d cores, "
         "%.1f GiB, %s, /tmp on %s. Release build; Debian's libbenchmark "
         "reports itself as a DEBUG build." % (
             meta["date"], " --quick" if meta["mode"] == "quick" else "",
-            meta["mode"], meta["commit"], m["hostname"], m["cpu"], m["cores"],
+            meta["mode"], meta["commit"],
+            " plus uncommitted changes to " + ", ".join(
+                meta["uncommitted_sources"])
+            if meta["uncommitted_sources"] else "",
+            m["hostname"], m["cpu"], m["cores"],
             m["memory_gib"], m["os"], m["tmp_filesystem"]),
         "",
         "| figure | measured | goal | status |",
@@ -194,10 +198,16 @@ def main():
     figures.update(load_figures(load))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
+    # Sources built but not committed (the build compiles the working tree).
+    dirty = [line[3:] for line in subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no", "core",
+         "server", "storage", "proto"],
+        capture_output=True, text=True).stdout.splitlines()]
     meta = {
         "mode": mode,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "commit": commit,
+        "uncommitted_sources": dirty,
         "machine": machine(),
         "sizes": {
             "core_nodes": 10000, "gpus_per_node": 8, "core_pending": 100000,

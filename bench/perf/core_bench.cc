@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -29,16 +28,6 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Scheduler with `nodes` and `pending` gangs, built once per size and copied
-// by each benchmark (building 100k gangs costs about a second).
-const core::Scheduler& Prebuilt(int nodes, int pending) {
-  static auto* cache =
-      new std::map<std::pair<int, int>, std::unique_ptr<core::Scheduler>>();
-  auto& slot = (*cache)[{nodes, pending}];
-  if (slot == nullptr) slot = MakeScheduler(nodes, pending, /*seed=*/42);
-  return *slot;
-}
-
 // Gangs admitted by `mutation`, appended to `active`.
 int CollectAdmitted(const core::Mutation& mutation,
                     std::vector<core::GangId>* active) {
@@ -55,11 +44,11 @@ int CollectAdmitted(const core::Mutation& mutation,
 void BM_AdmitIntoEmptyFleet(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
   const int pending = static_cast<int>(state.range(1));
-  const core::Scheduler& prebuilt = Prebuilt(nodes, pending);
   int64_t admitted = 0;
   for (auto _ : state) {
+    // A fresh scheduler each time (Scheduler has no copy contract).
     state.PauseTiming();
-    auto scheduler = std::make_unique<core::Scheduler>(prebuilt);
+    auto scheduler = MakeScheduler(nodes, pending, /*seed=*/42);
     state.ResumeTiming();
     scheduler->RunCycle(BenchStart() + absl::Seconds(1));
     admitted += CollectAdmitted(scheduler->TakeMutation(), nullptr);
@@ -96,12 +85,16 @@ void BM_SteadyChurn(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
   const int pending = static_cast<int>(state.range(1));
   const int completions = static_cast<int>(state.range(2));
-  auto scheduler = std::make_unique<core::Scheduler>(Prebuilt(nodes, pending));
+  auto scheduler = MakeScheduler(nodes, pending, /*seed=*/42);
   GangMix mix(/*seed=*/7);
   std::vector<core::GangId> active;
   absl::Time now = BenchStart() + absl::Seconds(1);
   scheduler->RunCycle(now);
-  int refill = CollectAdmitted(scheduler->TakeMutation(), &active);
+  // Refill what the fill admitted, so timing starts at `pending` pending.
+  SubmitMany(*scheduler, mix,
+             CollectAdmitted(scheduler->TakeMutation(), &active), now);
+  scheduler->TakeMutation();
+  int refill = 0;
   int64_t admitted = 0;
   int64_t written = 0;
   double cycle_seconds = 0;
@@ -126,8 +119,8 @@ void BM_SteadyChurn(benchmark::State& state) {
   state.counters["gangs_written_per_step"] =
       static_cast<double>(written) / static_cast<double>(state.iterations());
   int64_t pending_now = 0;
-  for (const auto& [key, count] : scheduler->gang_counts()) {
-    if (key.second == core::GangState::kPending) pending_now += count;
+  for (const auto& [id, gang] : scheduler->gangs()) {
+    pending_now += gang->state == core::GangState::kPending ? 1 : 0;
   }
   state.counters["pending_at_end"] = static_cast<double>(pending_now);
   state.counters["active_at_end"] = static_cast<double>(active.size());
@@ -138,7 +131,7 @@ void BM_SteadyChurn(benchmark::State& state) {
 void BM_UnchangedCycle(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
   const int pending = static_cast<int>(state.range(1));
-  auto scheduler = std::make_unique<core::Scheduler>(Prebuilt(nodes, pending));
+  auto scheduler = MakeScheduler(nodes, pending, /*seed=*/42);
   absl::Time now = BenchStart() + absl::Seconds(1);
   scheduler->RunCycle(now);
   scheduler->TakeMutation();
