@@ -143,7 +143,7 @@ def verdicts(figures):
 
 
 def fmt(value):
-    if isinstance(value, float):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return "%.3g" % value if abs(value) < 100 else "{:,.0f}".format(value)
     return str(value)
 

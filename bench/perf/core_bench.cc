@@ -230,7 +230,7 @@ void RegisterAll(bool quick) {
             .c_str(),
         BM_UnchangedCycle)
         ->Args({10'000, pending})
-        ->Iterations(quick ? 20 : 200)
+        ->Iterations(quick ? 200 : 1'000)
         ->Unit(benchmark::kMicrosecond);
   }
   for (size_t s = 0; s < ShapeMix().size(); ++s) {
