@@ -390,7 +390,7 @@ TEST_F(PreemptionTest, HigherPriorityPreemptsTheCheapestSufficientVictims) {
 TEST_F(PreemptionTest, GracePeriodEndsThePreemptionWithoutAnAck) {
   GangPtr low = Submit(Spec("q").Pods(4, 8));
   Cycle();
-  now_ += absl::Hours(1);
+  now_ += absl::Minutes(12);
   GangPtr high = Submit(Spec("q").Pods(1, 8).Priority(1));
   Cycle();
   ASSERT_EQ(StateOf(low), GangState::kPreempting);
@@ -398,6 +398,20 @@ TEST_F(PreemptionTest, GracePeriodEndsThePreemptionWithoutAnAck) {
   Cycle();
   EXPECT_EQ(StateOf(low), GangState::kPending);
   EXPECT_EQ(StateOf(high), GangState::kAdmitted);
+}
+
+TEST_F(PreemptionTest, NeverThrowsAwayMoreWorkThanAnHourOfThePreemptorsWait) {
+  GangPtr low = Submit(Spec("q").Pods(4, 8));
+  Cycle();
+  now_ += absl::Hours(2);  // 64 GPU-hours would be lost
+  GangPtr small = Submit(Spec("q").Pods(1, 8).Priority(5));  // budget 8
+  Cycle();
+  EXPECT_EQ(StateOf(low), GangState::kAdmitted);
+  EXPECT_THAT(ReasonOf(small), StartsWith("NO_FIT"));
+  GangPtr whole = Submit(Spec("q").Pods(4, 8).Priority(9));  // budget 32
+  Cycle();
+  EXPECT_EQ(StateOf(low), GangState::kAdmitted);
+  EXPECT_THAT(ReasonOf(whole), StartsWith("NO_FIT"));
 }
 
 TEST_F(PreemptionTest, EqualPriorityAndYoungGangsAreNeverVictims) {
@@ -415,6 +429,47 @@ TEST_F(PreemptionTest, EqualPriorityAndYoungGangsAreNeverVictims) {
   EXPECT_EQ(StateOf(low), GangState::kPreempting);
   EXPECT_EQ(StateOf(same), GangState::kPending);
   EXPECT_THAT(ReasonOf(high), StartsWith("PREEMPTING"));
+}
+
+}  // namespace
+}  // namespace phalanx::core
+
+namespace phalanx::core {
+namespace {
+
+TEST(PendingGroupTest, PassesOverMembersWithEstimatesNoShorterThanAFailure) {
+  PendingIndex index;
+  std::vector<Gang> gangs;
+  const int hours[] = {5, 9, 2, 7, 1};
+  for (int i = 0; i < 5; ++i) {
+    Gang gang;
+    gang.id = GangId(absl::StrCat("g-00000", i + 1));
+    gang.spec.queue = QueueName("q");
+    gang.spec.pod_sets.push_back(PodSetSpec{});
+    gang.spec.estimated_runtime = absl::Hours(hours[i]);
+    gang.submit_time = absl::FromUnixSeconds(i);
+    index.Insert(gang);
+    gangs.push_back(gang);
+  }
+  PendingGroup& group = *index.GroupOf(gangs[0].id);
+  ASSERT_EQ(group.members.size(), 5u);
+  EXPECT_EQ(group.FirstNotKnownToFail(1, group.members.begin())->id,
+            gangs[0].id);  // nothing known at epoch 1 yet
+  group.RecordFailure(1, absl::Hours(5), "NO_FIT");
+  EXPECT_EQ(group.FirstNotKnownToFail(1, group.members.begin())->id,
+            gangs[2].id);  // 2 h is the first shorter than 5 h
+  group.RecordFailure(1, absl::Hours(2), "NO_FIT");
+  EXPECT_EQ(group.FirstNotKnownToFail(1, group.members.begin())->id,
+            gangs[4].id);
+  EXPECT_FALSE(group.AllKnownToFail(1));
+  group.RecordFailure(1, absl::Hours(1), "NO_FIT");
+  EXPECT_TRUE(group.AllKnownToFail(1));
+  EXPECT_EQ(group.FirstNotKnownToFail(1, group.members.begin()),
+            group.members.end());
+  EXPECT_FALSE(group.AllKnownToFail(2));  // the epoch moved
+  index.Erase(gangs[4]);
+  EXPECT_TRUE(group.AllKnownToFail(1));  // the shortest left is 2 h
+  EXPECT_EQ(group.by_estimate.size(), 4u);
 }
 
 }  // namespace

@@ -13,7 +13,6 @@
 // preemptor's queue stays within its own — so a victim can never preempt its
 // preemptor back.
 #include <algorithm>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -22,6 +21,11 @@
 
 namespace phalanx::core {
 namespace {
+
+// A preemption may throw away at most the GPU-time its preemptor would
+// otherwise wait within this horizon: long waits are for reservations to
+// end, not for throwing away days of a large gang's work.
+constexpr absl::Duration kPreemptionHorizon = absl::Hours(1);
 
 int64_t HeldGpusOf(const Gang& gang) {
   int64_t gpus = 0;
@@ -108,12 +112,10 @@ double Scheduler::PreemptionBudget(const Gang& gang, absl::Time now) const {
   const std::optional<Reservation> natural = PlanReservation(
       gang, fleet_, none, [this](const GangId& id) { return FindGang(id); },
       now);
-  if (!natural || natural->start == absl::InfiniteFuture()) {
-    return std::numeric_limits<double>::infinity();  // no estimates to go by
-  }
-  const absl::Duration wait = natural->start - now;
+  const absl::Duration wait =
+      natural ? natural->start - now : absl::InfiniteDuration();
   if (wait <= config_.preemption.grace_period) return 0;  // about to fit
-  return absl::ToDoubleSeconds(wait) *
+  return absl::ToDoubleSeconds(std::min(wait, kPreemptionHorizon)) *
          static_cast<double>(gang.spec.TotalGpus());
 }
 

@@ -106,13 +106,19 @@ std::optional<Reservation> PlanReservation(
     const Gang& gang, const Fleet& fleet, const std::vector<char>& taken,
     const std::function<GangPtr(const GangId&)>& find, absl::Time now) {
   const PodSetSpec& set = LargestPodSet(gang.spec);
-  const int level = ReservationLevel(set, fleet);
-  const std::vector<int> domains =
-      level < 0 ? std::vector<int>{0} : fleet.DomainsAtLevel(level);
+  // The constraint's level first; when no domain there could ever host it
+  // (a PREFERRED gang larger than its level), the levels above it, up to
+  // the whole fleet.
   std::optional<Candidate> best;
-  for (int domain : domains) {
-    std::optional<Candidate> c = Evaluate(domain, set, fleet, taken, find, now);
-    if (c && (!best || *c < *best)) best = c;
+  for (int level = ReservationLevel(set, fleet); !best && level >= -1;
+       --level) {
+    const std::vector<int> domains =
+        level < 0 ? std::vector<int>{0} : fleet.DomainsAtLevel(level);
+    for (int domain : domains) {
+      std::optional<Candidate> c =
+          Evaluate(domain, set, fleet, taken, find, now);
+      if (c && (!best || *c < *best)) best = c;
+    }
   }
   if (!best) return std::nullopt;
   const Fleet::Domain& d = fleet.domains()[best->domain];

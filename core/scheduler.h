@@ -166,10 +166,10 @@ class Scheduler {
   // Picks the cheapest sufficient set of victims for `gang` and moves them
   // to PREEMPTING; returns the gang's pending reason, or nullopt.
   std::optional<std::string> TryPreempt(const GangPtr& gang, absl::Time now);
-  // GPU-seconds of work a preemption for `gang` may throw away: what the
-  // gang would wait for capacity to free up on its own (by the running
-  // gangs' estimates; unlimited without them, none when it is due within the
-  // grace period).
+  // GPU-seconds of work a preemption for `gang` may throw away: its GPUs
+  // times how long it would wait for capacity to free up on its own (by the
+  // running gangs' estimates; unknown counts as long), capped at an hour;
+  // none when it is due within the grace period.
   double PreemptionBudget(const Gang& gang, absl::Time now) const;
   // Which gangs a preemptor may take capacity from: its own queue's lower
   // priorities, and sibling queues above nominal when it reclaims.
