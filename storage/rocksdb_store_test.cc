@@ -111,5 +111,22 @@ TEST(EventKeyTest, SortsByRevision) {
   EXPECT_LT(EventKey(1), EventKey(1ll << 40));
 }
 
+TEST_F(RocksDbStoreTest, CleanCloseFlushesSoReopenReplaysNoWal) {
+  auto original = Populated();
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store->Commit(original->TakeMutation()).ok());
+  }
+  // The commit is in a table file, not only in the WAL.
+  int tables = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    tables += entry.path().extension() == ".sst" ? 1 : 0;
+  }
+  EXPECT_GT(tables, 0);
+  auto state = OpenStore()->LoadAll();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->gangs.size(), 1u);
+}
+
 }  // namespace
 }  // namespace phalanx::storage
