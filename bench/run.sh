@@ -33,6 +33,7 @@ cmake --build "$build" -j1 --target phalanx-core-bench phalanx-load phalanxd
 built=$(date +%s)
 echo "run.sh: built in $((built - start)) s" >&2
 
+rm -f "$results/raw/core-bench.json" "$results/raw/load.json"  # no stale figures
 echo "run.sh: core benchmarks ($mode)" >&2
 # A failed suite is reported and its figures come out "not measured".
 "$build/bench/perf/phalanx-core-bench" "${quick_flag[@]}" \
