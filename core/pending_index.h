@@ -74,8 +74,12 @@ struct PendingGroup {
                      const std::string& why);
 };
 
+// Not copyable: group_of_ points into groups_.
 class PendingIndex {
  public:
+  PendingIndex() = default;
+  PendingIndex(const PendingIndex&) = delete;
+  PendingIndex& operator=(const PendingIndex&) = delete;
   void Insert(const Gang& gang);
   void Erase(const Gang& gang);
   // The group of a pending gang, or null.
