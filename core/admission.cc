@@ -283,6 +283,7 @@ int64_t Scheduler::FreeReadyGpus() const {
 }
 
 void Scheduler::AdmitPreemptors(absl::Time now) {
+  if (held_for_.empty()) return;
   std::set<GangId> waiting;
   for (const auto& [victim, preemption] : preemptor_of_) {
     waiting.insert(preemption.preemptor);
@@ -311,26 +312,31 @@ bool Scheduler::MayBackfill(const Gang& gang, const Reservation& reservation,
   return estimate > absl::ZeroDuration() && now + estimate <= reservation.start;
 }
 
-bool Scheduler::MayReserve(const PendingKey& gang, absl::Time now) const {
+bool Scheduler::MayReserve(int priority, absl::Time submit_time,
+                           absl::Time now) const {
   const ReservationConfig& config = config_.reservation;
   if (static_cast<int>(reservations_.size()) >= config.depth) return false;
-  return gang.priority >= config.min_priority ||
+  return priority >= config.min_priority ||
          (config.after > absl::ZeroDuration() &&
-          now - gang.submit_time >= config.after);
+          now - submit_time >= config.after);
 }
 
 std::optional<std::string> Scheduler::ReserveFor(const GangPtr& gang,
                                                  absl::Time now) {
-  for (const Reservation& reservation : reservations_) {
-    if (reservation.gang == gang->id) return ReservedReason(reservation);
+  if (const Reservation* held = ReservationOf(gang->id)) {
+    return ReservedReason(*held);
   }
-  if (!MayReserve(PendingKeyOf(*gang), now)) return std::nullopt;
+  if (!MayReserve(gang->spec.priority, gang->submit_time, now)) {
+    return std::nullopt;
+  }
   return Reserve(gang, now);
 }
 
-bool Scheduler::HoldsReservation(const GangId& id) const {
-  return std::any_of(reservations_.begin(), reservations_.end(),
-                     [&](const Reservation& r) { return r.gang == id; });
+const Reservation* Scheduler::ReservationOf(const GangId& id) const {
+  for (const Reservation& reservation : reservations_) {
+    if (reservation.gang == id) return &reservation;
+  }
+  return nullptr;
 }
 
 std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
@@ -475,7 +481,9 @@ void Scheduler::RunCycle(absl::Time now) {
 std::function<bool(const PendingKey&)> Scheduler::CouldReserveNow(
     absl::Time now) {
   if (config_.admission.strict_fifo) return nullptr;
-  return [this, now](const PendingKey& key) { return MayReserve(key, now); };
+  return [this, now](const PendingKey& key) {
+    return MayReserve(key.priority, key.submit_time, now);
+  };
 }
 
 void Scheduler::SettleJoinedGangs() {

@@ -121,7 +121,7 @@ GangPtr Scheduler::Put(Gang gang) {
     if (old.state == GangState::kPending && gang.state != GangState::kPending) {
       pending_.Erase(old);
       // Its reservation, if any, goes at the next cycle.
-      if (HoldsReservation(old.id)) BumpEpoch();
+      if (ReservationOf(old.id) != nullptr) BumpEpoch();
     }
     was_pending = old.state == GangState::kPending;
     if (IsFinal(old.state)) finished_.erase({FinishTime(old), old.id});
@@ -628,8 +628,8 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
   }
   explanation.position = position;
   explanation.position_in_queue = in_queue;
-  for (const Reservation& reservation : reservations_) {
-    if (reservation.gang == id) explanation.reservation = reservation;
+  if (const Reservation* held = ReservationOf(id)) {
+    explanation.reservation = *held;
   }
   return explanation;
 }

@@ -218,8 +218,9 @@ class Scheduler {
   // Whether `gang` may use a node reserved by `reservation` (backfill).
   bool MayBackfill(const Gang& gang, const Reservation& reservation,
                    absl::Time now) const;
-  bool MayReserve(const PendingKey& gang, absl::Time now) const;
-  bool HoldsReservation(const GangId& id) const;
+  bool MayReserve(int priority, absl::Time submit_time, absl::Time now) const;
+  // The reservation `id` holds, or null.
+  const Reservation* ReservationOf(const GangId& id) const;
   // Whether a pending gang known to fail must still be offered to the cycle,
   // to make a reservation; null in strict FIFO (every failure blocks).
   std::function<bool(const PendingKey&)> CouldReserveNow(absl::Time now);
