@@ -256,6 +256,7 @@ Scheduler::Attempt Scheduler::TryAdmit(const GangPtr& gang, absl::Time now) {
       return (r < 0 || MayBackfill(*gang, reservations_[r], now)) &&
              !HeldForOther(slot, gang->id);
     };
+    options.restricted_slots = &RestrictedSlots();
   }
   PlacementResult placement = PlaceGang(gang->spec, fleet_, options);
   if (!placement.placed) {
@@ -353,6 +354,7 @@ std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
     if (reserved_slot_[i] < 0) reserved_slot_[i] = index;
   }
   reservations_.push_back(*reservation);
+  restricted_slots_.reset();
   return ReservedReason(*reservation);
 }
 
@@ -402,6 +404,7 @@ void Scheduler::RunCycle(absl::Time now) {
       reserved_slot_.size() != fleet_.slots().size()) {
     reservations_.clear();
     reserved_slot_.assign(fleet_.slots().size(), -1);
+    restricted_slots_.reset();
   }
 
   // 2. Preemptors whose victims have all stopped take the capacity held for
