@@ -248,6 +248,10 @@ class Scheduler {
   // Emits RESERVED events for new reservations; bumps the epoch on change.
   void AnnounceReservations(const std::vector<Reservation>& previous,
                             absl::Time now);
+  // When capacity changed: re-plans every reservation (at most every few
+  // seconds), else re-estimates the kept ones on their domains and drops
+  // those whose gang left PENDING or no longer fits there.
+  void KeepOrReplanReservations(absl::Time now);
   void SampleLedger(absl::Time now);
   // Pending gangs in the order a cycle would consider them now.
   std::vector<GangPtr> StaticOrder() const;
@@ -264,6 +268,8 @@ class Scheduler {
   // The epoch the reservations were planned at: they are re-planned when
   // it moves, and kept while nothing changes.
   int64_t reservations_epoch_ = -1;
+  // When the reservations were last planned from scratch.
+  absl::Time reservations_planned_at_ = absl::InfinitePast();
   // When time alone may let a pending gang in (a preemption victim passing
   // its min-runtime guard): the epoch moves then.
   absl::Time wakeup_ = absl::InfiniteFuture();
