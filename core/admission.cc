@@ -485,10 +485,14 @@ constexpr absl::Duration kFullReplanInterval = absl::Seconds(10);
 void Scheduler::KeepOrReplanReservations(absl::Time now) {
   const bool moved = reservations_epoch_ != capacity_epoch_;
   const bool resized = reserved_slot_.size() != fleet_.slots().size();
-  if (!moved && !resized) return;
-  if (resized || now - reservations_planned_at_ >= kFullReplanInterval) {
+  const bool due = now - reservations_planned_at_ >= kFullReplanInterval;
+  if (!resized && !(moved || (reservations_refreshed_ && due))) return;
+  if (resized || due) {
     reservations_.clear();
     reservations_planned_at_ = now;
+    reservations_refreshed_ = false;
+  } else {
+    reservations_refreshed_ = true;  // a full plan is owed once due
   }
   std::vector<Reservation> kept;
   std::vector<char> taken(fleet_.slots().size(), 0);

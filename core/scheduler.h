@@ -270,6 +270,9 @@ class Scheduler {
   int64_t reservations_epoch_ = -1;
   // When the reservations were last planned from scratch.
   absl::Time reservations_planned_at_ = absl::InfinitePast();
+  // Whether kept reservations were re-estimated since that plan (a full
+  // plan then follows once the interval has passed, changes or not).
+  bool reservations_refreshed_ = false;
   // When time alone may let a pending gang in (a preemption victim passing
   // its min-runtime guard): the epoch moves then.
   absl::Time wakeup_ = absl::InfiniteFuture();
