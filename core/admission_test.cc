@@ -263,6 +263,27 @@ TEST_F(ReservationTest, OnlyGangsThatEndBeforeTheStartMayBackfill) {
   EXPECT_EQ(StateOf(quick), GangState::kAdmitted);
 }
 
+// Between full plans (every 10 s while capacity changes) a kept
+// reservation goes when its gang leaves the line, and the next gang in line
+// may reserve at once.
+TEST_F(ReservationTest, AReservationEndsWithItsGangBetweenFullPlans) {
+  GangPtr big = Submit(Spec("q").Pods(2, 8).Required("rack"));
+  Cycle();
+  ASSERT_EQ(scheduler_->reservations().size(), 1u);
+  ASSERT_TRUE(scheduler_->Cancel(big->id, "test", now_).ok());
+  Cycle();
+  EXPECT_TRUE(scheduler_->reservations().empty());
+  GangPtr next = Submit(Spec("q").Pods(2, 8).Required("rack"));
+  Cycle();
+  ASSERT_EQ(scheduler_->reservations().size(), 1u);
+  EXPECT_EQ(scheduler_->reservations()[0].gang, next->id);
+  // A quiet cycle after the interval plans afresh and keeps the same rack.
+  const std::string path = scheduler_->reservations()[0].path;
+  scheduler_->RunCycle(now_ += absl::Seconds(30));
+  ASSERT_EQ(scheduler_->reservations().size(), 1u);
+  EXPECT_EQ(scheduler_->reservations()[0].path, path);
+}
+
 TEST_F(ReservationTest, DepthZeroTurnsReservationsOff) {
   Config config = scheduler_->config();
   config.reservation.depth = 0;
