@@ -2,6 +2,7 @@
 // that counts every node, over seeded random fleets.
 #include "core/free_index.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -56,11 +57,26 @@ class RandomFleet {
       set.topology = {TopologyMode::kPreferred, levels[Between(0, 2)]};
     }
     if (Between(0, 3) == 0) set.gpu_models = {Between(0, 1) ? "H200" : "H100"};
+    if (Between(0, 3) == 0) Slice(set);
     GangSpec spec;
     spec.queue = QueueName("q");
     spec.allow_mixed_models = Between(0, 4) == 0;
     spec.pod_sets.push_back(std::move(set));
     return spec;
+  }
+
+  // Slices of a size that divides the count, no wider than the topology.
+  void Slice(PodSetSpec& set) {
+    const std::vector<std::string> levels = {"block", "rack", "node"};
+    int widest = 0;
+    if (set.topology.mode != TopologyMode::kUnconstrained) {
+      widest = static_cast<int>(
+          std::find(levels.begin(), levels.end(), set.topology.level) -
+          levels.begin());
+    }
+    int size = Between(2, 4);
+    while (set.count % size != 0) --size;
+    set.slice = {size, levels[Between(widest, 2)]};
   }
 
   int Between(int lo, int hi) {

@@ -60,6 +60,8 @@ class PodSetPlacer {
         model_(model),
         basis_(options.basis),
         first_fit_(options.first_fit),
+        slice_level_(set.slice.size > 0 ? fleet.LevelIndex(set.slice.level)
+                                        : -1),
         indexed_(
             options.basis == CapacityBasis::kFree && set.gpus > 0 &&
             (!options.node_allowed || options.restricted_slots != nullptr)) {
@@ -73,6 +75,7 @@ class PodSetPlacer {
   // Returns pods per slot in fill order, or nullopt with `reason` set.
   std::optional<Fills> Place(std::string& reason) {
     const TopologyConstraint& topo = set_.topology;
+    if (Sliced()) return PlaceSlices(reason);
     if (topo.mode == TopologyMode::kUnconstrained) return PackLeastFree(reason);
     const int level = fleet_.LevelIndex(topo.level);
     PHALANX_CHECK(level >= 0);
@@ -259,53 +262,39 @@ class PodSetPlacer {
   }
 
   // Puts `count` pods into `domain`: children with the most capacity first,
-  // the last child chosen as the one that fits the remainder most tightly.
+  // the last child chosen as the one that fits the remainder most tightly;
+  // the same at the node level, so whole nodes stay whole.
   void Fill(int domain, int64_t count) {
     const Fleet::Domain& d = fleet_.domains()[domain];
-    if (d.child_domains.empty()) {
-      FillNodes(d.node_begin, d.node_end, count);
-      return;
-    }
     std::vector<int64_t> left;
-    for (int child : d.child_domains) left.push_back(DomainPods(child));
-    if (first_fit_) {
-      for (size_t i = 0; i < left.size() && count > 0; ++i) {
-        const int64_t take = std::min(count, left[i]);
-        if (take > 0) Fill(d.child_domains[i], take);
-        count -= take;
+    if (d.child_domains.empty()) {
+      for (int i = d.node_begin; i < d.node_end; ++i) {
+        left.push_back(NodePods(i));
+      }
+      for (const auto& [i, pods] : Distribute(left, count)) {
+        fills_.emplace_back(d.node_begin + i, static_cast<int>(pods));
       }
       return;
     }
-    while (count > 0) {
-      int pick = -1;
-      for (size_t i = 0; i < left.size(); ++i) {
-        if (left[i] >= count && (pick < 0 || left[i] < left[pick])) pick = i;
-      }
-      if (pick >= 0) {
-        Fill(d.child_domains[pick], count);
-        return;
-      }
-      pick = static_cast<int>(std::max_element(left.begin(), left.end()) -
-                              left.begin());
-      PHALANX_CHECK(left[pick] > 0);
-      Fill(d.child_domains[pick], left[pick]);
-      count -= left[pick];
-      left[pick] = 0;
+    for (int child : d.child_domains) left.push_back(DomainPods(child));
+    for (const auto& [i, pods] : Distribute(left, count)) {
+      Fill(d.child_domains[i], pods);
     }
   }
 
-  // Same rule at the node level: a node the remainder fills exactly (or most
-  // tightly) is taken last, so whole nodes stay whole.
-  void FillNodes(int begin, int end, int64_t count) {
-    std::vector<int64_t> left;
-    for (int i = begin; i < end; ++i) left.push_back(NodePods(i));
+  // Splits `count` units over parts that hold `left[i]` each: the part the
+  // remainder fits most tightly, else the largest, until none is left (first
+  // fit: in order). Returns (part, units) in fill order.
+  std::vector<std::pair<int, int64_t>> Distribute(std::vector<int64_t> left,
+                                                  int64_t count) const {
+    std::vector<std::pair<int, int64_t>> parts;
     if (first_fit_) {
       for (size_t i = 0; i < left.size() && count > 0; ++i) {
         const int64_t take = std::min(count, left[i]);
-        if (take > 0) fills_.emplace_back(begin + i, static_cast<int>(take));
+        if (take > 0) parts.emplace_back(static_cast<int>(i), take);
         count -= take;
       }
-      return;
+      return parts;
     }
     while (count > 0) {
       int pick = -1;
@@ -313,15 +302,106 @@ class PodSetPlacer {
         if (left[i] >= count && (pick < 0 || left[i] < left[pick])) pick = i;
       }
       if (pick >= 0) {
-        fills_.emplace_back(begin + pick, static_cast<int>(count));
-        return;
+        parts.emplace_back(pick, count);
+        return parts;
       }
       pick = static_cast<int>(std::max_element(left.begin(), left.end()) -
                               left.begin());
       PHALANX_CHECK(left[pick] > 0);
-      fills_.emplace_back(begin + pick, static_cast<int>(left[pick]));
+      parts.emplace_back(pick, left[pick]);
       count -= left[pick];
       left[pick] = 0;
+    }
+    return parts;
+  }
+
+  // Whether slices constrain more than the topology already does.
+  bool Sliced() const {
+    const int depth = static_cast<int>(fleet_.levels().size());
+    return set_.slice.size > 1 && slice_level_ >= 0 &&
+           (set_.topology.mode == TopologyMode::kUnconstrained ||
+            fleet_.LevelIndex(set_.topology.level) < depth);
+  }
+
+  // Slices (DESIGN §6): `slice.size` pods inside one domain at
+  // `slice.level`. The best-fitting domain at the constraint's level (walking
+  // up for PREFERRED; the fleet for UNCONSTRAINED) is sized in whole slices,
+  // and slices are spread like pods: the largest parts first, the tightest
+  // last.
+  std::optional<Fills> PlaceSlices(std::string& reason) {
+    const TopologyConstraint& topo = set_.topology;
+    const int64_t need = set_.count / set_.slice.size;
+    const int top = topo.mode == TopologyMode::kUnconstrained
+                        ? -1
+                        : fleet_.LevelIndex(topo.level);
+    int64_t largest = 0;
+    for (int level = top; level >= -1; --level) {
+      const std::vector<int>& domains =
+          level < 0 ? kFleetDomain : fleet_.DomainsAtLevel(level);
+      int best = -1;
+      int64_t best_slices = 0;
+      for (int domain : domains) {
+        const int64_t slices = DomainSlices(domain);
+        largest = std::max(largest, slices);
+        if (slices >= need && (best < 0 || slices < best_slices)) {
+          if (first_fit_ && best >= 0) continue;
+          best = domain;
+          best_slices = slices;
+        }
+      }
+      if (best >= 0) {
+        fills_.clear();
+        FillSlices(best, need);
+        return fills_;
+      }
+      if (topo.mode == TopologyMode::kRequired) break;
+    }
+    const std::string where =
+        topo.mode == TopologyMode::kRequired ? topo.level : "fleet";
+    reason = absl::StrCat(
+        basis_ == CapacityBasis::kTotal ? "can never fit: " : "NO_FIT: ",
+        "the largest ", where, " holds ", largest, " of ", need, " slices of ",
+        set_.slice.size, " pods in one ", set_.slice.level);
+    return std::nullopt;
+  }
+
+  // Whole slices that fit in `domain`.
+  int64_t DomainSlices(int domain) const {
+    const Fleet::Domain& d = fleet_.domains()[domain];
+    const int64_t size = set_.slice.size;
+    if (d.level == slice_level_) return DomainPods(domain) / size;
+    int64_t slices = 0;
+    if (d.child_domains.empty()) {  // slices of one node each
+      for (int i = d.node_begin; i < d.node_end; ++i) {
+        slices += NodePods(i) / size;
+      }
+      return slices;
+    }
+    for (int child : d.child_domains) slices += DomainSlices(child);
+    return slices;
+  }
+
+  // Puts `slices` whole slices into `domain`.
+  void FillSlices(int domain, int64_t slices) {
+    const Fleet::Domain& d = fleet_.domains()[domain];
+    const int64_t size = set_.slice.size;
+    if (d.level == slice_level_) {
+      Fill(domain, slices * size);
+      return;
+    }
+    std::vector<int64_t> left;
+    if (d.child_domains.empty()) {
+      for (int i = d.node_begin; i < d.node_end; ++i) {
+        left.push_back(NodePods(i) / size);
+      }
+      for (const auto& [i, count] : Distribute(left, slices)) {
+        fills_.emplace_back(d.node_begin + i, static_cast<int>(count * size));
+      }
+      return;
+    }
+    for (int child : d.child_domains) left.push_back(DomainSlices(child));
+    for (const auto& [i, count] : Distribute(left, slices)) {
+      FillSlices(d.child_domains[i], count);
     }
   }
 
@@ -367,6 +447,7 @@ class PodSetPlacer {
     return fills_;
   }
 
+  inline static const std::vector<int> kFleetDomain = {0};
   // Bounds the free-GPU walk (no node has more GPUs than this).
   static constexpr int64_t kNoGpuLimit = 1 << 20;
 
@@ -376,6 +457,7 @@ class PodSetPlacer {
   const std::string* model_;
   const CapacityBasis basis_;
   const bool first_fit_;
+  const int slice_level_;  // -1 when the set is not sliced
   const bool indexed_;
   // Counted up front (not indexed).
   std::vector<int64_t> node_pods_;

@@ -82,6 +82,48 @@ TEST(PlacementTest, PreferredWalksUpToTheBlock) {
               ElementsAre(std::pair("H100-00", 3), std::pair("H100-03", 1)));
 }
 
+TEST(PlacementTest, SlicesKeepEachSliceInOneRack) {
+  // Free whole nodes per rack: 3, 3, 2, 1. Unsliced, 6 pods take 3 + 3;
+  // in slices of 2 per rack each rack holds one slice: 2 + 2 + 2.
+  Fleet fleet = MakeFleet({{0, 1}, {1, 1}, {2, 2}, {3, 3}});
+  PlacementResult result = PlaceGang(
+      Spec("q").Pods(6, 8).Required("block").Slices(2, "rack"), fleet);
+  ASSERT_TRUE(result.placed) << result.reason;
+  EXPECT_THAT(PodsPerRack(result),
+              ElementsAre(std::pair("H100-00", 2), std::pair("H100-01", 2),
+                          std::pair("H100-02", 2)));
+}
+
+TEST(PlacementTest, SliceLargerThanAnyRackExplainsInSlices) {
+  Fleet fleet = MakeFleet({{0, 1}, {1, 1}, {2, 2}, {3, 3}});
+  PlacementResult result = PlaceGang(
+      Spec("q").Pods(4, 8).Required("block").Slices(4, "rack"), fleet);
+  EXPECT_FALSE(result.placed);
+  EXPECT_EQ(result.reason,
+            "NO_FIT: the largest block holds 0 of 1 slices of 4 pods in one "
+            "rack");
+}
+
+TEST(PlacementTest, NodeSlicesPutEachSliceOnOneNode) {
+  // Every node has 6 of 8 GPUs free: 3 pods of 2 GPUs. Slices of 2 pods
+  // per node leave the third pod's room on each node unused.
+  Fleet fleet = MakeFleet({});
+  Gang pin;
+  pin.id = GangId("pin");
+  pin.spec = Spec("q").Pods(1, 2, "p");
+  for (const Fleet::Slot& slot : std::vector<Fleet::Slot>(fleet.slots())) {
+    ASSERT_TRUE(
+        fleet.Allocate(pin, {{"p", 0, slot.node.spec.id, {0, 1}}}).ok());
+  }
+  PlacementResult result =
+      PlaceGang(Spec("q").Pods(6, 2).Slices(2, "node"), fleet);
+  ASSERT_TRUE(result.placed) << result.reason;
+  std::map<std::string, int> per_node;
+  for (const PodPlacement& pod : result.pods) per_node[pod.node.value()]++;
+  EXPECT_EQ(per_node.size(), 3u);
+  for (const auto& [node, pods] : per_node) EXPECT_EQ(pods, 2) << node;
+}
+
 TEST(PlacementTest, PodsOnOneNodeGetDistinctGpus) {
   Fleet fleet = MakeFleet({});
   PlacementResult result =

@@ -216,18 +216,38 @@ absl::Status Scheduler::CheckSubmittable(const GangSpec& spec) const {
         absl::StrCat("spec.queue: no queue \"", spec.queue.value(), "\""));
   }
   for (size_t i = 0; i < spec.pod_sets.size(); ++i) {
-    const TopologyConstraint& topo = spec.pod_sets[i].topology;
-    if (topo.mode != TopologyMode::kUnconstrained &&
-        fleet_.LevelIndex(topo.level) < 0) {
-      std::vector<std::string> known = fleet_.levels();
-      known.push_back(kNodeLevel);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "spec.pod_sets[", i, "].topology.level: unknown level \"", topo.level,
-          "\" (levels: ", absl::StrJoin(known, ", "), ")"));
-    }
+    RETURN_IF_ERROR(
+        CheckLevels(spec.pod_sets[i], absl::StrCat("spec.pod_sets[", i, "]")));
   }
   if (const std::string& why = NeverFitsReason(spec); !why.empty()) {
     return absl::FailedPreconditionError(absl::StrCat("spec: ", why));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::CheckLevels(const PodSetSpec& set,
+                                    absl::string_view field) const {
+  auto unknown = [&](absl::string_view what, absl::string_view level) {
+    std::vector<std::string> known = fleet_.levels();
+    known.push_back(kNodeLevel);
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".", what, ": unknown level \"", level,
+                     "\" (levels: ", absl::StrJoin(known, ", "), ")"));
+  };
+  const TopologyConstraint& topo = set.topology;
+  const int level = topo.mode == TopologyMode::kUnconstrained
+                        ? -1
+                        : fleet_.LevelIndex(topo.level);
+  if (topo.mode != TopologyMode::kUnconstrained && level < 0) {
+    return unknown("topology.level", topo.level);
+  }
+  if (set.slice.size == 0) return absl::OkStatus();
+  const int slice_level = fleet_.LevelIndex(set.slice.level);
+  if (slice_level < 0) return unknown("slice.level", set.slice.level);
+  if (slice_level < level) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".slice.level: \"", set.slice.level,
+                     "\" is wider than topology.level \"", topo.level, "\""));
   }
   return absl::OkStatus();
 }

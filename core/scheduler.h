@@ -167,6 +167,10 @@ class Scheduler {
   // Slots that some gang may not use (reserved, or held for a preemptor),
   // sorted: the only ones a placement's node filter needs to ask about.
   const std::vector<int>& RestrictedSlots() const;
+  // Checks that the topology and slice levels of `set` exist in the fleet
+  // and that slices are no wider than the topology constraint.
+  absl::Status CheckLevels(const PodSetSpec& set,
+                           absl::string_view field) const;
   // Why `spec` could never fit the fleet as it is built, or "" if it could.
   const std::string& NeverFitsReason(const GangSpec& spec) const;
   const HeldGpus& Held(const QueueName& queue) const;

@@ -54,6 +54,11 @@ class Spec {
     spec_.pod_sets.back().topology = {TopologyMode::kPreferred, level};
     return *this;
   }
+  // Cuts the last pod set into slices of `size` pods, each in one `level`.
+  Spec& Slices(int size, const std::string& level) {
+    spec_.pod_sets.back().slice = {size, level};
+    return *this;
+  }
   Spec& Models(std::vector<std::string> models) {
     spec_.pod_sets.back().gpu_models = std::move(models);
     return *this;

@@ -50,9 +50,20 @@ absl::Status ValidatePodSet(const PodSetSpec& set, const std::string& field) {
     return Bad(absl::StrCat(field, ".topology.level"),
                "required for REQUIRED and PREFERRED");
   }
-  if (set.slice.size != 0 || !set.slice.level.empty()) {
-    return absl::UnimplementedError(absl::StrCat(
-        field, ".slice: slices are not supported yet (scheduling-core issue)"));
+  if (set.slice.size < 0) {
+    return Bad(absl::StrCat(field, ".slice.size"), "must be >= 0");
+  }
+  if (set.slice.size > 0 && set.slice.level.empty()) {
+    return Bad(absl::StrCat(field, ".slice.level"),
+               "required when slice.size is set");
+  }
+  if (set.slice.size == 0 && !set.slice.level.empty()) {
+    return Bad(absl::StrCat(field, ".slice.size"),
+               "must be > 0 when slice.level is set");
+  }
+  if (set.slice.size > 0 && set.count % set.slice.size != 0) {
+    return Bad(absl::StrCat(field, ".slice.size"),
+               absl::StrCat("must divide count (", set.count, ")"));
   }
   if (!set.group.empty()) {
     return absl::UnimplementedError(

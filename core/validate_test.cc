@@ -36,6 +36,13 @@ TEST(ValidateTest, NamesTheBadField) {
   spec = Spec("").Pods(1, 8);
   EXPECT_EQ(ValidateGangSpec(spec, "spec").message(),
             "spec.queue: must not be empty");
+
+  spec = Spec("q").Pods(6, 8).Slices(4, "rack");
+  EXPECT_EQ(ValidateGangSpec(spec, "spec").message(),
+            "spec.pod_sets[0].slice.size: must divide count (6)");
+  spec = Spec("q").Pods(6, 8).Slices(2, "");
+  EXPECT_EQ(ValidateGangSpec(spec, "spec").message(),
+            "spec.pod_sets[0].slice.level: required when slice.size is set");
 }
 
 TEST(ValidateTest, NodeAndConfigErrorsNameTheField) {

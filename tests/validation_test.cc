@@ -52,6 +52,20 @@ std::vector<BadSubmit> BadSubmits() {
       static_cast<v1::TopologyMode>(42));
   add("unknown enum", bad_mode, grpc::StatusCode::INVALID_ARGUMENT,
       "spec.pod_sets[0].topology.mode: unknown value 42");
+  v1::SubmitGangRequest wide_slice = SubmitRequest("a", 2, 8, "rack");
+  wide_slice.mutable_spec()->mutable_pod_sets(0)->mutable_slice()->set_size(2);
+  wide_slice.mutable_spec()->mutable_pod_sets(0)->mutable_slice()->set_level(
+      "block");
+  add("slice wider than the constraint", wide_slice,
+      grpc::StatusCode::INVALID_ARGUMENT,
+      "spec.pod_sets[0].slice.level: \"block\" is wider than topology.level "
+      "\"rack\"");
+  v1::SubmitGangRequest uneven_slice = wide_slice;
+  uneven_slice.mutable_spec()->mutable_pod_sets(0)->mutable_slice()->set_size(
+      3);
+  add("slice that does not divide the count", uneven_slice,
+      grpc::StatusCode::INVALID_ARGUMENT,
+      "spec.pod_sets[0].slice.size: must divide count (2)");
   v1::SubmitGangRequest no_sets = SubmitRequest("a", 1, 8);
   no_sets.mutable_spec()->clear_pod_sets();
   add("no pod sets", no_sets, grpc::StatusCode::INVALID_ARGUMENT,
