@@ -1,5 +1,7 @@
 // Node failure and drain deadlines (DESIGN §3, §6): repair in place, or
 // eviction and requeue in the old place in line.
+#include "core/repair.h"
+
 #include <string>
 #include <vector>
 
@@ -403,6 +405,42 @@ TEST_F(RepairTest, DrainDeadlineSurvivesARestartAndAnUpsert) {
   (*restored)->RunCycle(deadline);
   EXPECT_THAT((*restored)->FindGang(gang->id)->placement,
               ElementsAre(Pod(0, "H100-0001", kAll)));
+}
+
+TEST(PlanRepairTest, LeavesTheFleetAsItWasAndNamesThePodSet) {
+  Fleet fleet({"block", "rack"});
+  fleet.Upsert(MakeNodes(1, 2, 2));
+  Gang gang;
+  gang.id = GangId("g-1");
+  gang.spec = Spec("q").Pods(2, 8, "workers").Required("rack");
+  gang.placement = {{"workers", 0, NodeId("H100-0000"), kAll},
+                    {"workers", 1, NodeId("H100-0001"), kAll}};
+  ASSERT_TRUE(fleet.Allocate(gang, gang.placement).ok());
+  std::vector<uint64_t> before;
+  for (const Fleet::Slot& slot : fleet.slots()) {
+    before.push_back(slot.used_gpu_mask);
+  }
+  RepairOptions options;
+  options.vacate.assign(fleet.slots().size(), 0);
+  options.vacate[fleet.Find(NodeId("H100-0001"))] = 1;
+  // The rack holds no free node: nothing moves.
+  RepairResult result = PlanRepair(gang, fleet, options);
+  EXPECT_FALSE(result.repaired);
+  EXPECT_THAT(result.reason, StartsWith("pod set workers: NO_FIT"));
+  EXPECT_EQ(result.placement, gang.placement);
+  // With the other pod's node vacated too, the pair moves to the free rack.
+  options.vacate[fleet.Find(NodeId("H100-0000"))] = 1;
+  result = PlanRepair(gang, fleet, options);
+  ASSERT_TRUE(result.repaired) << result.reason;
+  EXPECT_EQ(result.moved_pods, 2);
+  EXPECT_EQ(result.placement, (std::vector<PodPlacement>{
+                                  {"workers", 0, NodeId("H100-0100"), kAll},
+                                  {"workers", 1, NodeId("H100-0101"), kAll}}));
+  std::vector<uint64_t> after;
+  for (const Fleet::Slot& slot : fleet.slots()) {
+    after.push_back(slot.used_gpu_mask);
+  }
+  EXPECT_EQ(after, before);
 }
 
 }  // namespace
