@@ -4,6 +4,8 @@
 // by eviction and requeue in their old place in line.
 #include <algorithm>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
@@ -26,6 +28,38 @@ int ReservedDomain(const Fleet& fleet, const Reservation& reservation) {
     if (domains[d].path == reservation.path) return static_cast<int>(d);
   }
   return -1;
+}
+
+// Which slots' pods must move: `slots` and every UNHEALTHY node.
+std::vector<char> VacateMask(const Fleet& fleet,
+                             const std::vector<int>& slots) {
+  std::vector<char> vacate(fleet.slots().size());
+  for (size_t i = 0; i < vacate.size(); ++i) {
+    vacate[i] = fleet.slots()[i].node.state == NodeState::kUnhealthy;
+  }
+  for (int slot : slots) vacate[slot] = true;
+  return vacate;
+}
+
+// The gangs with pods on `slots`, each once with the first such node it is
+// on; highest priority first (it has the first pick of the free capacity),
+// then by id.
+std::vector<std::pair<GangId, NodeId>> GangsOn(
+    const Fleet& fleet, const absl::flat_hash_map<GangId, GangPtr>& gangs,
+    const std::vector<int>& slots) {
+  std::vector<std::tuple<int, GangId, NodeId>> found;
+  for (int slot : slots) {
+    for (const auto& [id, pods] : fleet.slots()[slot].gang_pods) {
+      found.emplace_back(-gangs.at(id)->spec.priority, id,
+                         fleet.slots()[slot].node.spec.id);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::pair<GangId, NodeId>> out;
+  for (const auto& [priority, id, node] : found) {
+    if (out.empty() || out.back().first != id) out.emplace_back(id, node);
+  }
+  return out;
 }
 
 }  // namespace
@@ -60,24 +94,8 @@ void Scheduler::ExpireDrains(absl::Time now) {
 void Scheduler::VacateNodes(const std::vector<int>& slots, VacateCause cause,
                             absl::Time now) {
   const bool drained = cause == VacateCause::kDrainDeadline;
-  std::vector<char> vacate(fleet_.slots().size());
-  for (size_t i = 0; i < vacate.size(); ++i) {
-    vacate[i] = fleet_.slots()[i].node.state == NodeState::kUnhealthy;
-  }
-  // Highest priority first: it has the first pick of the free capacity.
-  std::vector<std::tuple<int, GangId, NodeId>> gangs;
-  for (int slot : slots) {
-    vacate[slot] = true;
-    for (const auto& [id, pods] : fleet_.slots()[slot].gang_pods) {
-      gangs.emplace_back(-gangs_.at(id)->spec.priority, id,
-                         fleet_.slots()[slot].node.spec.id);
-    }
-  }
-  std::sort(gangs.begin(), gangs.end());
-  GangId previous;
-  for (const auto& [priority, id, node] : gangs) {
-    if (id == previous) continue;  // on several of the nodes: handled
-    previous = id;
+  const std::vector<char> vacate = VacateMask(fleet_, slots);
+  for (const auto& [id, node] : GangsOn(fleet_, gangs_, slots)) {
     const GangPtr gang = gangs_.at(id);
     const absl::Status repair =
         gang->state == GangState::kPreempting

@@ -279,6 +279,25 @@ TEST_F(RepairTest, NeverRepairsOntoANodeHeldForAPreemptor) {
   EXPECT_EQ(Get(bystander)->state, GangState::kAdmitted);
 }
 
+TEST_F(RepairTest, RepairUsesReservedNodesOnlyToEndBeforeTheReservation) {
+  Init(2, 2);
+  GangSpec quick = Spec("q").Pods(1, 8);
+  quick.estimated_runtime = absl::Hours(1);
+  GangPtr slow = Submit(Spec("q").Pods(1, 8));  // no estimate
+  GangPtr fast = Submit(quick);
+  Cycle();
+  ASSERT_THAT(Get(slow)->placement, ElementsAre(Pod(0, "H100-0000", kAll)));
+  ASSERT_THAT(Get(fast)->placement, ElementsAre(Pod(0, "H100-0001", kAll)));
+  GangPtr big = Submit(Spec("q").Pods(4, 8).Required("block"));
+  Cycle();
+  ASSERT_THAT(Get(big)->reason, StartsWith("RESERVED: b0 is held for it"));
+  ASSERT_TRUE(Fail("H100-0000").ok());
+  EXPECT_EQ(Get(slow)->state, GangState::kPending);  // it would delay `big`
+  ASSERT_TRUE(Fail("H100-0001").ok());
+  EXPECT_EQ(Get(fast)->state, GangState::kAdmitted);  // backfills
+  EXPECT_THAT(Get(fast)->placement, ElementsAre(Pod(0, "H100-0100", kAll)));
+}
+
 TEST_F(RepairTest, APreemptingVictimOnAFailedNodeIsRequeued) {
   Config config;
   config.reservation.depth = 0;
@@ -384,6 +403,22 @@ TEST_F(RepairTest, OnlyADrainingNodeTakesADeadline) {
   EXPECT_EQ(result.status().message(),
             "drain_deadline: only a DRAINING node takes one, not CORDONED");
   EXPECT_EQ(NodeOf("H100-0000").state, NodeState::kReady);
+}
+
+TEST_F(RepairTest, OnlyANewDrainingNodeIsUpsertedWithADeadline) {
+  Init(1, 1);
+  std::vector<Node> nodes = MakeNodes(1, 1, 3);
+  nodes[1].state = NodeState::kDraining;
+  nodes[1].drain_deadline = now_ + absl::Minutes(5);
+  nodes[2].drain_deadline = now_ + absl::Minutes(5);
+  auto refused = scheduler_->UpsertNodes(nodes, now_);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "nodes[2].drain_deadline: only a DRAINING node has one");
+  EXPECT_EQ(scheduler_->fleet().slots().size(), 1u);
+  nodes.pop_back();
+  ASSERT_TRUE(scheduler_->UpsertNodes(nodes, now_).ok());
+  EXPECT_EQ(NodeOf("H100-0001").drain_deadline, now_ + absl::Minutes(5));
 }
 
 TEST_F(RepairTest, DrainDeadlineSurvivesARestartAndAnUpsert) {
