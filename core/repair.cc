@@ -1,6 +1,7 @@
 #include "core/repair.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -157,6 +158,22 @@ std::optional<std::string> StayingModel(const Gang& gang, const Fleet& fleet,
   return std::nullopt;
 }
 
+// Why `gate` refuses the GPUs of all moved pods together, by model, or "".
+// (Each pod set was gated alone; together they may ask for more.)
+std::string GateAll(const ModelGate& gate, const Fleet& fleet,
+                    const std::vector<PodPlacement>& pods) {
+  if (!gate) return "";
+  std::map<std::string, int64_t> gpus;
+  for (const PodPlacement& pod : pods) {
+    gpus[ModelOf(fleet, pod.node)] +=
+        static_cast<int64_t>(pod.gpu_indices.size());
+  }
+  for (const auto& [model, count] : gpus) {
+    if (std::string why = gate(model, count); !why.empty()) return why;
+  }
+  return "";
+}
+
 }  // namespace
 
 RepairResult PlanRepair(const Gang& gang, Fleet& fleet,
@@ -194,6 +211,9 @@ RepairResult PlanRepair(const Gang& gang, Fleet& fleet,
     }
     result.moved_pods += static_cast<int>(split.moved.size());
     taken.insert(taken.end(), placed.pods.begin(), placed.pods.end());
+  }
+  if (result.reason.empty()) {
+    result.reason = GateAll(options.model_gate, fleet, taken);
   }
   fleet.Release(probe, taken);
   result.repaired = result.reason.empty();

@@ -213,6 +213,46 @@ TEST_F(RepairTest, AGangMovedWholeMayTakeAnotherModelItAccepts) {
   EXPECT_EQ(scheduler_->Usage(QueueName("q")).held_gpus.at("H100"), 0);
 }
 
+TEST_F(RepairTest, MovedPodSetsTogetherStayWithinQuota) {
+  Config config;
+  config.heartbeat_timeout = absl::Minutes(1);
+  config.startup_grace = absl::ZeroDuration();
+  Init(1, 3, config);
+  ASSERT_TRUE(
+      scheduler_->UpsertNodes(MakeNodes(1, 1, 2, 8, "H200"), now_).ok());
+  Queue capped = scheduler_->queues().at(QueueName("q"));
+  capped.nominal_gpus = {{"H100", 16}, {"H200", 8}};  // no cohort: hard
+  ASSERT_TRUE(scheduler_->PutQueue(capped).ok());
+  Queue free;
+  free.name = QueueName("free");
+  ASSERT_TRUE(scheduler_->PutQueue(free).ok());
+  GangSpec mixed = Spec("q").Pods(1, 8, "a").Pods(1, 8, "b");
+  mixed.allow_mixed_models = true;
+  GangPtr gang = Submit(mixed);
+  GangPtr filler = Submit(Spec("free").Pods(1, 8).Models({"H100"}));
+  Cycle();
+  ASSERT_THAT(Get(gang)->placement,
+              ElementsAre(PodPlacement{"a", 0, NodeId("H100-0000"), kAll},
+                          PodPlacement{"b", 0, NodeId("H100-0001"), kAll}));
+  // Both H100 nodes of the gang go silent: each pod set alone could move to
+  // an H200 node within quota, both together could not.
+  now_ += absl::Minutes(2);
+  ASSERT_TRUE(scheduler_
+                  ->Heartbeat({NodeId("H100-0002"), NodeId("H200-0000"),
+                               NodeId("H200-0001")},
+                              now_)
+                  .ok());
+  TakeEvents();
+  scheduler_->RunCycle(now_);
+  const std::vector<Event> events = TakeEvents();
+  ASSERT_GE(events.size(), 1u);
+  EXPECT_EQ(events[0].type, EventType::kEvicted);
+  EXPECT_THAT(events[0].gang->reason,
+              StartsWith("EVICTED: node H100-0000 is unhealthy; not repaired: "
+                         "QUOTA: queue q would hold 8 H200 GPUs above its "
+                         "nominal 8"));
+}
+
 TEST_F(RepairTest, PodsOnTwoSilentNodesMoveInOneRepairAvoidingEveryDeadNode) {
   Config config;
   config.heartbeat_timeout = absl::Minutes(1);
