@@ -195,6 +195,13 @@ RepairResult PlanRepair(const Gang& gang, Fleet& fleet,
   probe.spec = gang.spec;
   std::vector<PodPlacement> taken;
   for (const PodSetSplit& split : SplitPods(gang, fleet, options.vacate)) {
+    // Not accepted by validation yet; never claim to keep what is not
+    // checked.
+    if (split.set->slice.size != 0 || !split.set->group.empty()) {
+      result.reason = absl::StrCat("pod set ", split.set->name,
+                                   ": slices and groups are not repaired");
+      break;
+    }
     PlacementResult placed =
         PlaceMoved(MovedSpec(gang, split, model), split, fleet, options);
     if (!placed.placed) {

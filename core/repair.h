@@ -46,7 +46,9 @@ struct RepairResult {
 
 // Plans the repair of `gang` (which holds capacity on `fleet`). Fails, with
 // a reason naming the pod set, when some moved pod set cannot be placed
-// under its constraint; nothing is then moved. Deterministic.
+// under its constraint (or uses slices or groups, which repair does not
+// handle), or when the moved pods together fail the model gate; nothing is
+// then moved. Deterministic.
 RepairResult PlanRepair(const Gang& gang, Fleet& fleet,
                         const RepairOptions& options);
 
