@@ -256,6 +256,7 @@ Scheduler::Attempt Scheduler::TryAdmit(const GangPtr& gang, absl::Time now) {
       return (r < 0 || MayBackfill(*gang, reservations_[r], now)) &&
              !HeldForOther(slot, gang->id);
     };
+    options.restricted_slots = &RestrictedSlots();
   }
   PlacementResult placement = PlaceGang(gang->spec, fleet_, options);
   if (!placement.placed) {
@@ -353,6 +354,7 @@ std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
     if (reserved_slot_[i] < 0) reserved_slot_[i] = index;
   }
   reservations_.push_back(*reservation);
+  restricted_slots_.reset();
   return ReservedReason(*reservation);
 }
 
@@ -400,11 +402,7 @@ void Scheduler::RunCycle(absl::Time now) {
     BumpEpoch();
   }
   const std::vector<Reservation> previous = reservations_;
-  if (reservations_epoch_ != capacity_epoch_ ||
-      reserved_slot_.size() != fleet_.slots().size()) {
-    reservations_.clear();
-    reserved_slot_.assign(fleet_.slots().size(), -1);
-  }
+  KeepOrReplanReservations(now);
 
   // 2. Preemptors whose victims have all stopped take the capacity held for
   //    them first (their holds set them apart from their groups); one that
@@ -478,6 +476,45 @@ void Scheduler::RunCycle(absl::Time now) {
   AnnounceReservations(previous, now);
   reservations_epoch_ = capacity_epoch_;
   SettleJoinedGangs();
+}
+
+// A full plan weighs every domain of a level (a pass over the fleet), so
+// like Slurm's backfill interval it runs at most this often while capacity
+// keeps changing; in between, each kept reservation is re-estimated on its
+// own domain.
+constexpr absl::Duration kFullReplanInterval = absl::Seconds(10);
+
+void Scheduler::KeepOrReplanReservations(absl::Time now) {
+  const bool moved = reservations_epoch_ != capacity_epoch_;
+  const bool resized = reserved_slot_.size() != fleet_.slots().size();
+  if (!moved && !resized) return;
+  if (resized || now - reservations_planned_at_ >= kFullReplanInterval) {
+    reservations_.clear();
+    reservations_planned_at_ = now;
+  }
+  std::vector<Reservation> kept;
+  std::vector<char> taken(fleet_.slots().size(), 0);
+  for (const Reservation& reservation : reservations_) {
+    const GangPtr gang = FindGang(reservation.gang);
+    if (gang == nullptr || gang->state != GangState::kPending) continue;
+    std::optional<Reservation> again = RefreshReservation(
+        reservation, *gang, fleet_, taken,
+        [this](const GangId& id) { return FindGang(id); }, now);
+    if (!again) continue;
+    const Fleet::Domain& domain = fleet_.domains()[again->domain];
+    std::fill(taken.begin() + domain.node_begin,
+              taken.begin() + domain.node_end, 1);
+    kept.push_back(*std::move(again));
+  }
+  reservations_ = std::move(kept);
+  reserved_slot_.assign(fleet_.slots().size(), -1);
+  for (size_t r = 0; r < reservations_.size(); ++r) {
+    const Fleet::Domain& domain = fleet_.domains()[reservations_[r].domain];
+    for (int i = domain.node_begin; i < domain.node_end; ++i) {
+      if (reserved_slot_[i] < 0) reserved_slot_[i] = static_cast<int>(r);
+    }
+  }
+  restricted_slots_.reset();
 }
 
 std::function<bool(const PendingKey&)> Scheduler::CouldReserveNow(

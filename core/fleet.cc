@@ -17,6 +17,7 @@ int Fleet::Slot::FreeGpus() const {
 
 Fleet::Fleet(std::vector<std::string> levels) : levels_(std::move(levels)) {
   Rebuild();
+  Reindex();
 }
 
 int Fleet::LevelIndex(absl::string_view level) const {
@@ -39,6 +40,8 @@ absl::Status Fleet::SetLevels(std::vector<std::string> levels) {
   }
   levels_ = std::move(levels);
   Rebuild();
+  Reindex();
+  ++structure_version_;
   return absl::OkStatus();
 }
 
@@ -81,7 +84,16 @@ void Fleet::Upsert(const std::vector<Node>& nodes) {
     rebuild = true;
   }
   if (rebuild) Rebuild();
-  RefreshModels();
+  const bool new_models = RefreshModels();
+  ++structure_version_;
+  const bool wider = std::any_of(
+      nodes.begin(), nodes.end(),
+      [&](const Node& n) { return n.spec.gpu_count > free_index_.max_gpus(); });
+  if (rebuild || new_models || wider) {
+    Reindex();
+    return;
+  }
+  for (const Node& node : nodes) IndexSlot(Find(node.spec.id));
 }
 
 bool Fleet::Remove(const NodeId& id) {
@@ -91,6 +103,8 @@ bool Fleet::Remove(const NodeId& id) {
   slots_.erase(slots_.begin() + index);
   Rebuild();
   RefreshModels();
+  Reindex();
+  ++structure_version_;
   return true;
 }
 
@@ -99,10 +113,64 @@ int Fleet::Find(const NodeId& id) const {
   return it == index_.end() ? -1 : it->second;
 }
 
-void Fleet::RefreshModels() {
+bool Fleet::RefreshModels() {
   std::set<std::string> models;
   for (const Slot& slot : slots_) models.insert(slot.node.spec.gpu_model);
-  models_.assign(models.begin(), models.end());
+  std::vector<std::string> sorted(models.begin(), models.end());
+  if (sorted == models_) return false;
+  models_ = std::move(sorted);
+  return true;
+}
+
+int Fleet::ModelIndex(absl::string_view model) const {
+  auto it = std::lower_bound(models_.begin(), models_.end(), model);
+  return it != models_.end() && *it == model
+             ? static_cast<int>(it - models_.begin())
+             : -1;
+}
+
+// Rebuilds the free index from scratch (after slots or domains moved).
+void Fleet::Reindex() {
+  std::vector<int> leaf(slots_.size(), 0);
+  std::vector<int> parent(domains_.size(), -1);
+  for (size_t d = 0; d < domains_.size(); ++d) {
+    for (int child : domains_[d].child_domains) parent[child] = d;
+    if (!domains_[d].child_domains.empty()) continue;
+    for (int i = domains_[d].node_begin; i < domains_[d].node_end; ++i) {
+      leaf[i] = static_cast<int>(d);
+    }
+  }
+  int max_gpus = 1;
+  for (const Slot& slot : slots_) {
+    max_gpus = std::max(max_gpus, slot.node.spec.gpu_count);
+  }
+  free_index_.Reset(std::move(leaf), std::move(parent),
+                    static_cast<int>(models_.size()), max_gpus);
+  for (size_t i = 0; i < slots_.size(); ++i) IndexSlot(static_cast<int>(i));
+}
+
+// Tells the free index what slot `index` offers now.
+void Fleet::IndexSlot(int index) {
+  const Slot& slot = slots_[index];
+  const NodeSpec& spec = slot.node.spec;
+  FreeIndex::SlotFree free;
+  const int free_gpus = slot.FreeGpus();
+  if (slot.node.state == NodeState::kReady && free_gpus > 0) {
+    free.model = ModelIndex(spec.gpu_model);
+    free.free_gpus = free_gpus;
+    if (spec.cpu_millis > 0) {
+      free.cpu_per_gpu = static_cast<double>(std::max<int64_t>(
+                             spec.cpu_millis - slot.used_cpu_millis, 0)) /
+                         free_gpus;
+    }
+    if (spec.memory_bytes > 0) {
+      free.memory_per_gpu =
+          static_cast<double>(std::max<int64_t>(
+              spec.memory_bytes - slot.used_memory_bytes, 0)) /
+          free_gpus;
+    }
+  }
+  free_index_.Set(index, free);
 }
 
 std::string Fleet::PathOf(const Node& node, int depth) const {
@@ -195,6 +263,7 @@ absl::Status Fleet::Allocate(const Gang& gang,
     slot.used_memory_bytes += set->memory_bytes;
     ++slot.gang_pods[gang.id];
   }
+  for (const auto& [index, mask] : taken) IndexSlot(index);
   return absl::OkStatus();
 }
 
@@ -209,6 +278,7 @@ void Fleet::Release(const Gang& gang,
     slot.used_cpu_millis -= set->cpu_millis;
     slot.used_memory_bytes -= set->memory_bytes;
     if (--slot.gang_pods[gang.id] == 0) slot.gang_pods.erase(gang.id);
+    IndexSlot(index);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "core/free_index.h"
 #include "core/model.h"
 
 namespace phalanx::core {
@@ -62,7 +63,6 @@ class Fleet {
   // Returns the slot index of `id`, or -1.
   int Find(const NodeId& id) const;
   const std::vector<Slot>& slots() const { return slots_; }
-  Slot& slot(int index) { return slots_[index]; }
   const std::vector<Domain>& domains() const { return domains_; }
   // Domains at `level` (0-based), in fleet order.
   const std::vector<int>& DomainsAtLevel(int level) const {
@@ -70,6 +70,13 @@ class Fleet {
   }
   // GPU models present, sorted.
   const std::vector<std::string>& Models() const { return models_; }
+  // Index of `model` in Models(), or -1.
+  int ModelIndex(absl::string_view model) const;
+  // What is free on READY nodes, per domain (kept current by every change).
+  const FreeIndex& free_index() const { return free_index_; }
+  // Changes whenever nodes, their specs or states, or the levels change
+  // (not when GPUs are allocated or released).
+  uint64_t structure_version() const { return structure_version_; }
 
   // Marks the pods of `gang` at `placement` allocated. Fails (and changes
   // nothing) when a node is unknown or a GPU is already held.
@@ -80,7 +87,10 @@ class Fleet {
 
  private:
   void Rebuild();
-  void RefreshModels();
+  // Returns whether the set of models changed.
+  bool RefreshModels();
+  void Reindex();
+  void IndexSlot(int index);
   std::string PathOf(const Node& node, int depth) const;
 
   std::vector<std::string> levels_;
@@ -89,6 +99,8 @@ class Fleet {
   absl::flat_hash_map<NodeId, int> index_;
   std::vector<Domain> domains_;
   std::vector<std::vector<int>> domains_by_level_;
+  FreeIndex free_index_;
+  uint64_t structure_version_ = 0;
 };
 
 // Returns the pod set named `name` in `spec`, or nullptr.

@@ -6,23 +6,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
+#include "core/placement.h"
 
 namespace phalanx::core {
 namespace {
 
-// queue|priority|pod sets: the equivalence class of a gang.
+// queue|priority|placement shape: the equivalence class of a gang.
 std::string GroupKey(const GangSpec& spec) {
-  std::string key = absl::StrCat(spec.queue.value(), "|", spec.priority, "|",
-                                 spec.allow_mixed_models ? 1 : 0);
-  for (const PodSetSpec& set : spec.pod_sets) {
-    absl::StrAppend(&key, "|", set.count, "x", set.gpus, ",", set.cpu_millis,
-                    ",", set.memory_bytes, ",",
-                    static_cast<int>(set.topology.mode), set.topology.level);
-    for (const std::string& model : set.gpu_models) {
-      absl::StrAppend(&key, ",", model);
-    }
-  }
-  return key;
+  return absl::StrCat(spec.queue.value(), "|", spec.priority, "|",
+                      PlacementShapeKey(spec));
 }
 
 }  // namespace

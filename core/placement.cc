@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
 
@@ -38,52 +39,141 @@ int64_t PodsOnNode(const Fleet::Slot& slot, const PodSetSpec& set,
   return pods;
 }
 
+using Fills = std::vector<std::pair<int, int>>;  // (slot, pods) in fill order
+
 // Places the pods of one pod set restricted to one GPU model (or any).
+//
+// Counting is indexed when the basis is free capacity, pods need GPUs and a
+// node filter names the slots it restricts: a domain's pods then come from
+// the fleet's free index (a few histogram cells, not its nodes), least-free
+// packing walks the index's free-GPU buckets instead of sorting the fleet,
+// and only the chosen domain's nodes are visited. Otherwise (every GPU free,
+// for "can it ever fit"; CPU-only pods; a filter over every slot) each node's
+// pods are counted once up front. Both count exactly the same pods.
 class PodSetPlacer {
  public:
   PodSetPlacer(const Fleet& fleet, const PodSetSpec& set,
                const std::string* model, const PlacementOptions& options)
       : fleet_(fleet),
+        index_(fleet.free_index()),
         set_(set),
+        model_(model),
         basis_(options.basis),
-        first_fit_(options.first_fit) {
-    const auto& slots = fleet.slots();
-    node_pods_.resize(slots.size());
-    prefix_.assign(slots.size() + 1, 0);
-    for (size_t i = 0; i < slots.size(); ++i) {
-      const bool allowed = !options.node_allowed || options.node_allowed(i);
-      node_pods_[i] = allowed ? PodsOnNode(slots[i], set, model, basis_) : 0;
-      prefix_[i + 1] = prefix_[i] + node_pods_[i];
+        first_fit_(options.first_fit),
+        indexed_(
+            options.basis == CapacityBasis::kFree && set.gpus > 0 &&
+            (!options.node_allowed || options.restricted_slots != nullptr)) {
+    if (indexed_) {
+      PrepareIndexed(options);
+    } else {
+      CountEveryNode(options);
     }
   }
 
-  // Returns pods per slot (slot, pods) in fill order, or nullopt with
-  // `reason` set.
-  std::optional<std::vector<std::pair<int, int>>> Place(std::string& reason) {
+  // Returns pods per slot in fill order, or nullopt with `reason` set.
+  std::optional<Fills> Place(std::string& reason) {
     const TopologyConstraint& topo = set_.topology;
-    const int level = topo.mode == TopologyMode::kUnconstrained
-                          ? -1
-                          : fleet_.LevelIndex(topo.level);
     if (topo.mode == TopologyMode::kUnconstrained) return PackLeastFree(reason);
+    const int level = fleet_.LevelIndex(topo.level);
     PHALANX_CHECK(level >= 0);
     if (topo.mode == TopologyMode::kRequired) return Required(level, reason);
     for (int l = level; l >= 0; --l) {
       std::string ignored;
       if (auto fill = Required(l, ignored)) return fill;
     }
-    if (DomainPods(0) >= set_.count) {
+    const int64_t fleet_pods = DomainPods(0);
+    if (fleet_pods >= set_.count) {
       fills_.clear();
       Fill(0, set_.count);
       return fills_;
     }
-    reason = ShortBy("fleet", DomainPods(0));
+    reason = ShortBy("fleet", fleet_pods);
     return std::nullopt;
   }
 
  private:
+  void CountEveryNode(const PlacementOptions& options) {
+    const auto& slots = fleet_.slots();
+    node_pods_.resize(slots.size());
+    prefix_.assign(slots.size() + 1, 0);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const bool allowed = !options.node_allowed || options.node_allowed(i);
+      node_pods_[i] = allowed ? PodsOnNode(slots[i], set_, model_, basis_) : 0;
+      prefix_[i + 1] = prefix_[i] + node_pods_[i];
+    }
+  }
+
+  void PrepareIndexed(const PlacementOptions& options) {
+    model_index_ =
+        model_ == nullptr ? index_.any_model() : fleet_.ModelIndex(*model_);
+    cpu_per_gpu_ = static_cast<double>(set_.cpu_millis) / set_.gpus;
+    memory_per_gpu_ = static_cast<double>(set_.memory_bytes) / set_.gpus;
+    gpus_bind_everywhere_ =
+        GpusBind(0, static_cast<int>(fleet_.slots().size()));
+    if (options.restricted_slots == nullptr) return;
+    for (int slot : *options.restricted_slots) {
+      if (options.node_allowed(slot)) continue;
+      excluded_.push_back(slot);
+      const int64_t pods = IndexedPodsOnNode(slot);
+      if (pods == 0) continue;
+      for (int d = index_.LeafDomain(slot); d >= 0; d = index_.Parent(d)) {
+        excluded_pods_[d] += pods;
+      }
+    }
+  }
+
+  // Whether no node in slots [begin, end) runs out of CPU or memory for
+  // this pod set before it runs out of GPUs.
+  bool GpusBind(int begin, int end) const {
+    return index_.MinCpuPerGpu(begin, end) >= cpu_per_gpu_ &&
+           index_.MinMemoryPerGpu(begin, end) >= memory_per_gpu_;
+  }
+
+  // Pods the free index counts for `slot` (its GPUs alone decide).
+  int64_t IndexedPodsOnNode(int slot) const {
+    const Fleet::Slot& s = fleet_.slots()[slot];
+    if (s.node.state != NodeState::kReady) return 0;
+    if (model_ != nullptr && s.node.spec.gpu_model != *model_) return 0;
+    return std::min<int64_t>(set_.count, s.FreeGpus() / set_.gpus);
+  }
+
+  bool Excluded(int slot) const {
+    return std::binary_search(excluded_.begin(), excluded_.end(), slot);
+  }
+
+  // Pods of the set that fit on the node at `slot`.
+  int64_t NodePods(int slot) const {
+    if (!indexed_) return node_pods_[slot];
+    if (model_index_ < 0 || Excluded(slot)) return 0;
+    return PodsOnNode(fleet_.slots()[slot], set_, model_, basis_);
+  }
+
+  // Pods of the set that fit in `domain`.
   int64_t DomainPods(int domain) const {
     const Fleet::Domain& d = fleet_.domains()[domain];
-    return prefix_[d.node_end] - prefix_[d.node_begin];
+    if (!indexed_) return prefix_[d.node_end] - prefix_[d.node_begin];
+    if (model_index_ < 0) return 0;
+    if (!gpus_bind_everywhere_ && !GpusBind(d.node_begin, d.node_end)) {
+      int64_t pods = 0;
+      for (int i = d.node_begin; i < d.node_end; ++i) pods += NodePods(i);
+      return pods;
+    }
+    int64_t pods = 0;
+    for (int free = set_.gpus; free <= index_.max_gpus(); ++free) {
+      pods += index_.Nodes(domain, model_index_, free) *
+              std::min<int64_t>(set_.count, free / set_.gpus);
+    }
+    if (auto it = excluded_pods_.find(domain); it != excluded_pods_.end()) {
+      pods -= it->second;
+    }
+    return pods;
+  }
+
+  // Free GPUs of `slot` on the placement's basis.
+  int FreeGpus(int slot) const {
+    const Fleet::Slot& s = fleet_.slots()[slot];
+    return basis_ == CapacityBasis::kTotal ? s.node.spec.gpu_count
+                                           : s.FreeGpus();
   }
 
   std::string ShortBy(absl::string_view where, int64_t best) const {
@@ -96,16 +186,13 @@ class PodSetPlacer {
   }
 
   // Every pod inside one domain at `level` (levels().size() = one node).
-  std::optional<std::vector<std::pair<int, int>>> Required(
-      int level, std::string& reason) {
+  std::optional<Fills> Required(int level, std::string& reason) {
     const int depth = static_cast<int>(fleet_.levels().size());
     fills_.clear();
     if (level == depth) {
-      const int slot =
-          Tightest(0, static_cast<int>(node_pods_.size()), -1, set_.count);
+      const int slot = TightestNode(set_.count);
       if (slot < 0) {
-        reason = ShortBy(kNodeLevel, *std::max_element(node_pods_.begin(),
-                                                       node_pods_.end()));
+        reason = ShortBy(kNodeLevel, LargestNodePods());
         return std::nullopt;
       }
       fills_.emplace_back(slot, set_.count);
@@ -132,16 +219,43 @@ class PodSetPlacer {
     return fills_;
   }
 
-  // Index in [begin, end) of the node with the fewest pods >= `need`,
-  // skipping `exclude`; -1 if none.
-  int Tightest(int begin, int end, int exclude, int64_t need) const {
+  // The node that fits `need` pods with the fewest free GPUs (ties: fleet
+  // order; first fit: the first node that fits), or -1.
+  int TightestNode(int64_t need) const {
+    if (indexed_ && !first_fit_) {
+      if (model_index_ < 0) return -1;
+      const int64_t lowest = std::min<int64_t>(need * set_.gpus, kNoGpuLimit);
+      for (int64_t free = lowest; free <= index_.max_gpus(); ++free) {
+        for (int slot : index_.SlotsWithFree(model_index_, free)) {
+          if (NodePods(slot) >= need) return slot;
+        }
+      }
+      return -1;
+    }
     int best = -1;
-    for (int i = begin; i < end; ++i) {
-      if (i == exclude || node_pods_[i] < need) continue;
+    for (int i = 0; i < static_cast<int>(fleet_.slots().size()); ++i) {
+      if (NodePods(i) < need) continue;
       if (first_fit_) return i;
-      if (best < 0 || node_pods_[i] < node_pods_[best]) best = i;
+      if (best < 0 || FreeGpus(i) < FreeGpus(best)) best = i;
     }
     return best;
+  }
+
+  // The most pods any one node fits.
+  int64_t LargestNodePods() const {
+    int64_t largest = 0;
+    if (!indexed_) {
+      for (int64_t pods : node_pods_) largest = std::max(largest, pods);
+      return largest;
+    }
+    if (model_index_ < 0) return 0;
+    for (int free = index_.max_gpus(); free >= set_.gpus; --free) {
+      if (std::min<int64_t>(set_.count, free / set_.gpus) <= largest) break;
+      for (int slot : index_.SlotsWithFree(model_index_, free)) {
+        largest = std::max(largest, NodePods(slot));
+      }
+    }
+    return largest;
   }
 
   // Puts `count` pods into `domain`: children with the most capacity first,
@@ -183,8 +297,8 @@ class PodSetPlacer {
   // Same rule at the node level: a node the remainder fills exactly (or most
   // tightly) is taken last, so whole nodes stay whole.
   void FillNodes(int begin, int end, int64_t count) {
-    std::vector<int64_t> left(node_pods_.begin() + begin,
-                              node_pods_.begin() + end);
+    std::vector<int64_t> left;
+    for (int i = begin; i < end; ++i) left.push_back(NodePods(i));
     if (first_fit_) {
       for (size_t i = 0; i < left.size() && count > 0; ++i) {
         const int64_t take = std::min(count, left[i]);
@@ -212,51 +326,73 @@ class PodSetPlacer {
   }
 
   // UNCONSTRAINED: fill the least-free nodes first (pack into fragments).
-  std::optional<std::vector<std::pair<int, int>>> PackLeastFree(
-      std::string& reason) {
-    if (DomainPods(0) < set_.count) {
+  std::optional<Fills> PackLeastFree(std::string& reason) {
+    const int64_t fleet_pods = DomainPods(0);
+    if (fleet_pods < set_.count) {
       reason = basis_ == CapacityBasis::kTotal
-                   ? absl::StrCat("can never fit: the fleet holds ",
-                                  DomainPods(0), " of ", set_.count,
-                                  " pods of ", set_.gpus, " GPUs")
-                   : absl::StrCat("NO_FIT: free capacity fits ", DomainPods(0),
+                   ? absl::StrCat("can never fit: the fleet holds ", fleet_pods,
+                                  " of ", set_.count, " pods of ", set_.gpus,
+                                  " GPUs")
+                   : absl::StrCat("NO_FIT: free capacity fits ", fleet_pods,
                                   " of ", set_.count, " pods");
       return std::nullopt;
     }
-    std::vector<int> order;
-    for (size_t i = 0; i < node_pods_.size(); ++i) {
-      if (node_pods_[i] > 0) order.push_back(static_cast<int>(i));
-    }
-    const auto& slots = fleet_.slots();
-    if (!first_fit_) {
-      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return slots[a].FreeGpus() < slots[b].FreeGpus();
-      });
-    }
     fills_.clear();
     int64_t count = set_.count;
+    auto take = [&](int slot) {
+      const int64_t pods = std::min(count, NodePods(slot));
+      if (pods > 0) fills_.emplace_back(slot, static_cast<int>(pods));
+      count -= pods;
+      return count == 0;
+    };
+    if (indexed_ && !first_fit_) {
+      for (int free = set_.gpus; free <= index_.max_gpus(); ++free) {
+        for (int slot : index_.SlotsWithFree(model_index_, free)) {
+          if (take(slot)) return fills_;
+        }
+      }
+      PHALANX_CHECK(false);  // DomainPods(0) promised enough
+    }
+    std::vector<int> order;
+    for (size_t i = 0; i < fleet_.slots().size(); ++i) {
+      if (NodePods(i) > 0) order.push_back(static_cast<int>(i));
+    }
+    if (!first_fit_) {
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return FreeGpus(a) < FreeGpus(b); });
+    }
     for (int slot : order) {
-      const int64_t take = std::min(count, node_pods_[slot]);
-      fills_.emplace_back(slot, static_cast<int>(take));
-      count -= take;
-      if (count == 0) break;
+      if (take(slot)) break;
     }
     return fills_;
   }
 
+  // Bounds the free-GPU walk (no node has more GPUs than this).
+  static constexpr int64_t kNoGpuLimit = 1 << 20;
+
   const Fleet& fleet_;
+  const FreeIndex& index_;
   const PodSetSpec& set_;
+  const std::string* model_;
   const CapacityBasis basis_;
   const bool first_fit_;
+  const bool indexed_;
+  // Counted up front (not indexed).
   std::vector<int64_t> node_pods_;
   std::vector<int64_t> prefix_;
-  std::vector<std::pair<int, int>> fills_;
+  // Indexed.
+  int model_index_ = -1;
+  double cpu_per_gpu_ = 0;
+  double memory_per_gpu_ = 0;
+  bool gpus_bind_everywhere_ = false;
+  std::vector<int> excluded_;  // sorted slots the node filter refuses
+  absl::flat_hash_map<int, int64_t> excluded_pods_;  // by domain
+  Fills fills_;
 };
 
 // Turns pods-per-slot into pod placements with the lowest free GPU indices.
-std::vector<PodPlacement> AssignGpus(
-    const Fleet& fleet, const PodSetSpec& set,
-    const std::vector<std::pair<int, int>>& fills, CapacityBasis basis) {
+std::vector<PodPlacement> AssignGpus(const Fleet& fleet, const PodSetSpec& set,
+                                     const Fills& fills, CapacityBasis basis) {
   std::vector<PodPlacement> pods;
   int index = 0;
   for (const auto& [slot_index, count] : fills) {
@@ -314,7 +450,7 @@ PlacementResult PlaceWithModel(const GangSpec& spec, Fleet& fleet,
       models.clear();
       for (const std::string& m : set.gpu_models) models.push_back(&m);
     }
-    std::optional<std::vector<std::pair<int, int>>> fills;
+    std::optional<Fills> fills;
     std::string reason;
     for (const std::string* m : models) {
       std::string why;
@@ -355,6 +491,25 @@ std::string GateMixed(const ModelGate& gate, const Fleet& fleet,
 }
 
 }  // namespace
+
+std::string PlacementShapeKey(const GangSpec& spec) {
+  // Strings are length-prefixed, so no name can forge a separator.
+  auto append = [](std::string& key, absl::string_view text) {
+    absl::StrAppend(&key, text.size(), ":", text, ",");
+  };
+  std::string key = spec.allow_mixed_models ? "mixed" : "single";
+  for (const PodSetSpec& set : spec.pod_sets) {
+    absl::StrAppend(&key, "|", set.count, "x", set.gpus, ",", set.cpu_millis,
+                    ",", set.memory_bytes, ",",
+                    static_cast<int>(set.topology.mode), ",", set.slice.size,
+                    ",");
+    append(key, set.topology.level);
+    append(key, set.slice.level);
+    append(key, set.group);
+    for (const std::string& model : set.gpu_models) append(key, model);
+  }
+  return key;
+}
 
 PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
                           const PlacementOptions& options) {

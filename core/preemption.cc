@@ -94,6 +94,7 @@ bool Scheduler::FitsWithout(const GangPtr& gang,
   options.node_allowed = [this, &gang](int slot) {
     return !HeldForOther(slot, gang->id);
   };
+  options.restricted_slots = &RestrictedSlots();
   const bool fits = PlaceGang(gang->spec, fleet_, options).placed;
   for (const GangPtr& victim : victims) {
     PHALANX_CHECK(fleet_.Allocate(*victim, victim->placement).ok());
@@ -170,7 +171,7 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
     for (const PodPlacement& pod : victim->placement) {
       held_for_[gang->id].insert(pod.node);
     }
-    held_slots_.clear();
+    ForgetHeldSlots();
     names.push_back(victim->id.value());
     Transition(std::move(preempting), EventType::kPreempting, now);
   }
@@ -210,9 +211,28 @@ bool Scheduler::HeldForOther(int slot, const GangId& gang) const {
   return false;
 }
 
+const std::vector<int>& Scheduler::RestrictedSlots() const {
+  if (restricted_slots_) return *restricted_slots_;
+  std::vector<int> slots;
+  for (const Reservation& reservation : reservations_) {
+    const Fleet::Domain& domain = fleet_.domains()[reservation.domain];
+    for (int i = domain.node_begin; i < domain.node_end; ++i) {
+      slots.push_back(i);
+    }
+  }
+  for (const auto& [preemptor, nodes] : held_for_) {
+    for (const NodeId& node : nodes) {
+      if (const int slot = fleet_.Find(node); slot >= 0) slots.push_back(slot);
+    }
+  }
+  std::sort(slots.begin(), slots.end());
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  return restricted_slots_.emplace(std::move(slots));
+}
+
 void Scheduler::DropHolds(const GangId& preemptor) {
   if (held_for_.erase(preemptor) == 0) return;
-  held_slots_.clear();
+  ForgetHeldSlots();
   BumpEpoch();  // the held nodes are free for others again
 }
 

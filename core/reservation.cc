@@ -1,7 +1,6 @@
 #include "core/reservation.h"
 
 #include <algorithm>
-#include <map>
 #include <tuple>
 
 namespace phalanx::core {
@@ -41,52 +40,55 @@ struct Candidate {
 };
 
 // When enough GPUs free up in `domain` for `set`, releasing the gangs there
-// in order of expected end.
+// in order of expected end. Keeps the pods that fit as a running total, so
+// the cost is one pass over the domain plus the pods of the gangs released.
 std::optional<Candidate> Evaluate(
     int domain_index, const PodSetSpec& set, const Fleet& fleet,
     const std::vector<char>& taken,
     const std::function<GangPtr(const GangId&)>& find, absl::Time now) {
+  if (set.gpus <= 0) return std::nullopt;
   const Fleet::Domain& domain = fleet.domains()[domain_index];
-  std::map<int, int> free;  // slot -> free GPUs (eligible nodes only)
-  std::map<GangId, std::vector<std::pair<int, int>>> held;  // gang -> slot,gpus
-  int64_t capacity_total = 0;
-  for (int i = domain.node_begin; i < domain.node_end; ++i) {
+  const int begin = domain.node_begin;
+  std::vector<int> free(domain.node_end - begin, -1);  // -1: not eligible
+  std::vector<GangId> holders;
+  int64_t capacity = 0;  // pods with every eligible GPU free
+  int64_t pods = 0;      // pods that fit now
+  for (int i = begin; i < domain.node_end; ++i) {
     const Fleet::Slot& slot = fleet.slots()[i];
     if (taken[i] || slot.node.state != NodeState::kReady ||
         !Acceptable(set, slot)) {
       continue;
     }
-    free[i] = slot.FreeGpus();
-    capacity_total += set.gpus > 0 ? slot.node.spec.gpu_count / set.gpus : 0;
-    for (const auto& [id, pods] : slot.gang_pods) {
-      held[id].emplace_back(i, slot.node.spec.gpu_count - slot.FreeGpus());
-    }
+    free[i - begin] = slot.FreeGpus();
+    capacity += slot.node.spec.gpu_count / set.gpus;
+    pods += free[i - begin] / set.gpus;
+    for (const auto& [id, count] : slot.gang_pods) holders.push_back(id);
   }
-  if (set.gpus <= 0 || capacity_total < set.count) return std::nullopt;
-  auto pods = [&]() {
-    int64_t total = 0;
-    for (const auto& [slot, gpus] : free) total += gpus / set.gpus;
-    return total;
-  };
-  std::vector<std::pair<absl::Time, GangId>> ends;
-  for (const auto& [id, slots] : held) {
-    GangPtr gang = find(id);
-    ends.emplace_back(gang ? ExpectedEnd(*gang, now) : absl::InfiniteFuture(),
-                      id);
+  if (capacity < set.count) return std::nullopt;
+  std::sort(holders.begin(), holders.end());
+  holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+  std::vector<std::pair<absl::Time, GangPtr>> ends;
+  for (const GangId& id : holders) {
+    if (GangPtr gang = find(id))
+      ends.emplace_back(ExpectedEnd(*gang, now), gang);
   }
-  std::sort(ends.begin(), ends.end());
+  std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second->id) < std::tie(b.first, b.second->id);
+  });
   Candidate candidate{now, 0, domain_index};
-  for (const auto& [end, id] : ends) {
-    if (pods() >= set.count) break;
+  for (const auto& [end, gang] : ends) {
+    if (pods >= set.count) break;
     // A node's used GPUs are freed when the last gang on it ends; counting
     // a gang's share approximately: free what it holds on each node.
-    GangPtr gang = find(id);
     for (const PodPlacement& pod : gang->placement) {
-      const int slot = fleet.Find(pod.node);
-      auto it = free.find(slot);
-      if (it == free.end()) continue;
-      it->second += static_cast<int>(pod.gpu_indices.size());
-      candidate.to_release += static_cast<int64_t>(pod.gpu_indices.size());
+      const int slot = fleet.Find(pod.node) - begin;
+      if (slot < 0 || slot >= static_cast<int>(free.size()) || free[slot] < 0) {
+        continue;
+      }
+      const int released = static_cast<int>(pod.gpu_indices.size());
+      pods += (free[slot] + released) / set.gpus - free[slot] / set.gpus;
+      free[slot] += released;
+      candidate.to_release += released;
     }
     candidate.start = end;
   }
@@ -124,6 +126,19 @@ std::optional<Reservation> PlanReservation(
   const Fleet::Domain& d = fleet.domains()[best->domain];
   return Reservation{gang.id, best->domain, d.path, best->start,
                      best->to_release};
+}
+
+std::optional<Reservation> RefreshReservation(
+    const Reservation& reservation, const Gang& gang, const Fleet& fleet,
+    const std::vector<char>& taken,
+    const std::function<GangPtr(const GangId&)>& find, absl::Time now) {
+  std::optional<Candidate> again = Evaluate(
+      reservation.domain, LargestPodSet(gang.spec), fleet, taken, find, now);
+  if (!again) return std::nullopt;
+  Reservation refreshed = reservation;
+  refreshed.start = again->start;
+  refreshed.gpus_to_release = again->to_release;
+  return refreshed;
 }
 
 }  // namespace phalanx::core

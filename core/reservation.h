@@ -39,6 +39,15 @@ std::optional<Reservation> PlanReservation(
     const Gang& gang, const Fleet& fleet, const std::vector<char>& taken,
     const std::function<GangPtr(const GangId&)>& find, absl::Time now);
 
+// Re-estimates `reservation` of `gang` on its own domain (start, GPUs still
+// to release), avoiding `taken` slots. Returns nullopt when that domain
+// could no longer host the gang. Costs one pass over the domain, where
+// PlanReservation passes over every domain of the level.
+std::optional<Reservation> RefreshReservation(
+    const Reservation& reservation, const Gang& gang, const Fleet& fleet,
+    const std::vector<char>& taken,
+    const std::function<GangPtr(const GangId&)>& find, absl::Time now);
+
 }  // namespace phalanx::core
 
 #endif  // PHALANX_CORE_RESERVATION_H_

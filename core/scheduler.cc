@@ -229,13 +229,27 @@ absl::Status Scheduler::CheckSubmittable(const GangSpec& spec) const {
           "\" (levels: ", absl::StrJoin(known, ", "), ")"));
     }
   }
-  // Can it ever fit the fleet as configured, with every GPU free?
-  Fleet& fleet = const_cast<Fleet&>(fleet_);  // kTotal never allocates
-  PlacementResult ever = PlaceGang(spec, fleet, CapacityBasis::kTotal);
-  if (!ever.placed) {
-    return absl::FailedPreconditionError(absl::StrCat("spec: ", ever.reason));
+  if (const std::string& why = NeverFitsReason(spec); !why.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("spec: ", why));
   }
   return absl::OkStatus();
+}
+
+// Placing against every GPU of the fleet costs a pass over all nodes, so the
+// answer is kept per placement shape until the fleet's structure changes.
+const std::string& Scheduler::NeverFitsReason(const GangSpec& spec) const {
+  constexpr size_t kMaxShapes = 4096;
+  if (ever_fits_version_ != fleet_.structure_version() ||
+      ever_fits_.size() >= kMaxShapes) {
+    ever_fits_.clear();
+    ever_fits_version_ = fleet_.structure_version();
+  }
+  auto [it, added] = ever_fits_.try_emplace(PlacementShapeKey(spec));
+  if (added) {
+    Fleet& fleet = const_cast<Fleet&>(fleet_);  // kTotal never allocates
+    it->second = PlaceGang(spec, fleet, CapacityBasis::kTotal).reason;
+  }
+  return it->second;
 }
 
 absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now) {

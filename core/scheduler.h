@@ -167,8 +167,17 @@ class Scheduler {
   void ExpireAndTrim(absl::Time now);
   void BumpEpoch() {
     ++capacity_epoch_;
-    held_slots_.clear();  // slots may have moved
+    ForgetHeldSlots();  // slots may have moved
   }
+  void ForgetHeldSlots() {
+    held_slots_.clear();
+    restricted_slots_.reset();
+  }
+  // Slots that some gang may not use (reserved, or held for a preemptor),
+  // sorted: the only ones a placement's node filter needs to ask about.
+  const std::vector<int>& RestrictedSlots() const;
+  // Why `spec` could never fit the fleet as it is built, or "" if it could.
+  const std::string& NeverFitsReason(const GangSpec& spec) const;
   const HeldGpus& Held(const QueueName& queue) const;
 
   // preemption.cc
@@ -274,6 +283,10 @@ class Scheduler {
   // Emits RESERVED events for new reservations; bumps the epoch on change.
   void AnnounceReservations(const std::vector<Reservation>& previous,
                             absl::Time now);
+  // When capacity changed: re-plans every reservation (at most every few
+  // seconds), else re-estimates the kept ones on their domains and drops
+  // those whose gang left PENDING or no longer fits there.
+  void KeepOrReplanReservations(absl::Time now);
   void SampleLedger(absl::Time now);
   // Pending gangs in the order a cycle would consider them now.
   std::vector<GangPtr> StaticOrder() const;
@@ -290,6 +303,8 @@ class Scheduler {
   // The epoch the reservations were planned at: they are re-planned when
   // it moves, and kept while nothing changes.
   int64_t reservations_epoch_ = -1;
+  // When the reservations were last planned from scratch.
+  absl::Time reservations_planned_at_ = absl::InfinitePast();
   // When time alone may let a pending gang in (a preemption victim passing
   // its min-runtime guard): the epoch moves then.
   absl::Time wakeup_ = absl::InfiniteFuture();
@@ -317,6 +332,12 @@ class Scheduler {
   std::map<GangId, std::set<NodeId>> held_for_;
   // held_for_ by fleet slot, rebuilt on demand (empty: stale).
   mutable std::vector<std::vector<GangId>> held_slots_;
+  // Reserved or held slots, sorted, rebuilt on demand (nullopt: stale).
+  mutable std::optional<std::vector<int>> restricted_slots_;
+  // "Can it ever fit the fleet" by placement shape ("" = yes, else why
+  // not), valid for one fleet structure version.
+  mutable absl::flat_hash_map<std::string, std::string> ever_fits_;
+  mutable uint64_t ever_fits_version_ = 0;
   std::optional<absl::Time> started_at_;
   int64_t revision_ = 0;
   int64_t next_gang_seq_ = 1;
