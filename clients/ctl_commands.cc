@@ -313,7 +313,7 @@ int NodesSetState(Session& s) {
   absl::string_view verb = s.inv().command->path;
   verb.remove_prefix(verb.rfind(' ') + 1);
   absl::StatusOr<v1::SetNodeStateRequest> request =
-      BuildSetNodeStateRequest(verb, s.arg(0), s.inv().flags);
+      BuildSetNodeStateRequest(verb, s.arg(0), s.inv().flags, s.now());
   if (!request.ok()) return s.UsageError(request.status());
   v1::SetNodeStateResponse response;
   grpc::Status status =

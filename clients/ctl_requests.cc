@@ -227,6 +227,23 @@ absl::StatusOr<absl::Time> ParseCheckpoint(absl::string_view text,
   return time;
 }
 
+// A drain deadline: a positive duration from `now`, or an RFC3339 time.
+absl::StatusOr<absl::Time> ParseDeadline(absl::string_view text,
+                                         absl::Time now) {
+  absl::Time time;
+  std::string error;
+  if (absl::ParseTime(absl::RFC3339_full, text, &time, &error)) return time;
+  absl::StatusOr<absl::Duration> after = ParseDurationFlag("deadline", text);
+  if (!after.ok()) {
+    return FlagError(
+        "deadline",
+        absl::StrFormat("want a duration such as 90m or an RFC3339 time, "
+                        "got \"%s\"",
+                        text));
+  }
+  return now + *after;
+}
+
 absl::StatusOr<v1::GangState> ParseReportState(absl::string_view text) {
   const std::string lower = absl::AsciiStrToLower(text);
   if (lower == "running") return v1::GANG_STATE_RUNNING;
@@ -388,8 +405,8 @@ absl::StatusOr<v1::ListNodesRequest> BuildListNodesRequest(
 }
 
 absl::StatusOr<v1::SetNodeStateRequest> BuildSetNodeStateRequest(
-    absl::string_view verb, absl::string_view node_id,
-    const FlagValues& flags) {
+    absl::string_view verb, absl::string_view node_id, const FlagValues& flags,
+    absl::Time now) {
   v1::SetNodeStateRequest request;
   if (verb == "cordon") {
     request.set_state(v1::NODE_STATE_CORDONED);
@@ -405,6 +422,12 @@ absl::StatusOr<v1::SetNodeStateRequest> BuildSetNodeStateRequest(
   }
   request.set_node_id(std::string(node_id));
   request.set_reason(flags.Get("reason"));
+  if (flags.Has("deadline")) {
+    absl::StatusOr<absl::Time> deadline =
+        ParseDeadline(flags.Get("deadline"), now);
+    if (!deadline.ok()) return deadline.status();
+    *request.mutable_drain_deadline() = ToProto(*deadline);
+  }
   return request;
 }
 

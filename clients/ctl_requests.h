@@ -87,9 +87,11 @@ absl::StatusOr<v1::ReportGangRequest> BuildReportRequest(
 absl::StatusOr<v1::ListNodesRequest> BuildListNodesRequest(
     const FlagValues& flags);
 
-// `nodes cordon|drain|uncordon|unhealthy NODE`. Fails for another verb.
+// `nodes cordon|drain|uncordon|unhealthy NODE`; drain takes --deadline, a
+// duration from `now` or an RFC3339 time. Fails for another verb.
 absl::StatusOr<v1::SetNodeStateRequest> BuildSetNodeStateRequest(
-    absl::string_view verb, absl::string_view node_id, const FlagValues& flags);
+    absl::string_view verb, absl::string_view node_id, const FlagValues& flags,
+    absl::Time now);
 
 // `queues put`: the JSON Queue `file_text` when --file was given, else a
 // queue from --name (required), --parent, --weight, --nominal, --held,

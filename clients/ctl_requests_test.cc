@@ -306,14 +306,41 @@ TEST(BuildSetNodeStateRequestTest, Verbs) {
       {"unhealthy", v1::NODE_STATE_UNHEALTHY}};
   for (const auto& [verb, state] : verbs) {
     absl::StatusOr<v1::SetNodeStateRequest> request = BuildSetNodeStateRequest(
-        verb, "n-1", Flags({"nodes", verb, "n-1", "--reason", "maint"}));
+        verb, "n-1", Flags({"nodes", verb, "n-1", "--reason", "maint"}),
+        absl::UnixEpoch());
     ASSERT_TRUE(request.ok()) << verb;
     EXPECT_EQ(request->state(), state) << verb;
     EXPECT_EQ(request->node_id(), "n-1");
     EXPECT_EQ(request->reason(), "maint");
   }
-  ExpectInvalid(BuildSetNodeStateRequest("melt", "n", FlagValues()).status(),
-                "melt");
+  ExpectInvalid(
+      BuildSetNodeStateRequest("melt", "n", FlagValues(), absl::UnixEpoch())
+          .status(),
+      "melt");
+}
+
+TEST(BuildSetNodeStateRequestTest, DrainDeadlineFromNowOrRfc3339) {
+  const absl::Time now = absl::FromUnixSeconds(1'700'000'000);
+  absl::StatusOr<v1::SetNodeStateRequest> in_90m = BuildSetNodeStateRequest(
+      "drain", "n-1", Flags({"nodes", "drain", "n-1", "--deadline", "90m"}),
+      now);
+  ASSERT_TRUE(in_90m.ok()) << in_90m.status();
+  EXPECT_EQ(in_90m->drain_deadline().seconds(), 1'700'000'000 + 90 * 60);
+  absl::StatusOr<v1::SetNodeStateRequest> at = BuildSetNodeStateRequest(
+      "drain", "n-1",
+      Flags({"nodes", "drain", "n-1", "--deadline", "2023-11-14T22:13:20Z"}),
+      now);
+  ASSERT_TRUE(at.ok()) << at.status();
+  EXPECT_EQ(at->drain_deadline().seconds(), 1'700'000'000);
+  absl::StatusOr<v1::SetNodeStateRequest> none = BuildSetNodeStateRequest(
+      "drain", "n-1", Flags({"nodes", "drain", "n-1"}), now);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_drain_deadline());
+  ExpectInvalid(BuildSetNodeStateRequest(
+                    "drain", "n-1",
+                    Flags({"nodes", "drain", "n-1", "--deadline", "soon"}), now)
+                    .status(),
+                "--deadline");
 }
 
 TEST(BuildQueueTest, FromFlags) {

@@ -238,6 +238,17 @@ std::string DryRunText(const v1::DryRunGangResponse& response) {
   return out;
 }
 
+// The node's state, with its drain deadline when it has one:
+// "DRAINING (deadline in 5m)".
+std::string NodeStateText(const v1::Node& node, absl::Time now) {
+  std::string state = NodeStateName(node.state());
+  if (!node.has_drain_deadline()) return state;
+  const absl::Duration left = FromProto(node.drain_deadline()) - now;
+  return left > absl::ZeroDuration()
+             ? absl::StrCat(state, " (deadline in ", HumanDuration(left), ")")
+             : absl::StrCat(state, " (deadline passed)");
+}
+
 std::string NodesTable(
     const google::protobuf::RepeatedPtrField<v1::Node>& nodes, absl::Time now) {
   Table table({"NODE", "MODEL", "USED/GPUS", "STATE", "LABELS", "GANGS",
@@ -251,7 +262,7 @@ std::string NodesTable(
     table.AddRow({node.id(), node.gpu_model(),
                   absl::StrFormat("%d/%d", node.used_gpu_indices_size(),
                                   node.gpu_count()),
-                  NodeStateName(node.state()), JoinMap(node.labels()),
+                  NodeStateText(node, now), JoinMap(node.labels()),
                   OrDash(absl::StrJoin(node.gang_ids(), ",")), heartbeat,
                   node.state_reason()});
   }

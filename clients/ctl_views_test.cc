@@ -165,6 +165,32 @@ TEST(NodesTableTest, UsageLabelsAndHeartbeat) {
             "-          maint\n");
 }
 
+TEST(NodesTableTest, DrainDeadlineBesideTheState) {
+  v1::ListNodesResponse nodes = TextProto<v1::ListNodesResponse>(R"pb(
+    nodes {
+      id: "n-1"
+      gpu_model: "H100"
+      gpu_count: 8
+      state: NODE_STATE_DRAINING
+    }
+    nodes {
+      id: "n-2"
+      gpu_model: "H100"
+      gpu_count: 8
+      state: NODE_STATE_DRAINING
+    }
+  )pb");
+  *nodes.mutable_nodes(0)->mutable_drain_deadline() =
+      ToProto(kNow + absl::Minutes(90));
+  *nodes.mutable_nodes(1)->mutable_drain_deadline() =
+      ToProto(kNow - absl::Seconds(1));
+  const std::string table = NodesTable(nodes.nodes(), kNow);
+  EXPECT_THAT(table, HasSubstr("n-1   H100   0/8        DRAINING (deadline "
+                               "in 1h30m)"));
+  EXPECT_THAT(table, HasSubstr("n-2   H100   0/8        DRAINING (deadline "
+                               "passed)"));
+}
+
 TEST(QueuesTableTest, QuotaAndUsage) {
   v1::ListQueuesResponse queues = TextProto<v1::ListQueuesResponse>(R"pb(
     queues {

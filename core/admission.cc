@@ -388,13 +388,15 @@ std::optional<std::string> Scheduler::BlockedByReservation(const GangPtr& gang,
 void Scheduler::RunCycle(absl::Time now) {
   // 1. Housekeeping: expire idempotency keys, apply retention, sample the
   //    fair-share ledger at least every sample interval, fire lifecycle
-  //    timers and heartbeat timeouts, wake up for time-based eligibility.
+  //    timers, heartbeat timeouts and drain deadlines (their gangs are
+  //    repaired or evicted), wake up for time-based eligibility.
   //    Reservations are re-planned when the capacity epoch moved, and kept
   //    while nothing changed.
   ExpireAndTrim(now);
   SampleLedger(now);
   ExpireTimers(now);
   CheckHeartbeats(now);
+  ExpireDrains(now);
   if (now >= wakeup_) {
     wakeup_ = absl::InfiniteFuture();
     BumpEpoch();

@@ -435,6 +435,37 @@ TEST_F(PreemptionTest, NeverThrowsAwayMoreWorkThanAnHourOfThePreemptorsWait) {
   EXPECT_THAT(ReasonOf(whole), StartsWith("NO_FIT"));
 }
 
+TEST_F(PreemptionTest, HorizonConfigSetsTheBudget) {
+  GangPtr low = Submit(Spec("q").Pods(4, 8));
+  Cycle();
+  now_ += absl::Hours(2);  // 64 GPU-hours would be lost
+  Config config = scheduler_->config();
+  config.preemption.horizon = absl::Hours(3);  // budget 32 x 3h = 96
+  ASSERT_TRUE(scheduler_->UpdateConfig(config, std::nullopt).ok());
+  GangPtr whole = Submit(Spec("q").Pods(4, 8).Priority(9));
+  Cycle();
+  EXPECT_EQ(StateOf(low), GangState::kPreempting);
+  EXPECT_EQ(ReasonOf(whole),
+            "PREEMPTING: waiting for " + low->id.value() + " to stop");
+}
+
+TEST_F(PreemptionTest, ZeroHorizonThrowsNoWorkAway) {
+  Config config = scheduler_->config();
+  config.preemption.horizon = absl::ZeroDuration();
+  ASSERT_TRUE(scheduler_->UpdateConfig(config, std::nullopt).ok());
+  GangPtr low = Submit(Spec("q").Pods(4, 8));
+  Cycle();
+  now_ += absl::Hours(1);
+  GangPtr high = Submit(Spec("q").Pods(1, 8).Priority(9));
+  Cycle();
+  EXPECT_EQ(StateOf(low), GangState::kAdmitted);
+  EXPECT_THAT(ReasonOf(high), StartsWith("NO_FIT"));
+  config.preemption.horizon = -absl::Seconds(1);
+  auto bad = scheduler_->UpdateConfig(config, std::nullopt);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "config.preemption.horizon: must be >= 0");
+}
+
 TEST_F(PreemptionTest, EqualPriorityAndYoungGangsAreNeverVictims) {
   GangPtr low = Submit(Spec("q").Pods(4, 8));
   Cycle();

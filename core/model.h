@@ -124,6 +124,9 @@ struct Node {
   NodeSpec spec;
   NodeState state = NodeState::kReady;
   std::string state_reason;
+  // DRAINING only: gangs still on the node then are repaired elsewhere or
+  // evicted and requeued. Unset = drain without a deadline.
+  std::optional<absl::Time> drain_deadline;
   bool operator==(const Node&) const = default;
 };
 
@@ -206,6 +209,10 @@ struct PreemptionConfig {
   absl::Duration grace_period = absl::Minutes(5);
   // Gangs admitted less than this long ago are never victims.
   absl::Duration min_runtime = absl::Minutes(10);
+  // Caps the work one preemption may throw away: the preemptor's GPUs times
+  // how long it would otherwise wait, counted up to this horizon. Long waits
+  // are for reservations to end, not for discarding days of a gang's work.
+  absl::Duration horizon = absl::Hours(1);
   bool operator==(const PreemptionConfig&) const = default;
 };
 

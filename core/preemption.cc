@@ -22,11 +22,6 @@
 namespace phalanx::core {
 namespace {
 
-// A preemption may throw away at most the GPU-time its preemptor would
-// otherwise wait within this horizon: long waits are for reservations to
-// end, not for throwing away days of a large gang's work.
-constexpr absl::Duration kPreemptionHorizon = absl::Hours(1);
-
 int64_t HeldGpusOf(const Gang& gang) {
   int64_t gpus = 0;
   for (const PodPlacement& pod : gang.placement) gpus += pod.gpu_indices.size();
@@ -116,7 +111,7 @@ double Scheduler::PreemptionBudget(const Gang& gang, absl::Time now) const {
   const absl::Duration wait =
       natural ? natural->start - now : absl::InfiniteDuration();
   if (wait <= config_.preemption.grace_period) return 0;  // about to fit
-  return absl::ToDoubleSeconds(std::min(wait, kPreemptionHorizon)) *
+  return absl::ToDoubleSeconds(std::min(wait, config_.preemption.horizon)) *
          static_cast<double>(gang.spec.TotalGpus());
 }
 

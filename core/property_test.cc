@@ -1,6 +1,7 @@
 // Seeded property tests over random fleets and workloads: the invariants of
 // STYLE.md hold after every cycle, and replays are identical.
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -50,7 +51,19 @@ std::string DomainOf(const NodeId& node, const std::string& level) {
   return id;
 }
 
-void CheckInvariants(const Scheduler& s) {
+// No gang holds a pod on an unhealthy node, or on a draining node past its
+// deadline: repair or eviction moved it off.
+void CheckNodesLeft(const Scheduler& s, const Gang& gang, absl::Time now) {
+  for (const PodPlacement& pod : gang.placement) {
+    const Node& node = s.fleet().slots()[s.fleet().Find(pod.node)].node;
+    EXPECT_NE(node.state, NodeState::kUnhealthy) << gang.id << " " << pod.node;
+    if (node.state == NodeState::kDraining && node.drain_deadline) {
+      EXPECT_GT(*node.drain_deadline, now) << gang.id << " " << pod.node;
+    }
+  }
+}
+
+void CheckInvariants(const Scheduler& s, absl::Time now) {
   std::set<std::pair<std::string, int>> held;
   std::map<std::string, uint64_t> used;
   for (const auto& [id, gang] : s.gangs()) {
@@ -63,6 +76,7 @@ void CheckInvariants(const Scheduler& s) {
     }
     ASSERT_EQ(static_cast<int>(gang->placement.size()), gang->spec.TotalPods())
         << id;
+    CheckNodesLeft(s, *gang, now);
     std::set<std::string> domains;
     for (const PodPlacement& pod : gang->placement) {
       for (int gpu : pod.gpu_indices) {
@@ -99,6 +113,7 @@ std::vector<std::string> RunWorkload(uint64_t seed, bool preemption,
     EXPECT_TRUE(s.PutQueue(queue).ok());
   }
   std::map<GangId, absl::Time> ends;
+  std::map<NodeId, absl::Time> back;  // failed or drained node -> when back
   std::vector<std::string> log;
   absl::Time now = kT0;
   auto busy = [&s]() {
@@ -130,14 +145,29 @@ std::vector<std::string> RunWorkload(uint64_t seed, bool preemption,
       EXPECT_TRUE(result.ok() || absl::IsFailedPrecondition(result.status()))
           << result.status();
     }
-    if (step < steps && rng() % 40 == 0) {  // a node fails and comes back
+    if (step < steps && rng() % 15 == 0) {  // a node fails or is drained
       const auto& slots = s.fleet().slots();
       const NodeId node = slots[rng() % slots.size()].node.spec.id;
-      EXPECT_TRUE(s.SetNodeState(node, NodeState::kUnhealthy, "xid", now).ok());
-      EXPECT_TRUE(s.SetNodeState(node, NodeState::kReady, "fixed", now).ok());
+      const bool drain = rng() % 2 == 0;
+      const absl::Time deadline = now + absl::Minutes(rng() % 10);
+      EXPECT_TRUE(
+          s.SetNodeState(
+               node, drain ? NodeState::kDraining : NodeState::kUnhealthy,
+               "xid", now, drain ? std::optional(deadline) : std::nullopt)
+              .ok());
+      back[node] = now + absl::Minutes(5 + rng() % 20);
+    }
+    for (auto it = back.begin(); it != back.end();) {  // and comes back
+      if (it->second > now) {
+        ++it;
+        continue;
+      }
+      EXPECT_TRUE(
+          s.SetNodeState(it->first, NodeState::kReady, "fixed", now).ok());
+      it = back.erase(it);
     }
     s.RunCycle(now);
-    CheckInvariants(s);
+    CheckInvariants(s, now);
     for (const Event& event : s.TakeMutation().events) {
       std::string line =
           absl::StrCat(event.revision, " ", EventTypeName(event.type), " ",
@@ -161,13 +191,22 @@ std::vector<std::string> RunWorkload(uint64_t seed, bool preemption,
 }
 
 TEST(PropertyTest, InvariantsHoldAndReplaysAreIdentical) {
+  std::map<std::string, int> vacated;  // REPAIRED / EVICTED events
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     SCOPED_TRACE(seed);
     const bool preemption = seed % 2 == 0;
     std::vector<std::string> first = RunWorkload(seed, preemption, 300);
     EXPECT_GT(first.size(), 50u);
     EXPECT_EQ(first, RunWorkload(seed, preemption, 300));
+    for (const std::string& line : first) {
+      for (const char* type : {" REPAIRED ", " EVICTED "}) {
+        if (line.find(type) != std::string::npos) ++vacated[type];
+      }
+    }
   }
+  // Both ways off a failed or drained node are exercised.
+  EXPECT_GT(vacated[" REPAIRED "], 10);
+  EXPECT_GT(vacated[" EVICTED "], 10);
 }
 
 }  // namespace

@@ -48,6 +48,9 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
           absl::StrCat("node ", node.spec.id.value(), ": ", st.message()));
     }
     s.heartbeats_[node.spec.id] = now;
+    if (node.drain_deadline) {
+      s.drain_timers_.insert({*node.drain_deadline, node.spec.id});
+    }
   }
   s.fleet_.Upsert(state.nodes);
   for (Queue& queue : state.queues) {
@@ -409,11 +412,19 @@ absl::StatusOr<std::vector<Node>> Scheduler::UpsertNodes(
       const Node& old = fleet_.slots()[slot].node;
       nodes[i].state = old.state;
       nodes[i].state_reason = old.state_reason;
+      nodes[i].drain_deadline = old.drain_deadline;
+    } else if (nodes[i].drain_deadline &&
+               nodes[i].state != NodeState::kDraining) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".drain_deadline: only a DRAINING node has one"));
     }
   }
   fleet_.Upsert(nodes);
   BumpEpoch();
   for (const Node& node : nodes) {
+    if (node.drain_deadline) {
+      drain_timers_.insert({*node.drain_deadline, node.spec.id});
+    }
     if (now != absl::InfinitePast()) heartbeats_.try_emplace(node.spec.id, now);
     dirty_nodes_.insert(node.spec.id);
     deleted_nodes_.erase(node.spec.id);
@@ -421,37 +432,25 @@ absl::StatusOr<std::vector<Node>> Scheduler::UpsertNodes(
   return nodes;
 }
 
-void Scheduler::EvictFromNode(int slot, absl::Time now) {
-  const Fleet::Slot& s = fleet_.slots()[slot];
-  const std::string why =
-      absl::StrCat("EVICTED: node ", s.node.spec.id.value(), " is unhealthy");
-  std::vector<GangId> victims;
-  for (const auto& [id, pods] : s.gang_pods) victims.push_back(id);
-  for (const GangId& id : victims) {
-    Gang gang = *gangs_.at(id);
-    ReleaseCapacity(gang, now);
-    gang.state = GangState::kPending;
-    gang.reason = why;
-    Transition(std::move(gang), EventType::kEvicted, now);
-  }
-}
-
-absl::StatusOr<Node> Scheduler::SetNodeState(const NodeId& id, NodeState state,
-                                             absl::string_view reason,
-                                             absl::Time now) {
+absl::StatusOr<Node> Scheduler::SetNodeState(
+    const NodeId& id, NodeState state, absl::string_view reason, absl::Time now,
+    std::optional<absl::Time> drain_deadline) {
   const int slot = fleet_.Find(id);
   if (slot < 0) {
     return absl::NotFoundError(
         absl::StrCat("node_id: no node \"", id.value(), "\""));
   }
-  Node node = fleet_.slots()[slot].node;
-  node.state = state;
-  node.state_reason = std::string(reason);
-  fleet_.Upsert({node});
-  if (state == NodeState::kUnhealthy) EvictFromNode(fleet_.Find(id), now);
+  if (drain_deadline && state != NodeState::kDraining) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("drain_deadline: only a DRAINING node takes one, not ",
+                     NodeStateName(state)));
+  }
+  MarkNode(slot, state, reason, drain_deadline);
+  if (state == NodeState::kUnhealthy) {
+    VacateNodes({slot}, VacateCause::kUnhealthy, now);
+  }
   if (state == NodeState::kReady) BumpEpoch();
-  dirty_nodes_.insert(id);
-  return node;
+  return fleet_.slots()[slot].node;
 }
 
 absl::Status Scheduler::RemoveNode(const NodeId& id) {

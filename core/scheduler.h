@@ -93,9 +93,14 @@ class Scheduler {
   // New nodes count as heard from at `now` (when given).
   absl::StatusOr<std::vector<Node>> UpsertNodes(
       std::vector<Node> nodes, absl::Time now = absl::InfinitePast());
-  // Changes a node's state; UNHEALTHY evicts and requeues its gangs.
-  absl::StatusOr<Node> SetNodeState(const NodeId& id, NodeState state,
-                                    absl::string_view reason, absl::Time now);
+  // Changes a node's state. UNHEALTHY repairs its gangs (moves only their
+  // pods on the node, keeping every topology constraint; event REPAIRED)
+  // or evicts and requeues them (event EVICTED). A `drain_deadline` is for
+  // DRAINING only (InvalidArgument otherwise): gangs still on the node at
+  // that time are repaired or evicted alike. Any other state clears it.
+  absl::StatusOr<Node> SetNodeState(
+      const NodeId& id, NodeState state, absl::string_view reason,
+      absl::Time now, std::optional<absl::Time> drain_deadline = std::nullopt);
   // Removes a node that holds no gang.
   absl::Status RemoveNode(const NodeId& id);
   // Records heartbeats (kept in memory only).
@@ -135,6 +140,11 @@ class Scheduler {
   const std::vector<Reservation>& reservations() const { return reservations_; }
   // Bumped whenever a pending gang could newly fit (DESIGN §4 speed rules).
   int64_t capacity_epoch() const { return capacity_epoch_; }
+  // Gangs moved off failed or drained nodes since this process started, by
+  // (outcome: "repaired" | "evicted", cause: "unhealthy" | "drain_deadline");
+  // for metrics.
+  using VacateCounts = std::map<std::pair<std::string, std::string>, int64_t>;
+  const VacateCounts& vacate_counts() const { return vacate_counts_; }
   // Gangs per (queue, state), for metrics.
   const std::map<std::pair<QueueName, GangState>, int64_t>& gang_counts()
       const {
@@ -155,7 +165,6 @@ class Scheduler {
              absl::Time now);
   void SetReason(const GangPtr& gang, std::string reason);
   void ExpireAndTrim(absl::Time now);
-  void EvictFromNode(int slot, absl::Time now);
   void BumpEpoch() {
     ++capacity_epoch_;
     ForgetHeldSlots();  // slots may have moved
@@ -181,8 +190,8 @@ class Scheduler {
   std::optional<std::string> TryPreempt(const GangPtr& gang, absl::Time now);
   // GPU-seconds of work a preemption for `gang` may throw away: its GPUs
   // times how long it would wait for capacity to free up on its own (by the
-  // running gangs' estimates; unknown counts as long), capped at an hour;
-  // none when it is due within the grace period.
+  // running gangs' estimates; unknown counts as long), capped at
+  // preemption.horizon; none when it is due within the grace period.
   double PreemptionBudget(const Gang& gang, absl::Time now) const;
   // Which gangs a preemptor may take capacity from: its own queue's lower
   // priorities, and sibling queues above nominal when it reclaims.
@@ -211,6 +220,32 @@ class Scheduler {
   void ExpireTimers(absl::Time now);
   void CheckHeartbeats(absl::Time now);
   void ArmTimers(const Gang& gang);
+
+  // node_failure.cc (DESIGN §6 "Node failure")
+  enum class VacateCause { kUnhealthy, kDrainDeadline };
+  // Moves every gang off the nodes at `slots` (and any UNHEALTHY node),
+  // highest priority first: repaired in place when its constraints allow,
+  // else evicted and requeued in its old place. PREEMPTING victims are
+  // always requeued: they stop within their grace period anyway.
+  void VacateNodes(const std::vector<int>& slots, VacateCause cause,
+                   absl::Time now);
+  // Moves the pods of `gang` on slots where `vacate` is set (event
+  // REPAIRED). FailedPrecondition saying why, and no change, when its
+  // constraints cannot be kept.
+  absl::Status TryRepair(const GangPtr& gang, const std::vector<char>& vacate,
+                         absl::Time now);
+  // Slots a repair of `gang` may use: not held for another preemptor, not
+  // reserved for a gang it is not expected to end before.
+  std::vector<char> RepairTargets(const Gang& gang, absl::Time now) const;
+  // Quota for a repair: moving GPUs within a model costs nothing; only
+  // growth of a model beyond what `moved` frees needs quota.
+  ModelGate RepairQuotaGate(const Gang& gang,
+                            const std::vector<PodPlacement>& moved) const;
+  // Sets a node's state (and drain deadline) without touching its gangs.
+  void MarkNode(int slot, NodeState state, absl::string_view reason,
+                std::optional<absl::Time> drain_deadline);
+  // Moves gangs off DRAINING nodes whose deadline has come.
+  void ExpireDrains(absl::Time now);
 
   // admission.cc
   int64_t FreeReadyGpus() const;
@@ -289,6 +324,9 @@ class Scheduler {
   std::set<std::pair<absl::Time, std::pair<QueueName, std::string>>>
       request_expiry_;
   absl::flat_hash_map<NodeId, absl::Time> heartbeats_;
+  // (when, node): drain deadlines, checked lazily against the node.
+  std::set<std::pair<absl::Time, NodeId>> drain_timers_;
+  VacateCounts vacate_counts_;
   // (when, gang): max_runtime and start_timeout deadlines, checked lazily.
   std::set<std::pair<absl::Time, GangId>> timers_;
   // Victim -> its preemptor (may be empty after a restart) and the end of

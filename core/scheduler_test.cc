@@ -159,19 +159,17 @@ TEST_F(SchedulerTest, ReportsFollowTheLifecycle) {
   EXPECT_EQ(scheduler_.Usage(QueueName("llm")).active, 0);
 }
 
-TEST_F(SchedulerTest, UnhealthyNodeEvictsAndTheGangKeepsItsPlace) {
+// Eviction when repair is impossible: core/repair_test.cc.
+TEST_F(SchedulerTest, UnhealthyNodeRepairsAGangThatFitsElsewhere) {
   GangPtr gang = Submit(Spec("llm").Pods(1, 8));
   Cycle();
   const NodeId node = Get(gang)->placement[0].node;
   ASSERT_TRUE(
       scheduler_.SetNodeState(node, NodeState::kUnhealthy, "xid 79", now_)
           .ok());
-  EXPECT_EQ(Get(gang)->state, GangState::kPending);
-  EXPECT_EQ(Get(gang)->submit_time, gang->submit_time);
-  Cycle();
-  EXPECT_EQ(Get(gang)->state, GangState::kAdmitted);
+  EXPECT_EQ(Get(gang)->state, GangState::kAdmitted);  // repaired in place
   EXPECT_NE(Get(gang)->placement[0].node, node);
-  EXPECT_EQ(Get(gang)->attempts, 2);
+  EXPECT_EQ(Get(gang)->attempts, 1);
 }
 
 TEST_F(SchedulerTest, HeldQueueAdmitsNothing) {

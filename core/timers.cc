@@ -63,19 +63,21 @@ void Scheduler::CheckHeartbeats(absl::Time now) {
       now < *started_at_ + config_.startup_grace) {
     return;
   }
-  std::vector<NodeId> dead;
-  for (const Fleet::Slot& slot : fleet_.slots()) {
-    if (slot.node.state == NodeState::kUnhealthy) continue;
-    auto [it, fresh] = heartbeats_.try_emplace(slot.node.spec.id, now);
-    if (!fresh && it->second + timeout < now) dead.push_back(slot.node.spec.id);
+  // Every silent node is marked first, so that no repair moves pods onto a
+  // node that is about to be found dead too.
+  std::vector<int> dead;
+  for (int slot = 0; slot < static_cast<int>(fleet_.slots().size()); ++slot) {
+    const Node& node = fleet_.slots()[slot].node;
+    if (node.state == NodeState::kUnhealthy) continue;
+    auto [it, fresh] = heartbeats_.try_emplace(node.spec.id, now);
+    if (fresh || it->second + timeout >= now) continue;
+    MarkNode(slot, NodeState::kUnhealthy,
+             absl::StrCat("no heartbeat for ",
+                          absl::FormatDuration(now - it->second)),
+             std::nullopt);
+    dead.push_back(slot);
   }
-  for (const NodeId& id : dead) {
-    SetNodeState(id, NodeState::kUnhealthy,
-                 absl::StrCat("no heartbeat for ",
-                              absl::FormatDuration(now - heartbeats_.at(id))),
-                 now)
-        .IgnoreError();
-  }
+  if (!dead.empty()) VacateNodes(dead, VacateCause::kUnhealthy, now);
 }
 
 }  // namespace phalanx::core

@@ -209,6 +209,9 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   if (config.preemption.min_runtime < absl::ZeroDuration()) {
     return Bad(f + ".preemption.min_runtime", "must be >= 0");
   }
+  if (config.preemption.horizon < absl::ZeroDuration()) {
+    return Bad(f + ".preemption.horizon", "must be >= 0");
+  }
   if (config.fair_share.half_life <= absl::ZeroDuration()) {
     return Bad(f + ".fair_share.half_life", "must be > 0");
   }

@@ -296,6 +296,9 @@ absl::StatusOr<core::Node> NodeFromProto(const pb::Node& in,
                                     in.state(), absl::StrCat(field, ".state")));
   }
   out.state_reason = in.state_reason();
+  if (in.has_drain_deadline()) {
+    out.drain_deadline = FromProto(in.drain_deadline());
+  }
   return out;
 }
 
@@ -308,6 +311,9 @@ void ToProto(const core::Node& in, pb::Node* out) {
   out->mutable_labels()->insert(in.spec.labels.begin(), in.spec.labels.end());
   out->set_state(ToProto(in.state));
   out->set_state_reason(in.state_reason);
+  if (in.drain_deadline) {
+    ToProto(*in.drain_deadline, out->mutable_drain_deadline());
+  }
 }
 
 core::Queue QueueFromProto(const pb::Queue& in) {
@@ -386,6 +392,9 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   if (preemption.has_min_runtime()) {
     out.preemption.min_runtime = FromProto(preemption.min_runtime());
   }
+  if (preemption.has_horizon()) {
+    out.preemption.horizon = FromProto(preemption.horizon());
+  }
   if (in.lifecycle().has_start_timeout()) {
     out.start_timeout = FromProto(in.lifecycle().start_timeout());
   }
@@ -432,6 +441,7 @@ void ToProto(const core::Config& in, pb::Config* out) {
           out->mutable_preemption()->mutable_grace_period());
   ToProto(in.preemption.min_runtime,
           out->mutable_preemption()->mutable_min_runtime());
+  ToProto(in.preemption.horizon, out->mutable_preemption()->mutable_horizon());
   ToProto(in.start_timeout, out->mutable_lifecycle()->mutable_start_timeout());
   ToProto(in.fair_share.half_life,
           out->mutable_fair_share()->mutable_half_life());

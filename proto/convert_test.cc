@@ -49,5 +49,39 @@ TEST(ConvertTest, ConfigDefaultsFillUnsetFields) {
   EXPECT_EQ(*ConfigFromProto(again, "config"), expected);
 }
 
+TEST(ConvertTest, PreemptionHorizonRoundTrips) {
+  pb::Config proto;
+  proto.mutable_preemption()->mutable_horizon()->set_seconds(600);
+  auto config = ConfigFromProto(proto, "config");
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->preemption.horizon, absl::Minutes(10));
+  proto.mutable_preemption()->mutable_horizon()->set_seconds(0);
+  EXPECT_EQ(ConfigFromProto(proto, "config")->preemption.horizon,
+            absl::ZeroDuration());
+  pb::Config again;
+  ToProto(*config, &again);
+  EXPECT_EQ(again.preemption().horizon().seconds(), 600);
+}
+
+TEST(ConvertTest, NodeDrainDeadlineRoundTrips) {
+  core::Node node;
+  node.spec.id = core::NodeId("n1");
+  node.spec.gpu_model = "H100";
+  node.spec.gpu_count = 8;
+  node.state = core::NodeState::kDraining;
+  node.drain_deadline = absl::FromUnixSeconds(1'700'003'600);
+  pb::Node proto;
+  ToProto(node, &proto);
+  EXPECT_EQ(proto.drain_deadline().seconds(), 1'700'003'600);
+  auto back = NodeFromProto(proto, "node");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, node);
+  node.drain_deadline.reset();
+  pb::Node without;
+  ToProto(node, &without);
+  EXPECT_FALSE(without.has_drain_deadline());
+  EXPECT_EQ(*NodeFromProto(without, "node"), node);
+}
+
 }  // namespace
 }  // namespace phalanx::convert

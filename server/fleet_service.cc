@@ -1,6 +1,7 @@
 #include "server/fleet_service.h"
 
 #include <bit>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/fleet_report.h"
@@ -55,16 +56,21 @@ grpc::ServerUnaryReactor* FleetService::SetNodeState(
   }
   auto state = convert::NodeStateFromProto(request->state(), "state");
   if (!state.ok()) return FinishNow(context, state.status());
-  return RunOnLoop(*loop_, context,
-                   [id = core::NodeId(request->node_id()), state = *state,
-                    reason = request->reason(), response](
-                       core::Scheduler& s, absl::Time now) -> absl::Status {
-                     ASSIGN_OR_RETURN(core::Node node,
-                                      s.SetNodeState(id, state, reason, now));
-                     NodeToProto(s, s.fleet().slots()[s.fleet().Find(id)],
-                                 response->mutable_node());
-                     return absl::OkStatus();
-                   });
+  std::optional<absl::Time> drain_deadline;
+  if (request->has_drain_deadline()) {
+    drain_deadline = convert::FromProto(request->drain_deadline());
+  }
+  return RunOnLoop(
+      *loop_, context,
+      [id = core::NodeId(request->node_id()), state = *state,
+       reason = request->reason(), drain_deadline,
+       response](core::Scheduler& s, absl::Time now) -> absl::Status {
+        ASSIGN_OR_RETURN(core::Node node, s.SetNodeState(id, state, reason, now,
+                                                         drain_deadline));
+        NodeToProto(s, s.fleet().slots()[s.fleet().Find(id)],
+                    response->mutable_node());
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* FleetService::RemoveNode(

@@ -107,6 +107,12 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
                   .Name("phalanx_events_total")
                   .Help("Gang events by type")
                   .Register(*registry_)),
+      vacated_gangs_(BuildCounter()
+                         .Name("phalanx_node_failure_gangs_total")
+                         .Help("Gangs moved off failed or drained nodes, by "
+                               "outcome (repaired, evicted) and cause "
+                               "(unhealthy, drain_deadline)")
+                         .Register(*registry_)),
       rpc_latency_(BuildHistogram()
                        .Name("phalanx_rpc_seconds")
                        .Help("RPC latency by method and status code")
@@ -182,6 +188,16 @@ Metrics::InterceptorFactory() {
   return std::make_unique<RpcInterceptorFactory>(this);
 }
 
+void Metrics::CountVacatedGangs(const core::Scheduler& scheduler) {
+  for (const auto& [key, count] : scheduler.vacate_counts()) {
+    int64_t& reported = reported_vacates_[key];
+    if (count == reported) continue;
+    vacated_gangs_.Add({{"outcome", key.first}, {"cause", key.second}})
+        .Increment(static_cast<double>(count - reported));
+    reported = count;
+  }
+}
+
 void Metrics::OnBatch(const core::Mutation& mutation,
                       const core::Scheduler& scheduler, absl::Duration cycle,
                       absl::Duration commit, int commands) {
@@ -202,6 +218,7 @@ void Metrics::OnBatch(const core::Mutation& mutation,
           .Observe(absl::ToDoubleSeconds(wait));
     }
   }
+  CountVacatedGangs(scheduler);
   revision_.Set(static_cast<double>(scheduler.revision()));
   if (hub_ != nullptr) watchers_.Set(hub_->watchers());
   // Gauges scan the fleet: at most once a second.

@@ -45,6 +45,9 @@ class Metrics : public BatchObserver {
  private:
   void RefreshGauges(const core::Scheduler& scheduler);
   void RefreshQueues(const core::Scheduler& scheduler);
+  // Adds what the scheduler counted since the last batch to the repair and
+  // eviction counters.
+  void CountVacatedGangs(const core::Scheduler& scheduler);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
@@ -56,6 +59,8 @@ class Metrics : public BatchObserver {
   prometheus::Family<prometheus::Gauge>& queue_gpus_;
   prometheus::Family<prometheus::Histogram>& admission_wait_;
   prometheus::Family<prometheus::Counter>& events_;
+  prometheus::Family<prometheus::Counter>& vacated_gangs_;
+  core::Scheduler::VacateCounts reported_vacates_;
   prometheus::Family<prometheus::Histogram>& rpc_latency_;
   prometheus::Family<prometheus::Gauge>& fragmentation_;
   prometheus::Family<prometheus::Gauge>& queue_figures_;

@@ -76,5 +76,24 @@ TEST(CtlTest, SubmitGetListAndErrorsThroughTheCli) {
   EXPECT_EQ(down.exit_code, 3) << down.output;
 }
 
+TEST(CtlTest, DrainWithADeadlineAndTheHorizonInTheConfig) {
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+
+  CtlResult drain =
+      Ctl(server, "nodes drain node-000 --deadline 2h --reason retire");
+  EXPECT_EQ(drain.exit_code, 0) << drain.output;
+  EXPECT_THAT(drain.output, HasSubstr("DRAINING (deadline in "));
+
+  CtlResult bad = Ctl(server, "nodes drain node-000 --deadline soon");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.output, HasSubstr("--deadline: want a duration"));
+
+  CtlResult config = Ctl(server, "config get");
+  EXPECT_EQ(config.exit_code, 0) << config.output;
+  EXPECT_THAT(config.output, HasSubstr("\"horizon\": \"3600s\""));
+}
+
 }  // namespace
 }  // namespace phalanx::testing

@@ -151,7 +151,8 @@ TEST_F(LifecycleTest, DryRunPlacesWithoutStoring) {
   EXPECT_EQ(list.gangs_size(), 0);
 }
 
-TEST_F(LifecycleTest, UnhealthyNodeEvictsAndTheGangIsPlacedElsewhere) {
+// More on node failure and drains: node_failure_test.cc.
+TEST_F(LifecycleTest, UnhealthyNodeRepairsTheGangElsewhere) {
   v1::Gang gang = Submit(SubmitRequest("a", 1, 8));
   const std::string node = Get(gang.id()).placement(0).node();
   auto fleet = daemon_->Fleet();
@@ -164,7 +165,7 @@ TEST_F(LifecycleTest, UnhealthyNodeEvictsAndTheGangIsPlacedElsewhere) {
   v1::Gang moved = Get(gang.id());
   EXPECT_EQ(moved.state(), v1::GANG_STATE_ADMITTED);
   EXPECT_NE(moved.placement(0).node(), node);
-  EXPECT_EQ(moved.attempts(), 2);
+  EXPECT_EQ(moved.attempts(), 1);  // repaired in place, never requeued
 }
 
 TEST_F(LifecycleTest, TopologyQueuesConfigAndMetricsAreServed) {
