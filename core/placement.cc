@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -94,7 +95,38 @@ class PodSetPlacer {
     return std::nullopt;
   }
 
+  // Every pod inside `domain` (the shared domain of a pod-set group).
+  std::optional<Fills> PlaceIn(int domain, std::string& reason) {
+    fills_.clear();
+    const int64_t left = Leftover(domain);
+    if (left < 0) {
+      reason = absl::StrCat("short by ", -left, Sliced() ? " slices" : " pods",
+                            " in ", DomainName(domain));
+      return std::nullopt;
+    }
+    if (Sliced()) {
+      FillSlices(domain, set_.count / set_.slice.size);
+    } else {
+      Fill(domain, set_.count);
+    }
+    return fills_;
+  }
+
+  // What `domain` holds beyond the set (in slices when sliced); negative
+  // when the set does not fit there.
+  int64_t Leftover(int domain) const {
+    if (Sliced()) {
+      return DomainSlices(domain) - set_.count / set_.slice.size;
+    }
+    return DomainPods(domain) - set_.count;
+  }
+
  private:
+  std::string DomainName(int domain) const {
+    const std::string& path = fleet_.domains()[domain].path;
+    return path.empty() ? "the fleet" : path;
+  }
+
   void CountEveryNode(const PlacementOptions& options) {
     const auto& slots = fleet_.slots();
     node_pods_.resize(slots.size());
@@ -519,40 +551,166 @@ std::vector<const std::string*> ModelChoices(
   return choices;
 }
 
+// The models to try for `set`: `model`, or (when mixing is allowed) the
+// set's own preference list.
+std::vector<const std::string*> SetModels(const PodSetSpec& set,
+                                          const std::string* model) {
+  std::vector<const std::string*> models = {model};
+  if (model == nullptr && !set.gpu_models.empty()) {
+    models.clear();
+    for (const std::string& m : set.gpu_models) models.push_back(&m);
+  }
+  return models;
+}
+
+// Places one pod set (inside `domain`, or anywhere when -1); its pods, or
+// nullopt with `reason` set.
+std::optional<std::vector<PodPlacement>> PlaceSet(
+    const PodSetSpec& set, int domain, Fleet& fleet, const std::string* model,
+    const PlacementOptions& options, std::string& reason) {
+  for (const std::string* m : SetModels(set, model)) {
+    std::string why;
+    PodSetPlacer placer(fleet, set, m, options);
+    std::optional<Fills> fills =
+        domain < 0 ? placer.Place(why) : placer.PlaceIn(domain, why);
+    if (fills) return AssignGpus(fleet, set, *fills, options.basis);
+    if (reason.empty()) reason = why;
+  }
+  return std::nullopt;
+}
+
+// Places the pod sets of one group (all constrained alike) and holds them
+// under `probe`. Domains at their level where each set fits on its own are
+// tried tightest first; the first where all fit together wins. PREFERRED
+// walks up a level at a time. Returns "" or why not.
+class GroupPlacer {
+ public:
+  GroupPlacer(const GangSpec& spec, const std::string& group, Fleet& fleet,
+              const std::string* model, const PlacementOptions& options,
+              Gang& probe, std::vector<std::vector<PodPlacement>>& per_set)
+      : spec_(spec),
+        fleet_(fleet),
+        model_(model),
+        options_(options),
+        probe_(probe),
+        per_set_(per_set) {
+    for (size_t i = 0; i < spec.pod_sets.size(); ++i) {
+      if (spec.pod_sets[i].group == group) members_.push_back(i);
+    }
+  }
+
+  std::string Place() {
+    const TopologyConstraint& topo = spec_.pod_sets[members_[0]].topology;
+    for (int level = fleet_.LevelIndex(topo.level); level >= -1; --level) {
+      for (int domain : Candidates(level)) {
+        if (PlaceAllIn(domain)) return "";
+      }
+      if (topo.mode == TopologyMode::kRequired) break;
+    }
+    return absl::StrCat(
+        "NO_FIT: group ", spec_.pod_sets[members_[0]].group, ": no ",
+        topo.mode == TopologyMode::kRequired ? topo.level : "domain",
+        " fits all of its pod sets together");
+  }
+
+ private:
+  // Domains at `level` (-1 = the fleet) where every member fits on its
+  // own, by the capacity they leave behind, least first.
+  std::vector<int> Candidates(int level) const {
+    const std::vector<int> domains =
+        level < 0 ? std::vector<int>{0} : fleet_.DomainsAtLevel(level);
+    std::vector<std::pair<int64_t, int>> fits;
+    std::vector<int64_t> left(domains.size(), 0);
+    std::vector<char> fit(domains.size(), 1);
+    for (size_t m : members_) {
+      PodSetPlacer placer(fleet_, spec_.pod_sets[m], model_, options_);
+      for (size_t d = 0; d < domains.size(); ++d) {
+        const int64_t leftover = placer.Leftover(domains[d]);
+        fit[d] &= leftover >= 0;
+        left[d] += leftover;
+      }
+    }
+    for (size_t d = 0; d < domains.size(); ++d) {
+      if (fit[d]) fits.emplace_back(left[d], domains[d]);
+    }
+    std::sort(fits.begin(), fits.end());
+    std::vector<int> order;
+    for (const auto& [leftover, domain] : fits) order.push_back(domain);
+    return order;
+  }
+
+  bool PlaceAllIn(int domain) {
+    std::vector<size_t> placed;
+    for (size_t m : members_) {
+      std::string why;
+      auto pods =
+          PlaceSet(spec_.pod_sets[m], domain, fleet_, model_, options_, why);
+      if (!pods) {
+        for (size_t p : placed) Unhold(p);
+        return false;
+      }
+      per_set_[m] = *std::move(pods);
+      if (options_.basis == CapacityBasis::kFree) {
+        PHALANX_CHECK(fleet_.Allocate(probe_, per_set_[m]).ok());
+      }
+      placed.push_back(m);
+    }
+    return true;
+  }
+
+  void Unhold(size_t member) {
+    if (options_.basis == CapacityBasis::kFree) {
+      fleet_.Release(probe_, per_set_[member]);
+    }
+    per_set_[member].clear();
+  }
+
+  const GangSpec& spec_;
+  Fleet& fleet_;
+  const std::string* model_;
+  const PlacementOptions& options_;
+  Gang& probe_;
+  std::vector<std::vector<PodPlacement>>& per_set_;
+  std::vector<size_t> members_;
+};
+
 // Places every pod set with `model` (and, when mixing is allowed, each pod
-// set's own preference list). Allocates tentatively under `probe`.
+// set's own preference list); a group's pod sets together, where the first
+// of them stands. Allocates tentatively under `probe`.
 PlacementResult PlaceWithModel(const GangSpec& spec, Fleet& fleet,
                                const std::string* model,
                                const PlacementOptions& options, Gang& probe) {
-  const CapacityBasis basis = options.basis;
+  std::vector<std::vector<PodPlacement>> per_set(spec.pod_sets.size());
+  std::set<std::string> groups_placed;
   PlacementResult result;
-  for (const PodSetSpec& set : spec.pod_sets) {
-    std::vector<const std::string*> models = {model};
-    if (model == nullptr && !set.gpu_models.empty()) {
-      models.clear();
-      for (const std::string& m : set.gpu_models) models.push_back(&m);
+  for (size_t i = 0; i < spec.pod_sets.size() && result.reason.empty(); ++i) {
+    const PodSetSpec& set = spec.pod_sets[i];
+    if (!set.group.empty() &&
+        set.topology.mode != TopologyMode::kUnconstrained) {
+      if (groups_placed.insert(set.group).second) {
+        result.reason =
+            GroupPlacer(spec, set.group, fleet, model, options, probe, per_set)
+                .Place();
+      }
+      continue;
     }
-    std::optional<Fills> fills;
     std::string reason;
-    for (const std::string* m : models) {
-      std::string why;
-      fills = PodSetPlacer(fleet, set, m, options).Place(why);
-      if (fills) break;
-      if (reason.empty()) reason = why;
-    }
-    if (!fills) {
+    auto pods = PlaceSet(set, -1, fleet, model, options, reason);
+    if (!pods) {
       result.reason = spec.pod_sets.size() > 1
                           ? absl::StrCat("pod set ", set.name, ": ", reason)
                           : reason;
       break;
     }
-    std::vector<PodPlacement> pods = AssignGpus(fleet, set, *fills, basis);
-    if (basis == CapacityBasis::kFree) {
-      PHALANX_CHECK(fleet.Allocate(probe, pods).ok());
+    per_set[i] = *std::move(pods);
+    if (options.basis == CapacityBasis::kFree) {
+      PHALANX_CHECK(fleet.Allocate(probe, per_set[i]).ok());
     }
+  }
+  for (std::vector<PodPlacement>& pods : per_set) {
     result.pods.insert(result.pods.end(), pods.begin(), pods.end());
   }
-  if (basis == CapacityBasis::kFree) fleet.Release(probe, result.pods);
+  if (options.basis == CapacityBasis::kFree) fleet.Release(probe, result.pods);
   result.placed = result.reason.empty();
   if (!result.placed) result.pods.clear();
   return result;

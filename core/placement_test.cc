@@ -124,6 +124,39 @@ TEST(PlacementTest, NodeSlicesPutEachSliceOnOneNode) {
   for (const auto& [node, pods] : per_node) EXPECT_EQ(pods, 2) << node;
 }
 
+TEST(PlacementTest, GroupedPodSetsShareOneRack) {
+  // Free whole nodes per rack: 3, 3, 2, 1. Alone, 2 pods would take rack 2
+  // and 1 pod rack 3; as a group they need one rack with 3 free nodes.
+  Fleet fleet = MakeFleet({{0, 1}, {1, 1}, {2, 2}, {3, 3}});
+  GangSpec spec = Spec("q")
+                      .Pods(2, 8, "workers")
+                      .Required("rack")
+                      .Group("g")
+                      .Pods(1, 8, "server")
+                      .Required("rack")
+                      .Group("g");
+  PlacementResult result = PlaceGang(spec, fleet);
+  ASSERT_TRUE(result.placed) << result.reason;
+  EXPECT_THAT(PodsPerRack(result), ElementsAre(std::pair("H100-00", 3)));
+  EXPECT_EQ(result.pods[0].pod_set, "workers");
+  EXPECT_EQ(result.pods[2].pod_set, "server");
+}
+
+TEST(PlacementTest, GroupThatFitsNoRackTogetherSaysSo) {
+  Fleet fleet = MakeFleet({{0, 1}, {1, 1}, {2, 2}, {3, 3}});
+  GangSpec spec = Spec("q")
+                      .Pods(2, 8)
+                      .Required("rack")
+                      .Group("g")
+                      .Pods(2, 8)
+                      .Required("rack")
+                      .Group("g");
+  PlacementResult result = PlaceGang(spec, fleet);
+  EXPECT_FALSE(result.placed);
+  EXPECT_EQ(result.reason,
+            "NO_FIT: group g: no rack fits all of its pod sets together");
+}
+
 TEST(PlacementTest, PodsOnOneNodeGetDistinctGpus) {
   Fleet fleet = MakeFleet({});
   PlacementResult result =

@@ -59,6 +59,11 @@ class Spec {
     spec_.pod_sets.back().slice = {size, level};
     return *this;
   }
+  // Ties the last pod set to the others of `group` (one shared domain).
+  Spec& Group(const std::string& group) {
+    spec_.pod_sets.back().group = group;
+    return *this;
+  }
   Spec& Models(std::vector<std::string> models) {
     spec_.pod_sets.back().gpu_models = std::move(models);
     return *this;

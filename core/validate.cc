@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace phalanx::core {
 namespace {
@@ -66,10 +67,12 @@ absl::Status ValidatePodSet(const PodSetSpec& set, const std::string& field) {
                absl::StrCat("must divide count (", set.count, ")"));
   }
   if (!set.group.empty()) {
-    return absl::UnimplementedError(
-        absl::StrCat(field,
-                     ".group: pod-set groups are not supported yet "
-                     "(scheduling-core issue)"));
+    RETURN_IF_ERROR(ValidateName(set.group, absl::StrCat(field, ".group")));
+    if (set.topology.mode != TopologyMode::kUnconstrained &&
+        set.topology.level == kNodeLevel) {
+      return Bad(absl::StrCat(field, ".group"),
+                 "a group shares a domain above the node level, not \"node\"");
+    }
   }
   return absl::OkStatus();
 }
@@ -99,6 +102,27 @@ absl::Status ValidateName(absl::string_view name, absl::string_view field) {
   }
   return absl::OkStatus();
 }
+
+namespace {
+
+// The pod sets of a group share one domain, so they must be constrained
+// alike: pod set `i` against the first of its group.
+absl::Status CheckGroupTopology(const GangSpec& spec, size_t i,
+                                const std::string& path) {
+  const PodSetSpec& set = spec.pod_sets[i];
+  if (set.group.empty()) return absl::OkStatus();
+  for (size_t j = 0; j < i; ++j) {
+    const PodSetSpec& first = spec.pod_sets[j];
+    if (first.group != set.group) continue;
+    if (first.topology == set.topology) return absl::OkStatus();
+    return Bad(path + ".topology",
+               absl::StrCat("must equal that of pod set \"", first.name,
+                            "\" in group \"", set.group, "\""));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ValidateGangSpec(const GangSpec& spec, absl::string_view field) {
   const std::string f(field);
@@ -130,6 +154,7 @@ absl::Status ValidateGangSpec(const GangSpec& spec, absl::string_view field) {
       return Bad(path + ".name", absl::StrCat("duplicate pod set name \"",
                                               spec.pod_sets[i].name, "\""));
     }
+    RETURN_IF_ERROR(CheckGroupTopology(spec, i, path));
   }
   return absl::OkStatus();
 }

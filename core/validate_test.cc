@@ -40,6 +40,14 @@ TEST(ValidateTest, NamesTheBadField) {
   spec = Spec("q").Pods(6, 8).Slices(4, "rack");
   EXPECT_EQ(ValidateGangSpec(spec, "spec").message(),
             "spec.pod_sets[0].slice.size: must divide count (6)");
+  spec = Spec("q").Pods(1, 8).Required("rack").Group("g").Pods(1, 8).Group("g");
+  EXPECT_EQ(ValidateGangSpec(spec, "spec").message(),
+            "spec.pod_sets[1].topology: must equal that of pod set \"set-0\" "
+            "in group \"g\"");
+  spec = Spec("q").Pods(1, 8).Required("node").Group("g");
+  EXPECT_EQ(ValidateGangSpec(spec, "spec").message(),
+            "spec.pod_sets[0].group: a group shares a domain above the node "
+            "level, not \"node\"");
   spec = Spec("q").Pods(6, 8).Slices(2, "");
   EXPECT_EQ(ValidateGangSpec(spec, "spec").message(),
             "spec.pod_sets[0].slice.level: required when slice.size is set");
