@@ -349,20 +349,28 @@ std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
       now);
   if (!reservation) return std::nullopt;
   const int index = static_cast<int>(reservations_.size());
-  const Fleet::Domain& domain = fleet_.domains()[reservation->domain];
-  for (int i = domain.node_begin; i < domain.node_end; ++i) {
-    if (reserved_slot_[i] < 0) reserved_slot_[i] = index;
+  for (int slot : ReservedSlots(*reservation)) {
+    if (reserved_slot_[slot] < 0) reserved_slot_[slot] = index;
   }
   reservations_.push_back(*reservation);
   restricted_slots_.reset();
   return ReservedReason(*reservation);
 }
 
+std::vector<int> Scheduler::ReservedSlots(
+    const Reservation& reservation) const {
+  std::vector<int> slots;
+  for (const NodeId& node : reservation.nodes) {
+    if (const int slot = fleet_.Find(node); slot >= 0) slots.push_back(slot);
+  }
+  return slots;
+}
+
 std::string Scheduler::ReservedReason(const Reservation& reservation) const {
-  return absl::StrCat(
-      "RESERVED: ", reservation.path.empty() ? "the fleet" : reservation.path,
-      " is held for it until ", reservation.gpus_to_release,
-      " GPUs are released");
+  return absl::StrCat("RESERVED: ", reservation.nodes.size(), " nodes in ",
+                      reservation.path.empty() ? "the fleet" : reservation.path,
+                      " are held for it until ", reservation.gpus_to_release,
+                      " GPUs are released");
 }
 
 std::optional<std::string> Scheduler::BlockedByReservation(const GangPtr& gang,
@@ -505,17 +513,14 @@ void Scheduler::KeepOrReplanReservations(absl::Time now) {
         reservation, *gang, fleet_, taken,
         [this](const GangId& id) { return FindGang(id); }, now);
     if (!again) continue;
-    const Fleet::Domain& domain = fleet_.domains()[again->domain];
-    std::fill(taken.begin() + domain.node_begin,
-              taken.begin() + domain.node_end, 1);
+    for (int slot : ReservedSlots(*again)) taken[slot] = 1;
     kept.push_back(*std::move(again));
   }
   reservations_ = std::move(kept);
   reserved_slot_.assign(fleet_.slots().size(), -1);
   for (size_t r = 0; r < reservations_.size(); ++r) {
-    const Fleet::Domain& domain = fleet_.domains()[reservations_[r].domain];
-    for (int i = domain.node_begin; i < domain.node_end; ++i) {
-      if (reserved_slot_[i] < 0) reserved_slot_[i] = static_cast<int>(r);
+    for (int slot : ReservedSlots(reservations_[r])) {
+      if (reserved_slot_[slot] < 0) reserved_slot_[slot] = static_cast<int>(r);
     }
   }
   restricted_slots_.reset();

@@ -19,17 +19,6 @@ const char* CauseName(bool drain_deadline) {
   return drain_deadline ? "drain_deadline" : "unhealthy";
 }
 
-// The domain `reservation` covers, found by path (slots and domain indices
-// move when the fleet is rebuilt; paths do not); -1 when gone.
-int ReservedDomain(const Fleet& fleet, const Reservation& reservation) {
-  if (reservation.path.empty()) return 0;
-  const std::vector<Fleet::Domain>& domains = fleet.domains();
-  for (size_t d = 1; d < domains.size(); ++d) {
-    if (domains[d].path == reservation.path) return static_cast<int>(d);
-  }
-  return -1;
-}
-
 // Which slots' pods must move: `slots` and every UNHEALTHY node.
 std::vector<char> VacateMask(const Fleet& fleet,
                              const std::vector<int>& slots) {
@@ -153,10 +142,7 @@ std::vector<char> Scheduler::RepairTargets(const Gang& gang,
         ExpectedEnd(gang, now) <= reservation.start) {
       continue;
     }
-    const int domain = ReservedDomain(fleet_, reservation);
-    if (domain < 0) continue;
-    const Fleet::Domain& d = fleet_.domains()[domain];
-    std::fill(allowed.begin() + d.node_begin, allowed.begin() + d.node_end, 0);
+    for (int slot : ReservedSlots(reservation)) allowed[slot] = 0;
   }
   return allowed;
 }

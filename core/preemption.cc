@@ -215,10 +215,7 @@ const std::vector<int>& Scheduler::RestrictedSlots() const {
   if (restricted_slots_) return *restricted_slots_;
   std::vector<int> slots;
   for (const Reservation& reservation : reservations_) {
-    const Fleet::Domain& domain = fleet_.domains()[reservation.domain];
-    for (int i = domain.node_begin; i < domain.node_end; ++i) {
-      slots.push_back(i);
-    }
+    for (int slot : ReservedSlots(reservation)) slots.push_back(slot);
   }
   for (const auto& [preemptor, nodes] : held_for_) {
     for (const NodeId& node : nodes) {

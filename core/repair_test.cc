@@ -330,7 +330,8 @@ TEST_F(RepairTest, RepairUsesReservedNodesOnlyToEndBeforeTheReservation) {
   ASSERT_THAT(Get(fast)->placement, ElementsAre(Pod(0, "H100-0001", kAll)));
   GangPtr big = Submit(Spec("q").Pods(4, 8).Required("block"));
   Cycle();
-  ASSERT_THAT(Get(big)->reason, StartsWith("RESERVED: b0 is held for it"));
+  ASSERT_THAT(Get(big)->reason,
+              StartsWith("RESERVED: 4 nodes in b0 are held for it"));
   ASSERT_TRUE(Fail("H100-0000").ok());
   EXPECT_EQ(Get(slow)->state, GangState::kPending);  // it would delay `big`
   ASSERT_TRUE(Fail("H100-0001").ok());

@@ -33,11 +33,33 @@ struct Candidate {
   absl::Time start;
   int64_t to_release;
   int domain;
+  std::vector<int> slots;  // the nodes to hold (compared last, never tied)
   bool operator<(const Candidate& o) const {
     return std::tie(start, to_release, domain) <
            std::tie(o.start, o.to_release, o.domain);
   }
 };
+
+// The fewest nodes (most pods first, then fleet order) that hold `set` with
+// `free[i]` GPUs free on slot begin + i (-1: not eligible).
+std::vector<int> FewestNodes(const std::vector<int>& free, int begin,
+                             const PodSetSpec& set) {
+  std::vector<std::pair<int64_t, int>> by_pods;  // (-pods, slot)
+  for (size_t i = 0; i < free.size(); ++i) {
+    const int64_t pods = free[i] > 0 ? free[i] / set.gpus : 0;
+    if (pods > 0) by_pods.emplace_back(-pods, begin + static_cast<int>(i));
+  }
+  std::sort(by_pods.begin(), by_pods.end());
+  std::vector<int> slots;
+  int64_t pods = 0;
+  for (const auto& [negative_pods, slot] : by_pods) {
+    if (pods >= set.count) break;
+    slots.push_back(slot);
+    pods -= negative_pods;
+  }
+  std::sort(slots.begin(), slots.end());
+  return slots;
+}
 
 // When enough GPUs free up in `domain` for `set`, releasing the gangs there
 // in order of expected end. Keeps the pods that fit as a running total, so
@@ -75,7 +97,7 @@ std::optional<Candidate> Evaluate(
   std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
     return std::tie(a.first, a.second->id) < std::tie(b.first, b.second->id);
   });
-  Candidate candidate{now, 0, domain_index};
+  Candidate candidate{now, 0, domain_index, {}};
   for (const auto& [end, gang] : ends) {
     if (pods >= set.count) break;
     // A node's used GPUs are freed when the last gang on it ends; counting
@@ -92,7 +114,14 @@ std::optional<Candidate> Evaluate(
     }
     candidate.start = end;
   }
+  candidate.slots = FewestNodes(free, begin, set);
   return candidate;
+}
+
+std::vector<NodeId> NodesAt(const Fleet& fleet, const std::vector<int>& slots) {
+  std::vector<NodeId> nodes;
+  for (int slot : slots) nodes.push_back(fleet.slots()[slot].node.spec.id);
+  return nodes;
 }
 
 }  // namespace
@@ -124,8 +153,9 @@ std::optional<Reservation> PlanReservation(
   }
   if (!best) return std::nullopt;
   const Fleet::Domain& d = fleet.domains()[best->domain];
-  return Reservation{gang.id, best->domain, d.path, best->start,
-                     best->to_release};
+  return Reservation{gang.id,          best->domain,
+                     d.path,           best->start,
+                     best->to_release, NodesAt(fleet, best->slots)};
 }
 
 std::optional<Reservation> RefreshReservation(
@@ -138,6 +168,7 @@ std::optional<Reservation> RefreshReservation(
   Reservation refreshed = reservation;
   refreshed.start = again->start;
   refreshed.gpus_to_release = again->to_release;
+  refreshed.nodes = NodesAt(fleet, again->slots);
   return refreshed;
 }
 

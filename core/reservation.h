@@ -25,6 +25,10 @@ struct Reservation {
   std::string path;             // "" for the whole fleet
   absl::Time start;             // estimated; InfiniteFuture when unknown
   int64_t gpus_to_release = 0;  // still held by others in the domain
+  // The nodes held for the gang: in its domain, the fewest that fit it once
+  // the gangs expected to end by `start` have ended (others may use the
+  // rest of the domain).
+  std::vector<NodeId> nodes;
   bool operator==(const Reservation&) const = default;
 };
 

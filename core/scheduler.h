@@ -278,6 +278,8 @@ class Scheduler {
   // the reason prefix it then has.
   std::optional<std::string> ReserveFor(const GangPtr& gang, absl::Time now);
   std::string ReservedReason(const Reservation& reservation) const;
+  // The slots of the nodes `reservation` holds (those still in the fleet).
+  std::vector<int> ReservedSlots(const Reservation& reservation) const;
   // Reserves a domain for `gang`; returns the pending reason it then has.
   std::optional<std::string> Reserve(const GangPtr& gang, absl::Time now);
   // Why a gang that failed with reservations in force waits, if the

@@ -72,11 +72,13 @@ TEST_F(SchedulerTest, TooBigGangWaitsWithReasonUntilCancelFreesRoom) {
   EXPECT_EQ(Get(big)->state, GangState::kPending);
   EXPECT_TRUE(Get(big)->placement.empty());
   EXPECT_EQ(Get(big)->reason,
-            "RESERVED: b0 is held for it until 8 GPUs are released (NO_FIT at "
+            "RESERVED: 4 nodes in b0 are held for it until 8 GPUs are released "
+            "(NO_FIT at "
             "level block: largest free block fits 3 of 4 pods)");
   Cycle();  // skipped at the same capacity epoch: the reason stands
   EXPECT_EQ(Get(big)->reason,
-            "RESERVED: b0 is held for it until 8 GPUs are released (NO_FIT at "
+            "RESERVED: 4 nodes in b0 are held for it until 8 GPUs are released "
+            "(NO_FIT at "
             "level block: largest free block fits 3 of 4 pods)");
   ASSERT_TRUE(scheduler_.Cancel(small->id, "done", now_).ok());
   Cycle();

@@ -71,9 +71,11 @@ TEST_F(LifecycleTest, TooBigGangWaitsWholeUntilCancelFreesRoom) {
   EXPECT_EQ(waiting.state(), v1::GANG_STATE_PENDING);
   EXPECT_EQ(waiting.placement_size(), 0);
   // The first gang holds b0 and half of b1: b1 needs less released.
-  EXPECT_EQ(waiting.reason(),
-            "RESERVED: b1 is held for it until 16 GPUs are released (NO_FIT at "
-            "level block: largest free block fits 2 of 3 pods)");
+  EXPECT_EQ(
+      waiting.reason(),
+      "RESERVED: 3 nodes in b1 are held for it until 16 GPUs are released "
+      "(NO_FIT at "
+      "level block: largest free block fits 2 of 3 pods)");
   {
     grpc::ClientContext context;
     v1::ExplainGangRequest request;
