@@ -29,6 +29,8 @@ std::vector<FlagDef> SpecFlags() {
       {"request-id", 0, "ID", "idempotency key"},
       {"name", 0, "NAME", "stored as the label name=NAME"},
       {"models", 0, "M1,M2", "acceptable GPU models, preferred first"},
+      {"slice", 0, "SIZE@LEVEL",
+       "every SIZE consecutive pods in one LEVEL domain, e.g. 18@nvl"},
       {"estimated-runtime", 0, "DUR", "e.g. 3600s, 90m, 2h"},
       {"max-runtime", 0, "DUR", "fail the gang after this run time"},
   };

@@ -92,7 +92,25 @@ absl::Status SetTopology(const FlagValues& flags, v1::PodSet* pod_set) {
   return absl::OkStatus();
 }
 
-// Fills the one pod set from --pods, --gpus, --models, --level and --mode.
+// Sets the pod set's slices from --slice SIZE@LEVEL, if given.
+absl::Status SetSlice(const FlagValues& flags, v1::PodSet* pod_set) {
+  if (!flags.Has("slice")) return absl::OkStatus();
+  const std::string text = flags.Get("slice");
+  const std::vector<std::string> parts = absl::StrSplit(text, '@');
+  int size = 0;
+  if (parts.size() != 2 || parts[1].empty() ||
+      !absl::SimpleAtoi(parts[0], &size) || size < 1) {
+    return FlagError("slice", absl::StrFormat("want SIZE@LEVEL with SIZE >= "
+                                              "1, e.g. 18@nvl, got \"%s\"",
+                                              text));
+  }
+  pod_set->mutable_slice()->set_size(size);
+  pod_set->mutable_slice()->set_level(parts[1]);
+  return absl::OkStatus();
+}
+
+// Fills the one pod set from --pods, --gpus, --models, --slice, --level and
+// --mode.
 absl::Status FillPodSet(const FlagValues& flags, v1::PodSet* pod_set) {
   pod_set->set_name("workers");
   if (!flags.Has("pods") || !flags.Has("gpus")) {
@@ -108,6 +126,8 @@ absl::Status FillPodSet(const FlagValues& flags, v1::PodSet* pod_set) {
   for (const std::string& model : flags.GetList("models")) {
     pod_set->add_gpu_models(model);
   }
+  absl::Status status = SetSlice(flags, pod_set);
+  if (!status.ok()) return status;
   return SetTopology(flags, pod_set);
 }
 
@@ -311,7 +331,7 @@ absl::StatusOr<v1::GangSpec> BuildSpec(const FlagValues& flags,
   absl::Status status =
       CheckFileAlone(flags, {"queue", "pods", "gpus", "level", "mode",
                              "priority", "request-id", "name", "models",
-                             "estimated-runtime", "max-runtime"});
+                             "slice", "estimated-runtime", "max-runtime"});
   if (!status.ok()) return status;
   return ParseJson<v1::GangSpec>(file_text, flags.Get("file"));
 }

@@ -53,7 +53,8 @@ TEST(SpecFromFlagsTest, EveryFlag) {
              "rack",   "--mode",        "preferred", "--priority",
              "5",      "--request-id",  "r-1",       "--name",
              "llama",  "--models",      "H100,H200", "--estimated-runtime",
-             "3600s",  "--max-runtime", "2h"}));
+             "3600s",  "--max-runtime", "2h",        "--slice",
+             "8@rack"}));
   ASSERT_TRUE(spec.ok()) << spec.status();
   ExpectProtoEq(*spec, TextProto<v1::GangSpec>(R"pb(
     queue: "llm"
@@ -68,6 +69,7 @@ TEST(SpecFromFlagsTest, EveryFlag) {
       gpus: 8
       gpu_models: [ "H100", "H200" ]
       topology { mode: TOPOLOGY_MODE_PREFERRED level: "rack" }
+      slice { size: 8 level: "rack" }
     }
   )pb"));
 }
@@ -121,6 +123,8 @@ TEST(SpecFromFlagsTest, Errors) {
       {with({"--estimated-runtime", "soon"}), "--estimated-runtime"},
       {with({"--max-runtime", "-5s"}), "--max-runtime: want a positive"},
       {with({"--max-runtime", "0"}), "--max-runtime: want a positive"},
+      {with({"--slice", "8"}), "--slice: want SIZE@LEVEL"},
+      {with({"--slice", "0@rack"}), "--slice: want SIZE@LEVEL"},
   };
   for (const SpecErrorCase& c : cases) {
     ExpectInvalid(SpecFromFlags(Flags(c.extra)).status(), c.message);
