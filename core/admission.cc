@@ -276,9 +276,10 @@ Scheduler::Attempt Scheduler::TryAdmit(const GangPtr& gang, absl::Time now) {
 }
 
 int64_t Scheduler::FreeReadyGpus() const {
+  const FreeIndex& index = fleet_.free_index();
   int64_t free = 0;
-  for (const Fleet::Slot& slot : fleet_.slots()) {
-    if (slot.node.state == NodeState::kReady) free += slot.FreeGpus();
+  for (int gpus = 1; gpus <= index.max_gpus(); ++gpus) {
+    free += gpus * index.Nodes(/*domain=*/0, index.any_model(), gpus);
   }
   return free;
 }
