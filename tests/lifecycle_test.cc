@@ -63,6 +63,34 @@ TEST_F(LifecycleTest, SubmitIsAdmittedWithARackAndDistinctGpus) {
   EXPECT_EQ(racks.size(), 1u);
 }
 
+TEST_F(LifecycleTest, SlicesAndGroupsArePlacedAsAsked) {
+  // 4 pods in one block, in slices of 2 per rack: 2 + 2 over its racks.
+  v1::SubmitGangRequest sliced = SubmitRequest("a", 4, 8, "block");
+  sliced.mutable_spec()->mutable_pod_sets(0)->mutable_slice()->set_size(2);
+  sliced.mutable_spec()->mutable_pod_sets(0)->mutable_slice()->set_level(
+      "rack");
+  v1::Gang gang = Submit(sliced);
+  ASSERT_EQ(gang.state(), v1::GANG_STATE_ADMITTED) << gang.reason();
+  std::map<std::string, int> per_rack;
+  for (const v1::PodPlacement& pod : gang.placement()) {
+    per_rack[RackOf(pod.node())]++;
+  }
+  EXPECT_EQ(per_rack.size(), 2u);
+  for (const auto& [rack, pods] : per_rack) EXPECT_EQ(pods, 2) << rack;
+  // Two pod sets tied by a group land in one rack.
+  v1::SubmitGangRequest grouped = SubmitRequest("a", 1, 8, "rack");
+  v1::PodSet* server = grouped.mutable_spec()->add_pod_sets();
+  *server = grouped.spec().pod_sets(0);
+  server->set_name("server");
+  server->set_gpus(4);
+  grouped.mutable_spec()->mutable_pod_sets(0)->set_group("job");
+  server->set_group("job");
+  v1::Gang pair = Submit(grouped);
+  ASSERT_EQ(pair.state(), v1::GANG_STATE_ADMITTED) << pair.reason();
+  ASSERT_EQ(pair.placement_size(), 2);
+  EXPECT_EQ(RackOf(pair.placement(0).node()), RackOf(pair.placement(1).node()));
+}
+
 TEST_F(LifecycleTest, TooBigGangWaitsWholeUntilCancelFreesRoom) {
   v1::Gang first = Submit(SubmitRequest("a", 6, 8));
   ASSERT_EQ(Get(first.id()).state(), v1::GANG_STATE_ADMITTED);
