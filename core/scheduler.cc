@@ -213,7 +213,6 @@ QueueUsage Scheduler::Usage(const QueueName& name) const {
 // Gang commands.
 
 absl::Status Scheduler::CheckSubmittable(const GangSpec& spec) const {
-  RETURN_IF_ERROR(ValidateGangSpec(spec, "spec"));
   if (!queues_.contains(spec.queue)) {
     return absl::NotFoundError(
         absl::StrCat("spec.queue: no queue \"", spec.queue.value(), "\""));
@@ -669,6 +668,7 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
 
 absl::StatusOr<PlacementResult> Scheduler::DryRun(GangSpec spec) {
   NormalizeGangSpec(spec);
+  RETURN_IF_ERROR(ValidateGangSpec(spec, "spec"));
   RETURN_IF_ERROR(CheckSubmittable(spec));
   return PlaceGang(spec, fleet_, OptionsFor(queues_.at(spec.queue)));
 }

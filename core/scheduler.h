@@ -156,6 +156,8 @@ class Scheduler {
   struct HeadKey;
   class CycleOrder;
 
+  // Checks a valid spec against the scheduler: its queue exists, its levels
+  // exist, and it could fit the fleet with every GPU free.
   absl::Status CheckSubmittable(const GangSpec& spec) const;
   GangPtr Put(Gang gang);
   GangPtr Transition(Gang gang, EventType type, absl::Time now);
