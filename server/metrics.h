@@ -1,7 +1,8 @@
 // Metrics: the Prometheus metrics of DESIGN §9, served on /metrics by
 // prometheus-cpp. Updated by the scheduler loop after each batch (as a
 // BatchObserver) and by an RPC interceptor. Thread-safe (prometheus-cpp
-// metrics are atomic; the loop is the only batch observer caller).
+// metrics are atomic; OnApplied runs only on the loop thread, OnDurable only
+// on the commit thread).
 #ifndef PHALANX_SERVER_METRICS_H_
 #define PHALANX_SERVER_METRICS_H_
 
@@ -38,9 +39,11 @@ class Metrics : public BatchObserver {
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
   InterceptorFactory();
 
-  void OnBatch(const core::Mutation& mutation, const core::Scheduler& scheduler,
-               absl::Duration cycle, absl::Duration commit,
-               int commands) override;
+  void OnApplied(const core::Mutation& mutation,
+                 const core::Scheduler& scheduler, absl::Duration cycle,
+                 int commands) override;
+  void OnDurable(const core::Mutation& mutation, absl::Duration commit,
+                 int commands) override;
 
  private:
   void RefreshGauges(const core::Scheduler& scheduler);
