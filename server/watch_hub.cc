@@ -331,7 +331,8 @@ void WatchHub::OnDurable(const core::Mutation& mutation, absl::Duration, int) {
   ring_.insert(ring_.end(), converted.begin(), converted.end());
   while (ring_.size() > ring_capacity_) ring_.pop_front();
   revision_ = converted.back()->revision;
-  ++generation_;
+  // With no stream there is nobody to wake (a new stream reads the ring).
+  if (!watchers_.empty()) ++generation_;
 }
 
 // A fan-out thread: wakes the streams of its shard whenever the ring grows.
