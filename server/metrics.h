@@ -1,8 +1,7 @@
 // Metrics: the Prometheus metrics of DESIGN §9, served on /metrics by
 // prometheus-cpp. Updated by the scheduler loop after each batch (as a
 // BatchObserver) and by an RPC interceptor. Thread-safe (prometheus-cpp
-// metrics are atomic; OnApplied runs only on the loop thread, OnDurable only
-// on the commit thread).
+// metrics are atomic; the loop is the only batch observer caller).
 #ifndef PHALANX_SERVER_METRICS_H_
 #define PHALANX_SERVER_METRICS_H_
 

@@ -27,13 +27,9 @@ SchedulerLoop::~SchedulerLoop() { Stop(); }
 
 void SchedulerLoop::Start() {
   next_cycle_ = absl::Now();
-  commit_thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "phalanx-commit");
-    RunCommits();
-  });
-  loop_thread_ = std::thread([this] {
+  thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "phalanx-loop");
-    RunLoop();
+    Run();
   });
 }
 
@@ -42,8 +38,7 @@ void SchedulerLoop::Stop() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  if (loop_thread_.joinable()) loop_thread_.join();
-  if (commit_thread_.joinable()) commit_thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 bool SchedulerLoop::Enqueue(Apply apply, Respond respond, Reply reply,
@@ -60,130 +55,79 @@ std::shared_ptr<const View> SchedulerLoop::view() const {
   return view_;
 }
 
-// The loop thread. Commands are applied as they arrive; the batch they form
-// stays open while the commit thread is busy with the previous one, so one
-// durable write serves everything that arrived during the last.
-void SchedulerLoop::RunLoop() {
-  std::vector<Command> open;  // applied, not yet handed over
-  bool changed = false;
-  while (true) {
-    Wakeup wakeup = Wait(!open.empty());
-    for (Reply& reply : wakeup.replies) reply();
-    const absl::Time now = absl::Now();
-    for (Command& command : wakeup.commands) {
-      command.apply(*scheduler_, now);
-      changed |= command.mutates;
-      open.push_back(std::move(command));
-    }
-    if (!wakeup.commit_idle) continue;
-    if (!open.empty() || now >= next_cycle_) {
-      HandOff(open, changed);
-      open.clear();
-      changed = false;
-    } else if (wakeup.stopping) {
-      absl::MutexLock lock(&mu_);
-      if (!queue_.empty()) continue;  // drain what arrived before Stop
-      commit_exit_ = true;
-      return;
-    }
+void SchedulerLoop::Run() {
+  while (RunBatch()) {
   }
 }
 
-SchedulerLoop::Wakeup SchedulerLoop::Wait(bool has_open_batch) {
-  absl::MutexLock lock(&mu_);
-  auto ready = [this, has_open_batch]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return !queue_.empty() || commit_done_ ||
-           (!committing_ && (has_open_batch || stopping_));
-  };
-  // The cycle timer only matters when a batch could be handed over.
-  const absl::Time deadline =
-      committing_ ? absl::InfiniteFuture() : next_cycle_;
-  mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
-  Wakeup wakeup;
-  wakeup.commands.swap(queue_);
-  wakeup.replies.swap(durable_replies_);
-  commit_done_ = false;
-  wakeup.commit_idle = !committing_;
-  wakeup.stopping = stopping_;
-  return wakeup;
-}
-
-void SchedulerLoop::HandOff(std::vector<Command>& open, bool changed) {
-  // 1. Admission cycle after a change, or on the timer.
+bool SchedulerLoop::RunBatch() {
+  // 1. Wait for commands, the cycle timer, or Stop.
+  std::deque<Command> batch;
+  bool exit = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return !queue_.empty() || stopping_;
+    };
+    mu_.AwaitWithDeadline(absl::Condition(&ready), next_cycle_);
+    batch.swap(queue_);
+    exit = stopping_;
+  }
+  // 2. Apply every queued command in arrival order.
   const absl::Time now = absl::Now();
-  absl::Duration cycle;
+  bool changed = false;
+  for (Command& command : batch) {
+    command.apply(*scheduler_, now);
+    changed |= command.mutates;
+  }
+  // 3. Admission cycle after a change, or on the timer.
+  absl::Duration cycle_time;
   if (changed || now >= next_cycle_) {
+    const absl::Time start = absl::Now();
     scheduler_->RunCycle(now);
-    cycle = absl::Now() - now;
+    cycle_time = absl::Now() - start;
     next_cycle_ = now + scheduler_->config().cycle_interval;
   }
-  // 2. Everything the batch changed; nothing to do for an idle tick.
-  AppliedBatch batch;
-  batch.mutation = scheduler_->TakeMutation();
-  batch.commands = static_cast<int>(open.size());
-  if (batch.mutation.empty() && open.empty()) return;
-  // 3. Responses from the state after the batch; replies wait for the disk.
-  for (Command& command : open) {
-    if (command.respond) command.respond(*scheduler_);
-    if (command.reply) batch.replies.push_back(std::move(command.reply));
+  // 4. Responses from the state after the batch.
+  const core::Mutation mutation = scheduler_->TakeMutation();
+  const int commands = static_cast<int>(batch.size());
+  if (!mutation.empty() || !batch.empty()) {
+    for (Command& command : batch) {
+      if (command.respond) command.respond(*scheduler_);
+    }
+    for (BatchObserver* observer : observers_) {
+      observer->OnApplied(mutation, *scheduler_, cycle_time, commands);
+    }
+    // 5. One durable write for the whole batch (group commit), the view
+    // published, the events handed to the watch hub; then the replies.
+    const absl::Duration commit_time = CommitAndPublish(mutation);
+    for (BatchObserver* observer : observers_) {
+      observer->OnDurable(mutation, commit_time, commands);
+    }
+    for (Command& command : batch) {
+      if (command.reply) command.reply();
+    }
   }
-  for (BatchObserver* observer : observers_) {
-    observer->OnApplied(batch.mutation, *scheduler_, cycle, batch.commands);
-  }
+  if (!exit) return true;
   absl::MutexLock lock(&mu_);
-  to_commit_ = std::move(batch);
-  committing_ = true;
+  return !queue_.empty();  // drain what arrived before Stop
 }
 
-// The commit thread: one durable write per batch, in order (fail-stop).
-void SchedulerLoop::RunCommits() {
-  while (true) {
-    AppliedBatch batch;
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-        return to_commit_.has_value() || commit_exit_;
-      };
-      mu_.Await(absl::Condition(&ready));
-      if (!to_commit_) return;
-      batch = *std::move(to_commit_);
-      to_commit_.reset();
-    }
-    CommitOne(batch);
-    absl::MutexLock lock(&mu_);
-    for (Reply& reply : batch.replies) {
-      durable_replies_.push_back(std::move(reply));
-    }
-    committing_ = false;
-    commit_done_ = true;
+absl::Duration SchedulerLoop::CommitAndPublish(const core::Mutation& mutation) {
+  if (mutation.empty()) return absl::ZeroDuration();
+  const absl::Time start = absl::Now();
+  if (absl::Status s = store_->Commit(mutation); !s.ok()) {
+    std::fprintf(stderr, "phalanxd: commit failed, stopping: %s\n",
+                 s.ToString().c_str());
+    std::abort();
   }
-}
-
-void SchedulerLoop::CommitOne(AppliedBatch& batch) {
-  absl::Duration commit_time;
-  if (!batch.mutation.empty()) {
-    const absl::Time start = absl::Now();
-    if (absl::Status s = store_->Commit(batch.mutation); !s.ok()) {
-      std::fprintf(stderr, "phalanxd: commit failed, stopping: %s\n",
-                   s.ToString().c_str());
-      std::abort();
-    }
-    commit_time = absl::Now() - start;
-    Publish(batch.mutation);  // before anyone is answered
-  }
-  for (BatchObserver* observer : observers_) {
-    observer->OnDurable(batch.mutation, commit_time, batch.commands);
-  }
-}
-
-void SchedulerLoop::Publish(const core::Mutation& mutation) {
+  const absl::Duration commit_time = absl::Now() - start;
   auto view = std::make_shared<View>();
   view->revision = mutation.meta.last_revision;
-  // Only this thread replaces the view, so reading it first is safe.
-  view->gangs =
-      this->view()->gangs.Apply(mutation.gangs_put, mutation.gangs_deleted);
   absl::MutexLock lock(&mu_);
+  view->gangs = view_->gangs.Apply(mutation.gangs_put, mutation.gangs_deleted);
   view_ = std::move(view);
+  return commit_time;
 }
 
 }  // namespace phalanx::server
