@@ -1,9 +1,10 @@
 // WatchHub: fans committed events out to WatchGangs streams (DESIGN §8).
-// The scheduler loop hands each durable batch's events to the hub and
-// returns at once; the hub's fan-out thread converts and serializes each
-// event once, appends it to a ring of recent events and wakes every stream.
-// Streams share the serialized bytes, and a stream with several events
-// queued sends them back to back as buffered writes, flushed by the last.
+// The scheduler loop hands each durable batch's events to the hub, which
+// converts and serializes each event once, appends it to a ring of recent
+// events and returns; two fan-out threads then wake the streams (each owns
+// half of them). Streams share the serialized bytes, and a stream with
+// several events queued sends them back to back as buffered writes, flushed
+// by the last.
 // A watcher that resumes from an older revision reads pages from the
 // StateStore first. Streams get a BOOKMARK with the current revision when
 // idle for the bookmark interval, and are ended with RESOURCE_EXHAUSTED when
@@ -93,8 +94,8 @@ class WatchHub : public BatchObserver {
   std::set<std::shared_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
   int next_shard_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
-  // Two threads share the streams: one thread's writes took 1.5-2x longer
-  // to reach all 1,000 streams (bench/README.md).
+  // One thread took up to twice as long to reach all 1,000 streams of the
+  // benchmark; four did no better than two (bench/README.md).
   static constexpr int kFanOutThreads = 2;
   std::vector<std::thread> fan_out_;
   std::thread ticker_;
