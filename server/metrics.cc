@@ -198,12 +198,24 @@ void Metrics::CountVacatedGangs(const core::Scheduler& scheduler) {
   }
 }
 
-void Metrics::OnBatch(const core::Mutation& mutation,
-                      const core::Scheduler& scheduler, absl::Duration cycle,
-                      absl::Duration commit, int commands) {
+void Metrics::OnApplied(const core::Mutation&, const core::Scheduler& scheduler,
+                        absl::Duration cycle, int) {
   if (cycle > absl::ZeroDuration()) {
     cycle_seconds_.Observe(absl::ToDoubleSeconds(cycle));
   }
+  CountVacatedGangs(scheduler);
+  revision_.Set(static_cast<double>(scheduler.revision()));
+  if (hub_ != nullptr) watchers_.Set(hub_->watchers());
+  // Gauges scan the fleet: at most once a second.
+  const absl::Time now = absl::Now();
+  if (now - last_refresh_ >= absl::Seconds(1)) {
+    last_refresh_ = now;
+    RefreshGauges(scheduler);
+  }
+}
+
+void Metrics::OnDurable(const core::Mutation& mutation, absl::Duration commit,
+                        int commands) {
   if (!mutation.empty()) {
     commit_seconds_.Observe(absl::ToDoubleSeconds(commit));
     batch_commands_.Observe(commands);
@@ -217,15 +229,6 @@ void Metrics::OnBatch(const core::Mutation& mutation,
           .Add({{"queue", event.gang->spec.queue.value()}}, WaitBuckets())
           .Observe(absl::ToDoubleSeconds(wait));
     }
-  }
-  CountVacatedGangs(scheduler);
-  revision_.Set(static_cast<double>(scheduler.revision()));
-  if (hub_ != nullptr) watchers_.Set(hub_->watchers());
-  // Gauges scan the fleet: at most once a second.
-  const absl::Time now = absl::Now();
-  if (now - last_refresh_ >= absl::Seconds(1)) {
-    last_refresh_ = now;
-    RefreshGauges(scheduler);
   }
 }
 

@@ -38,9 +38,11 @@ class Metrics : public BatchObserver {
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
   InterceptorFactory();
 
-  void OnBatch(const core::Mutation& mutation, const core::Scheduler& scheduler,
-               absl::Duration cycle, absl::Duration commit,
-               int commands) override;
+  void OnApplied(const core::Mutation& mutation,
+                 const core::Scheduler& scheduler, absl::Duration cycle,
+                 int commands) override;
+  void OnDurable(const core::Mutation& mutation, absl::Duration commit,
+                 int commands) override;
 
  private:
   void RefreshGauges(const core::Scheduler& scheduler);

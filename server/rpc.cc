@@ -17,12 +17,10 @@ grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
       [body = std::move(body), status](core::Scheduler& s, absl::Time now) {
         *status = body(s, now);
       },
-      [reactor, status,
-       respond = std::move(respond)](const core::Scheduler& scheduler) {
-        if (status->ok() && respond) respond(scheduler);
-        reactor->Finish(ToGrpc(*status));
+      [status, respond = std::move(respond)](const core::Scheduler& s) {
+        if (status->ok() && respond) respond(s);
       },
-      mutates);
+      [reactor, status] { reactor->Finish(ToGrpc(*status)); }, mutates);
   if (!queued) {
     reactor->Finish(
         grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down"));

@@ -17,13 +17,14 @@ namespace phalanx::server {
 using LoopBody =
     std::function<absl::Status(core::Scheduler& scheduler, absl::Time now)>;
 
-// Fills the response from the state after the batch, once it is durable.
+// Fills the response from the state after the batch (its admission cycle
+// included), on the loop thread.
 using LoopRespond = std::function<void(const core::Scheduler& scheduler)>;
 
 // Runs `body` on the loop and finishes the call once the batch is durable
 // (UNAVAILABLE when the loop is stopping). When `body` succeeded, `respond`
-// (if set) runs first, seeing the batch's admissions. `mutates` = false for
-// reads.
+// (if set) runs after the batch's cycle, seeing its admissions. `mutates` =
+// false for reads.
 grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
                                     grpc::CallbackServerContext* context,
                                     LoopBody body, bool mutates = true,

@@ -1,5 +1,7 @@
 #include "server/scheduler_loop.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -25,7 +27,10 @@ SchedulerLoop::~SchedulerLoop() { Stop(); }
 
 void SchedulerLoop::Start() {
   next_cycle_ = absl::Now();
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "phalanx-loop");
+    Run();
+  });
 }
 
 void SchedulerLoop::Stop() {
@@ -36,10 +41,12 @@ void SchedulerLoop::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool SchedulerLoop::Enqueue(Apply apply, Done done, bool mutates) {
+bool SchedulerLoop::Enqueue(Apply apply, Respond respond, Reply reply,
+                            bool mutates) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return false;
-  queue_.push_back(Command{std::move(apply), std::move(done), mutates});
+  queue_.push_back(
+      Command{std::move(apply), std::move(respond), std::move(reply), mutates});
   return true;
 }
 
@@ -81,40 +88,46 @@ bool SchedulerLoop::RunBatch() {
     cycle_time = absl::Now() - start;
     next_cycle_ = now + scheduler_->config().cycle_interval;
   }
-  // 4. One durable write for the whole batch (group commit); fail-stop.
-  core::Mutation mutation = scheduler_->TakeMutation();
-  absl::Duration commit_time;
-  if (!mutation.empty()) {
-    const absl::Time start = absl::Now();
-    if (absl::Status s = store_->Commit(mutation); !s.ok()) {
-      std::fprintf(stderr, "phalanxd: commit failed, stopping: %s\n",
-                   s.ToString().c_str());
-      std::abort();
-    }
-    commit_time = absl::Now() - start;
-    // 5. Publish the new view before anyone is answered.
-    auto view = std::make_shared<View>();
-    view->revision = scheduler_->revision();
-    {
-      absl::MutexLock lock(&mu_);
-      view->gangs =
-          view_->gangs.Apply(mutation.gangs_put, mutation.gangs_deleted);
-      view_ = std::move(view);
-    }
-  }
-  // 6. Observers (watch fan-out, metrics), then answer the RPCs.
+  // 4. Responses from the state after the batch.
+  const core::Mutation mutation = scheduler_->TakeMutation();
+  const int commands = static_cast<int>(batch.size());
   if (!mutation.empty() || !batch.empty()) {
-    for (BatchObserver* observer : observers_) {
-      observer->OnBatch(mutation, *scheduler_, cycle_time, commit_time,
-                        static_cast<int>(batch.size()));
+    for (Command& command : batch) {
+      if (command.respond) command.respond(*scheduler_);
     }
-  }
-  for (Command& command : batch) {
-    if (command.done) command.done(*scheduler_);
+    for (BatchObserver* observer : observers_) {
+      observer->OnApplied(mutation, *scheduler_, cycle_time, commands);
+    }
+    // 5. One durable write for the whole batch (group commit), the view
+    // published, the events handed to the watch hub; then the replies.
+    const absl::Duration commit_time = CommitAndPublish(mutation);
+    for (BatchObserver* observer : observers_) {
+      observer->OnDurable(mutation, commit_time, commands);
+    }
+    for (Command& command : batch) {
+      if (command.reply) command.reply();
+    }
   }
   if (!exit) return true;
   absl::MutexLock lock(&mu_);
   return !queue_.empty();  // drain what arrived before Stop
+}
+
+absl::Duration SchedulerLoop::CommitAndPublish(const core::Mutation& mutation) {
+  if (mutation.empty()) return absl::ZeroDuration();
+  const absl::Time start = absl::Now();
+  if (absl::Status s = store_->Commit(mutation); !s.ok()) {
+    std::fprintf(stderr, "phalanxd: commit failed, stopping: %s\n",
+                 s.ToString().c_str());
+    std::abort();
+  }
+  const absl::Duration commit_time = absl::Now() - start;
+  auto view = std::make_shared<View>();
+  view->revision = mutation.meta.last_revision;
+  absl::MutexLock lock(&mu_);
+  view->gangs = view_->gangs.Apply(mutation.gangs_put, mutation.gangs_deleted);
+  view_ = std::move(view);
+  return commit_time;
 }
 
 }  // namespace phalanx::server

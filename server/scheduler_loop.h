@@ -1,10 +1,14 @@
 // SchedulerLoop: the single writer of DESIGN §2. One thread owns the
 // core::Scheduler. RPC handlers enqueue commands; the loop drains every queued
 // command, applies them, runs an admission cycle when something changed (or
-// on the cycle timer), commits everything the batch produced as one durable
-// write, publishes a new read view and the batch's events, and only then runs
-// the commands' completion callbacks (which answer the RPCs). A failed commit
-// leaves memory ahead of disk: the loop logs it and aborts (fail-stop).
+// on the cycle timer), lets each command fill its response, commits
+// everything the batch produced as one durable write, publishes a new read
+// view and the batch's events, and only then runs the commands' replies
+// (which answer the RPCs). A failed commit leaves memory ahead of disk: the
+// loop logs it and aborts (fail-stop).
+//
+// (A two-thread pipeline — applying batch N+1 while batch N's fsync runs —
+// was measured and not kept: see bench/README.md.)
 //
 // Thread-safe: Enqueue and view() may be called from any thread.
 #ifndef PHALANX_SERVER_SCHEDULER_LOOP_H_
@@ -14,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -25,30 +30,37 @@
 namespace phalanx::server {
 
 // What readers see without touching the scheduler: published after every
-// batch, before the batch's RPCs are answered (so clients read their writes).
+// durable batch, before the batch's RPCs are answered (so clients read their
+// writes, and never read what is not durable yet).
 struct View {
   int64_t revision = 0;
   GangSnapshot gangs;
 };
 
-// Observes each committed batch (metrics, watch fan-out). Runs on the loop
-// thread, after the commit and before the completion callbacks.
+// Observes each batch (metrics, watch fan-out). Both run on the loop thread.
 class BatchObserver {
  public:
   virtual ~BatchObserver() = default;
-  // `mutation` has been committed; `scheduler` is the state after it.
-  virtual void OnBatch(const core::Mutation& mutation,
-                       const core::Scheduler& scheduler, absl::Duration cycle,
-                       absl::Duration commit, int commands) = 0;
+  // Runs once the batch is applied and its cycle has run, before it is
+  // durable; `scheduler` is the state after it.
+  virtual void OnApplied(const core::Mutation& mutation,
+                         const core::Scheduler& scheduler, absl::Duration cycle,
+                         int commands) = 0;
+  // Runs once `mutation` is durable, before the batch's RPCs are answered.
+  // Must not block.
+  virtual void OnDurable(const core::Mutation& mutation, absl::Duration commit,
+                         int commands) = 0;
 };
 
 class SchedulerLoop {
  public:
-  // A command body, run on the loop thread. `now` is the batch's time.
+  // A command body, run on the loop thread. `now` is the time it is applied.
   using Apply = std::function<void(core::Scheduler& scheduler, absl::Time now)>;
-  // Runs on the loop thread once the command's effect is durable, with the
-  // state after the whole batch (including its admission cycle).
-  using Done = std::function<void(const core::Scheduler& scheduler)>;
+  // Runs on the loop thread after the batch's admission cycle, with the state
+  // after the whole batch: fills the response.
+  using Respond = std::function<void(const core::Scheduler& scheduler)>;
+  // Runs once the batch is durable (answers the RPC).
+  using Reply = std::function<void()>;
 
   SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
                 core::StateStore* store, std::vector<BatchObserver*> observers);
@@ -61,21 +73,25 @@ class SchedulerLoop {
   void Stop();
 
   // Queues a command. `mutates` = false marks a read that needs no cycle.
-  // Returns false (running neither callback) once Stop has begun.
-  bool Enqueue(Apply apply, Done done, bool mutates = true);
+  // Returns false (running no callback) once Stop has begun.
+  bool Enqueue(Apply apply, Respond respond, Reply reply, bool mutates = true);
   // The latest published view; never null.
   std::shared_ptr<const View> view() const;
 
  private:
   struct Command {
     Apply apply;
-    Done done;
+    Respond respond;
+    Reply reply;
     bool mutates;
   };
 
   void Run();
   // Applies one batch; returns false when it is time to exit.
   bool RunBatch();
+  // Commits `mutation` (fail-stop) and publishes the view; returns the
+  // commit's duration.
+  absl::Duration CommitAndPublish(const core::Mutation& mutation);
 
   std::unique_ptr<core::Scheduler> scheduler_;
   core::StateStore* store_;

@@ -141,8 +141,8 @@ grpc::ServerUnaryReactor* SchedulerService::ListGangs(
   return FinishNow(context, absl::OkStatus());
 }
 
-grpc::ServerWriteReactor<v1::GangEvent>* SchedulerService::WatchGangs(
-    grpc::CallbackServerContext*, const v1::WatchGangsRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerService::WatchGangs(
+    grpc::CallbackServerContext*, const grpc::ByteBuffer* request) {
   return hub_->Watch(*request);
 }
 

@@ -1,7 +1,8 @@
 // SchedulerService: the phalanx.v1.Scheduler gRPC service (DESIGN §8).
 // Handlers validate and convert, then either read the loop's published view
-// (GetGang, ListGangs) or run a command on the loop. Holds no domain state;
-// thread-safe.
+// (GetGang, ListGangs) or run a command on the loop. WatchGangs is served raw
+// (serialized bytes), so the watch hub serializes each event once for all
+// streams; the wire format is the same. Holds no domain state; thread-safe.
 #ifndef PHALANX_SERVER_SCHEDULER_SERVICE_H_
 #define PHALANX_SERVER_SCHEDULER_SERVICE_H_
 
@@ -11,7 +12,9 @@
 
 namespace phalanx::server {
 
-class SchedulerService final : public v1::Scheduler::CallbackService {
+class SchedulerService final
+    : public v1::Scheduler::WithRawCallbackMethod_WatchGangs<
+          v1::Scheduler::CallbackService> {
  public:
   SchedulerService(SchedulerLoop* loop, WatchHub* hub)
       : loop_(loop), hub_(hub) {}
@@ -30,9 +33,9 @@ class SchedulerService final : public v1::Scheduler::CallbackService {
   grpc::ServerUnaryReactor* ListGangs(grpc::CallbackServerContext* context,
                                       const v1::ListGangsRequest* request,
                                       v1::ListGangsResponse* response) override;
-  grpc::ServerWriteReactor<v1::GangEvent>* WatchGangs(
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchGangs(
       grpc::CallbackServerContext* context,
-      const v1::WatchGangsRequest* request) override;
+      const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* ReportGang(
       grpc::CallbackServerContext* context,
       const v1::ReportGangRequest* request,

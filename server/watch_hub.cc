@@ -1,23 +1,42 @@
 #include "server/watch_hub.h"
 
+#include <pthread.h>
+
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
+#include "phalanx/v1/scheduler.pb.h"
 #include "proto/convert.h"
 #include "server/status.h"
 
 namespace phalanx::server {
+namespace {
+
+grpc::ByteBuffer Serialize(const v1::GangEvent& event) {
+  grpc::ByteBuffer buffer;
+  bool own = false;
+  grpc::SerializationTraits<v1::GangEvent>::Serialize(event, &buffer, &own);
+  return buffer;
+}
+
+}  // namespace
 
 // One WatchGangs stream. Owned by the hub's set from creation until gRPC
-// calls OnDone; writes one event at a time.
-class WatchHub::Watcher : public grpc::ServerWriteReactor<v1::GangEvent> {
+// calls OnDone; one write in flight at a time.
+class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  Watcher(WatchHub* hub, const v1::WatchGangsRequest& request, int64_t next)
+  Watcher(WatchHub* hub, const v1::WatchGangsRequest& request, int64_t next,
+          int shard)
       : hub_(hub),
+        shard_(shard),
         queues_(request.queues().begin(), request.queues().end()),
         gang_ids_(request.gang_ids().begin(), request.gang_ids().end()),
         next_(next),
         last_write_(absl::Now()) {}
+
+  // The fan-out thread that wakes this stream.
+  int shard() const { return shard_; }
 
   // Writes the next matching event (or a due bookmark) unless a write is in
   // flight. Called whenever something new may be available.
@@ -81,50 +100,46 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<v1::GangEvent> {
     while (backlog_.empty()) {
       if (!Refill()) return;
     }
-    if (!backlog_.empty()) {
-      current_ = backlog_.front().proto;
-      backlog_.pop_front();
-      Write();
-      return;
-    }
+    HubEventPtr event = std::move(backlog_.front());
+    backlog_.pop_front();
+    // More queued: let gRPC buffer this one; the next write flushes both.
+    Write(event->message, /*more=*/!backlog_.empty());
   }
 
   // Loads the next events after next_-1 into the backlog. Returns false when
   // there is nothing to send now (after writing a due bookmark, if any).
   bool Refill() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     constexpr int kPage = 256;
-    bool in_ring = true;
-    std::vector<HubEvent> events = hub_->ReadRing(next_ - 1, kPage, in_ring);
-    const int64_t head = hub_->Revision();
-    if (caught_up_ && head - next_ + 1 > hub_->MaxLag()) {
+    RingRead read = hub_->ReadRing(next_ - 1, kPage);
+    if (caught_up_ && read.head - next_ + 1 > read.max_lag) {
       EndLocked(grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat("watcher fell more than ", hub_->MaxLag(),
+          absl::StrCat("watcher fell more than ", read.max_lag,
                        " events behind; resume from revision ", next_ - 1)));
       return false;
     }
-    if (!in_ring) events = ReadStore(next_ - 1, kPage);
+    if (!read.in_ring) read.events = ReadStore(next_ - 1, kPage);
     if (finished_) return false;
-    if (events.empty()) {
+    if (read.events.empty()) {
       caught_up_ = true;
       if (bookmark_due_) WriteBookmark();
       return false;
     }
-    for (HubEvent& event : events) {
-      next_ = event.revision + 1;
-      if (Matches(event)) backlog_.push_back(std::move(event));
+    for (HubEventPtr& event : read.events) {
+      next_ = event->revision + 1;
+      if (Matches(*event)) backlog_.push_back(std::move(event));
     }
     return true;
   }
 
-  std::vector<HubEvent> ReadStore(int64_t after, int limit)
+  std::vector<HubEventPtr> ReadStore(int64_t after, int limit)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto events = hub_->store_->ReadEvents(after, limit);
     if (!events.ok()) {
       EndLocked(ToGrpc(events.status()));
       return {};
     }
-    std::vector<HubEvent> out;
+    std::vector<HubEventPtr> out;
     for (const core::Event& event : *events) out.push_back(ToHubEvent(event));
     return out;
   }
@@ -133,19 +148,26 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<v1::GangEvent> {
   // been sent: the last revision looked at, less what is still queued.
   void WriteBookmark() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     bookmark_due_ = false;
-    auto bookmark = std::make_shared<v1::GangEvent>();
-    bookmark->set_revision(backlog_.empty() ? next_ - 1
-                                            : backlog_.front().revision - 1);
-    bookmark->set_type(v1::EVENT_TYPE_BOOKMARK);
-    convert::ToProto(absl::Now(), bookmark->mutable_time());
-    current_ = std::move(bookmark);
-    Write();
+    v1::GangEvent bookmark;
+    bookmark.set_revision(backlog_.empty() ? next_ - 1
+                                           : backlog_.front()->revision - 1);
+    bookmark.set_type(v1::EVENT_TYPE_BOOKMARK);
+    convert::ToProto(absl::Now(), bookmark.mutable_time());
+    Write(Serialize(bookmark), /*more=*/false);
   }
 
-  void Write() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void Write(const grpc::ByteBuffer& message, bool more)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     writing_ = true;
     last_write_ = absl::Now();
-    StartWrite(current_.get());
+    current_ = message;  // shares the slices; kept until OnWriteDone
+    grpc::WriteOptions options;
+    // Never on the first write: it carries the initial metadata, which gRPC
+    // then holds back too, and its completion with it, until some other
+    // write on the connection happens to flush them.
+    if (more && wrote_once_) options.set_buffer_hint();
+    wrote_once_ = true;
+    StartWrite(&current_, options);
   }
 
   void EndLocked(const grpc::Status& status)
@@ -160,13 +182,15 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<v1::GangEvent> {
   }
 
   WatchHub* const hub_;
+  const int shard_;
   const std::set<std::string> queues_;
   const std::set<std::string> gang_ids_;
   absl::Mutex mu_;
   int64_t next_ ABSL_GUARDED_BY(mu_);  // next revision to look at
-  std::deque<HubEvent> backlog_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<const v1::GangEvent> current_ ABSL_GUARDED_BY(mu_);
+  std::deque<HubEventPtr> backlog_ ABSL_GUARDED_BY(mu_);
+  grpc::ByteBuffer current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool wrote_once_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool bookmark_due_ ABSL_GUARDED_BY(mu_) = false;
   bool caught_up_ ABSL_GUARDED_BY(mu_) = false;  // has been live once
@@ -174,13 +198,15 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<v1::GangEvent> {
   absl::Time last_write_ ABSL_GUARDED_BY(mu_);
 };
 
-HubEvent ToHubEvent(const core::Event& event) {
-  auto proto = std::make_shared<v1::GangEvent>();
-  convert::ToProto(event, proto.get());
-  HubEvent out{event.revision, "", "", std::move(proto)};
+HubEventPtr ToHubEvent(const core::Event& event) {
+  v1::GangEvent proto;
+  convert::ToProto(event, &proto);
+  auto out = std::make_shared<HubEvent>();
+  out->revision = event.revision;
+  out->message = Serialize(proto);
   if (event.gang) {
-    out.queue = event.gang->spec.queue.value();
-    out.gang_id = event.gang->id.value();
+    out->queue = event.gang->spec.queue.value();
+    out->gang_id = event.gang->id.value();
   }
   return out;
 }
@@ -188,17 +214,19 @@ HubEvent ToHubEvent(const core::Event& event) {
 WatchHub::WatchHub(core::StateStore* store, int64_t start_revision,
                    size_t ring_capacity)
     : store_(store), ring_capacity_(ring_capacity), revision_(start_revision) {
+  for (int shard = 0; shard < kFanOutThreads; ++shard) {
+    fan_out_.emplace_back([this, shard] {
+      pthread_setname_np(pthread_self(), "phalanx-fanout");
+      FanOut(shard);
+    });
+  }
   ticker_ = std::thread([this] { TickBookmarks(); });
 }
 
 WatchHub::~WatchHub() {
   Shutdown();
+  for (std::thread& thread : fan_out_) thread.join();
   if (ticker_.joinable()) ticker_.join();
-}
-
-int64_t WatchHub::Revision() const {
-  absl::MutexLock lock(&mu_);
-  return revision_;
 }
 
 absl::Duration WatchHub::BookmarkInterval() const {
@@ -206,40 +234,50 @@ absl::Duration WatchHub::BookmarkInterval() const {
   return bookmark_interval_;
 }
 
-int64_t WatchHub::MaxLag() const {
-  absl::MutexLock lock(&mu_);
-  return max_lag_;
-}
-
 int WatchHub::watchers() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(watchers_.size());
 }
 
-grpc::ServerWriteReactor<v1::GangEvent>* WatchHub::Watch(
-    const v1::WatchGangsRequest& request) {
+std::vector<std::shared_ptr<WatchHub::Watcher>> WatchHub::Watchers() const {
+  absl::MutexLock lock(&mu_);
+  return {watchers_.begin(), watchers_.end()};
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Watch(
+    const grpc::ByteBuffer& request) {
+  v1::WatchGangsRequest parsed;
+  grpc::ByteBuffer copy = request;  // Deserialize consumes its buffer
+  grpc::Status refusal =
+      grpc::SerializationTraits<v1::WatchGangsRequest>::Deserialize(&copy,
+                                                                    &parsed);
+  if (!refusal.ok()) {
+    refusal = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                           "request: not a WatchGangsRequest");
+  }
   std::shared_ptr<Watcher> watcher;
-  grpc::Status refusal;
   {
     absl::MutexLock lock(&mu_);
     int64_t next = revision_ + 1;
-    if (request.has_after_revision()) next = request.after_revision() + 1;
-    if (shutdown_) {
+    if (parsed.has_after_revision()) next = parsed.after_revision() + 1;
+    if (!refusal.ok()) {
+    } else if (shutdown_) {
       refusal = grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
-    } else if (request.has_after_revision() && request.after_revision() < 0) {
+    } else if (parsed.has_after_revision() && parsed.after_revision() < 0) {
       refusal = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                              "after_revision: must be >= 0");
     }
-    watcher = std::make_shared<Watcher>(this, request, next);
+    watcher = std::make_shared<Watcher>(this, parsed, next,
+                                        next_shard_++ % kFanOutThreads);
     watchers_.insert(watcher);
   }
   if (!refusal.ok()) {
     watcher->End(refusal);
     return watcher.get();
   }
-  if (request.has_after_revision()) {
+  if (parsed.has_after_revision()) {
     // Trimmed history cannot be replayed: the client must list again.
-    auto probe = store_->ReadEvents(request.after_revision(), 0);
+    auto probe = store_->ReadEvents(parsed.after_revision(), 0);
     if (!probe.ok()) {
       watcher->End(ToGrpc(probe.status()));
       return watcher.get();
@@ -259,42 +297,68 @@ void WatchHub::Remove(Watcher* watcher) {
   }
 }
 
-std::vector<HubEvent> WatchHub::ReadRing(int64_t after, int limit,
-                                         bool& in_ring) const {
+WatchHub::RingRead WatchHub::ReadRing(int64_t after, int limit) const {
   absl::MutexLock lock(&mu_);
-  std::vector<HubEvent> out;
-  const int64_t first = ring_.empty() ? revision_ + 1 : ring_.front().revision;
-  in_ring = after + 1 >= first;
-  if (!in_ring) return out;
+  RingRead out;
+  out.head = revision_;
+  out.max_lag = max_lag_;
+  const int64_t first = ring_.empty() ? revision_ + 1 : ring_.front()->revision;
+  out.in_ring = after + 1 >= first;
+  if (!out.in_ring) return out;
   for (size_t i = after + 1 - first;
-       i < ring_.size() && static_cast<int>(out.size()) < limit; ++i) {
-    out.push_back(ring_[i]);
+       i < ring_.size() && static_cast<int>(out.events.size()) < limit; ++i) {
+    out.events.push_back(ring_[i]);
   }
   return out;
 }
 
-void WatchHub::OnBatch(const core::Mutation& mutation,
-                       const core::Scheduler& scheduler, absl::Duration,
-                       absl::Duration, int) {
-  std::vector<std::shared_ptr<Watcher>> watchers;
-  {
-    absl::MutexLock lock(&mu_);
-    bookmark_interval_ = scheduler.config().watch.bookmark_interval;
-    max_lag_ = scheduler.config().watch.max_lag_events;
-    if (mutation.events.empty()) return;
-    for (const core::Event& event : mutation.events) {
-      ring_.push_back(ToHubEvent(event));
-    }
-    while (ring_.size() > ring_capacity_) ring_.pop_front();
-    revision_ = mutation.meta.last_revision;
-    watchers.assign(watchers_.begin(), watchers_.end());
+void WatchHub::OnApplied(const core::Mutation&,
+                         const core::Scheduler& scheduler, absl::Duration,
+                         int) {
+  absl::MutexLock lock(&mu_);
+  bookmark_interval_ = scheduler.config().watch.bookmark_interval;
+  max_lag_ = scheduler.config().watch.max_lag_events;
+}
+
+void WatchHub::OnDurable(const core::Mutation& mutation, absl::Duration, int) {
+  if (mutation.events.empty()) return;
+  std::vector<HubEventPtr> converted;
+  converted.reserve(mutation.events.size());
+  for (const core::Event& event : mutation.events) {
+    converted.push_back(ToHubEvent(event));
   }
-  for (const auto& watcher : watchers) watcher->Pump();
+  absl::MutexLock lock(&mu_);
+  ring_.insert(ring_.end(), converted.begin(), converted.end());
+  while (ring_.size() > ring_capacity_) ring_.pop_front();
+  revision_ = converted.back()->revision;
+  // With no stream there is nobody to wake (a new stream reads the ring).
+  if (!watchers_.empty()) ++generation_;
+}
+
+// A fan-out thread: wakes the streams of its shard whenever the ring grows.
+// Streams that are writing pick new events up from OnWriteDone.
+void WatchHub::FanOut(int shard) {
+  int64_t seen = 0;
+  while (true) {
+    std::vector<std::shared_ptr<Watcher>> watchers;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this, &seen]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return generation_ != seen || shutdown_;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (shutdown_) return;
+      seen = generation_;
+      for (const auto& watcher : watchers_) {
+        if (watcher->shard() == shard) watchers.push_back(watcher);
+      }
+    }
+    for (const auto& watcher : watchers) watcher->Pump();
+  }
 }
 
 void WatchHub::TickBookmarks() {
   while (true) {
-    std::vector<std::shared_ptr<Watcher>> watchers;
     {
       absl::MutexLock lock(&mu_);
       auto stop = [this]()
@@ -304,20 +368,18 @@ void WatchHub::TickBookmarks() {
                                bookmark_interval_ / 10)) {
         return;
       }
-      watchers.assign(watchers_.begin(), watchers_.end());
     }
-    for (const auto& watcher : watchers) watcher->RequestBookmark();
+    for (const auto& watcher : Watchers()) watcher->RequestBookmark();
   }
 }
 
 void WatchHub::Shutdown() {
-  std::vector<std::shared_ptr<Watcher>> watchers;
   {
     absl::MutexLock lock(&mu_);
+    if (shutdown_) return;
     shutdown_ = true;
-    watchers.assign(watchers_.begin(), watchers_.end());
   }
-  for (const auto& watcher : watchers) {
+  for (const auto& watcher : Watchers()) {
     watcher->EndWithBookmark(
         grpc::Status(grpc::StatusCode::UNAVAILABLE,
                      "server shutting down; resume from your last revision"));

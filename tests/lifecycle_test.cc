@@ -256,5 +256,17 @@ TEST_F(LifecycleTest, SigtermExitsZeroWithAWatchOpen) {
   EXPECT_THAT(daemon_->output(), HasSubstr("stopped in"));
 }
 
+TEST_F(LifecycleTest, SigtermExitsZeroWithAWatchNobodyReads) {
+  grpc::ClientContext context;
+  v1::WatchGangsRequest request;
+  request.set_after_revision(0);
+  auto reader = scheduler_->WatchGangs(&context, request);
+  for (int i = 0; i < 5; ++i) Submit(SubmitRequest("a", 1, 1));
+  // The client never reads nor finishes its stream.
+  EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->output();
+  EXPECT_THAT(daemon_->output(), HasSubstr("stopped in"));
+  context.TryCancel();
+}
+
 }  // namespace
 }  // namespace phalanx::testing

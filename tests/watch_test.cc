@@ -1,4 +1,6 @@
 // WatchGangs: list-then-watch semantics over a real daemon.
+#include <map>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -30,13 +32,50 @@ class WatchTest : public ::testing::Test {
     context.set_deadline(std::chrono::system_clock::now() +
                          std::chrono::seconds(20));
     auto reader = scheduler_->WatchGangs(&context, request);
-    std::vector<v1::GangEvent> events;
-    v1::GangEvent event;
-    while (static_cast<int>(events.size()) < n && reader->Read(&event)) {
-      if (event.type() != v1::EVENT_TYPE_BOOKMARK) events.push_back(event);
-    }
+    std::vector<v1::GangEvent> events = ReadFrom(*reader, n);
     context.TryCancel();
     return events;
+  }
+
+  // Reads up to `n` non-bookmark events from an open stream.
+  static std::vector<v1::GangEvent> ReadFrom(
+      grpc::ClientReaderInterface<v1::GangEvent>& reader, int n) {
+    std::vector<v1::GangEvent> events;
+    v1::GangEvent event;
+    while (static_cast<int>(events.size()) < n && reader.Read(&event)) {
+      if (event.type() != v1::EVENT_TYPE_BOOKMARK) events.push_back(event);
+    }
+    return events;
+  }
+
+  // Submits threads x per_thread one-GPU gangs from `threads` threads at
+  // once, so batches carry several gangs and each stream gets several
+  // events per wake-up (sent as buffered writes).
+  void SubmitConcurrently(int threads, int per_thread) {
+    std::vector<std::thread> submitters;
+    for (int t = 0; t < threads; ++t) {
+      submitters.emplace_back([this, per_thread] {
+        for (int i = 0; i < per_thread; ++i) Submit("a");
+      });
+    }
+    for (std::thread& submitter : submitters) submitter.join();
+  }
+
+  // Every revision from first to first+size-1 once, in order; each gang
+  // SUBMITTED before it is ADMITTED.
+  static void ExpectWholeAndInOrder(const std::vector<v1::GangEvent>& events,
+                                    int64_t first) {
+    std::map<std::string, int64_t> submitted_at;
+    for (size_t i = 0; i < events.size(); ++i) {
+      EXPECT_EQ(events[i].revision(), first + static_cast<int64_t>(i));
+      const std::string& id = events[i].gang().id();
+      if (events[i].type() == v1::EVENT_TYPE_SUBMITTED) {
+        submitted_at[id] = events[i].revision();
+      } else {
+        EXPECT_EQ(events[i].type(), v1::EVENT_TYPE_ADMITTED);
+        EXPECT_TRUE(submitted_at.contains(id)) << id;
+      }
+    }
   }
 
   std::unique_ptr<DaemonProcess> daemon_;
@@ -65,7 +104,11 @@ TEST_F(WatchTest, LiveEventsArriveAfterTheStreamOpens) {
   grpc::ClientContext context;
   auto reader = scheduler_->WatchGangs(&context, {});
   v1::GangEvent event;
-  // The first message is a bookmark (after 0.5 s idle) or our event.
+  // A live stream sees only what is committed after the daemon opened it;
+  // the client's call returns before that. The first message, a bookmark
+  // after 0.5 s idle, shows the stream is open.
+  ASSERT_TRUE(reader->Read(&event));
+  EXPECT_EQ(event.type(), v1::EVENT_TYPE_BOOKMARK);
   const std::string id = Submit("b");
   do {
     ASSERT_TRUE(reader->Read(&event));
@@ -118,6 +161,41 @@ TEST_F(WatchTest, TrimmedRevisionIsOutOfRange) {
   std::vector<v1::GangEvent> tail = Read(request, 10);
   ASSERT_EQ(tail.size(), 10u);
   EXPECT_EQ(tail[0].revision(), 71);
+}
+
+TEST_F(WatchTest, BurstsArriveWholeAndInRevisionOrder) {
+  grpc::ClientContext context;
+  v1::WatchGangsRequest request;
+  request.set_after_revision(0);
+  auto reader = scheduler_->WatchGangs(&context, request);
+  SubmitConcurrently(4, 8);  // 32 one-GPU gangs: all fit, 64 events
+  std::vector<v1::GangEvent> events = ReadFrom(*reader, 64);
+  ASSERT_EQ(events.size(), 64u);
+  ExpectWholeAndInOrder(events, 1);
+  context.TryCancel();
+}
+
+TEST_F(WatchTest, AWatcherLeavingMidBurstLeavesTheOthersWhole) {
+  v1::WatchGangsRequest request;
+  request.set_after_revision(0);
+  grpc::ClientContext leaving_context;
+  auto leaving = scheduler_->WatchGangs(&leaving_context, request);
+  grpc::ClientContext staying_context;
+  auto staying = scheduler_->WatchGangs(&staying_context, request);
+  std::thread burst([this] { SubmitConcurrently(4, 8); });
+  EXPECT_EQ(ReadFrom(*leaving, 3).size(), 3u);
+  leaving_context.TryCancel();  // while the hub still has events for it
+  burst.join();
+  std::vector<v1::GangEvent> events = ReadFrom(*staying, 64);
+  ASSERT_EQ(events.size(), 64u);
+  ExpectWholeAndInOrder(events, 1);
+  // The hub keeps serving after the stream is gone.
+  Submit("b");
+  std::vector<v1::GangEvent> next = ReadFrom(*staying, 2);
+  ASSERT_EQ(next.size(), 2u);
+  EXPECT_EQ(next[0].revision(), 65);
+  EXPECT_EQ(next[1].revision(), 66);
+  staying_context.TryCancel();
 }
 
 }  // namespace

@@ -107,6 +107,7 @@ JsonObject WatchFanoutResult::ToJson() const {
       .Add("p50_ms", p50_ms)
       .Add("p99_ms", p99_ms)
       .Add("max_ms", max_ms)
+      .Add("events_per_sec", events_per_sec)
       .Add("seconds", seconds);
   return json;
 }
@@ -128,6 +129,12 @@ WatchFanoutResult RunWatchFanout(const PhalanxdProcess& daemon,
   WaitForWatchers(daemon, *stubs[0], options.watchers, result);
   const Clock::time_point start = Clock::now();
   result.events_sent = SubmitAtRate(options, submit);
+  const double submit_seconds =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  result.events_per_sec =
+      submit_seconds > 0
+          ? static_cast<double>(result.events_sent) / submit_seconds
+          : 0.0;
   // Let the last events arrive: stop early once every watcher has them all.
   const Clock::time_point drain = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < drain) {

@@ -1,0 +1,196 @@
+// SchedulerLoop's batches: replies wait for their batch's durable write,
+// commands that arrive during a write share the next one, Stop answers what
+// was queued. The store is core's MemoryStore behind a gate that holds a
+// commit "in fsync" until the test opens it.
+#include "server/scheduler_loop.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "core/memory_store.h"
+#include "gtest/gtest.h"
+
+namespace phalanx::server {
+namespace {
+
+constexpr absl::Duration kTimeout = absl::Seconds(20);
+
+// A StateStore whose queue commits wait while the gate is closed.
+// Thread-safe.
+class GatedStore : public core::StateStore {
+ public:
+  absl::StatusOr<core::LoadedState> LoadAll() override {
+    absl::MutexLock lock(&mu_);
+    return memory_.LoadAll();
+  }
+  // Commits that put queues wait at the gate and are counted; others (the
+  // first cycle's housekeeping) pass.
+  absl::Status Commit(const core::Mutation& mutation) override {
+    absl::MutexLock lock(&mu_);
+    if (!mutation.queues_put.empty()) {
+      ++entered_;
+      mu_.Await(absl::Condition(
+          +[](bool* closed) { return !*closed; }, &closed_));
+      batch_queues_.push_back(static_cast<int>(mutation.queues_put.size()));
+    }
+    return memory_.Commit(mutation);
+  }
+  absl::StatusOr<std::vector<core::Event>> ReadEvents(int64_t after,
+                                                      int limit) override {
+    absl::MutexLock lock(&mu_);
+    return memory_.ReadEvents(after, limit);
+  }
+
+  void Close() {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  void Open() {
+    absl::MutexLock lock(&mu_);
+    closed_ = false;
+  }
+  // Waits until `n` queue commits have started; returns whether they did.
+  bool AwaitEntered(int n) {
+    absl::MutexLock lock(&mu_);
+    auto entered = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return entered_ >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&entered), kTimeout);
+  }
+  // Queues written by each finished queue commit, in order.
+  std::vector<int> batch_queues() const {
+    absl::MutexLock lock(&mu_);
+    return batch_queues_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  core::MemoryStore memory_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  int entered_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<int> batch_queues_ ABSL_GUARDED_BY(mu_);
+};
+
+// Counts applied commands and sent replies; replies record how many commits
+// had finished when they ran.
+class Tally {
+ public:
+  void Applied() {
+    absl::MutexLock lock(&mu_);
+    ++applied_;
+  }
+  void Replied(int commits_done) {
+    absl::MutexLock lock(&mu_);
+    replies_.push_back(commits_done);
+  }
+  bool AwaitApplied(int n) { return AwaitCount(&applied_, n); }
+  bool AwaitReplies(int n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return static_cast<int>(replies_.size()) >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), kTimeout);
+  }
+  std::vector<int> replies() const {
+    absl::MutexLock lock(&mu_);
+    return replies_;
+  }
+
+ private:
+  bool AwaitCount(const int* count, int n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [count, n]() { return *count >= n; };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), kTimeout);
+  }
+
+  mutable absl::Mutex mu_;
+  int applied_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<int> replies_ ABSL_GUARDED_BY(mu_);
+};
+
+class SchedulerLoopTest : public ::testing::Test {
+ protected:
+  SchedulerLoopTest()
+      : loop_(std::make_unique<core::Scheduler>(), &store_, {}) {}
+
+  // Queues a command that puts queue `name`.
+  bool PutQueue(const std::string& name) {
+    return loop_.Enqueue(
+        [this, name](core::Scheduler& s, absl::Time) {
+          core::Queue queue;
+          queue.name = core::QueueName(name);
+          ASSERT_TRUE(s.PutQueue(queue).ok());
+          tally_.Applied();
+        },
+        nullptr,
+        [this] {
+          tally_.Replied(static_cast<int>(store_.batch_queues().size()));
+        });
+  }
+
+  GatedStore store_;
+  Tally tally_;
+  SchedulerLoop loop_;
+};
+
+TEST_F(SchedulerLoopTest, ReplyWaitsForItsBatchToBeDurable) {
+  store_.Close();
+  loop_.Start();
+  ASSERT_TRUE(PutQueue("a"));
+  ASSERT_TRUE(store_.AwaitEntered(1));
+  EXPECT_TRUE(tally_.replies().empty());
+  store_.Open();
+  ASSERT_TRUE(tally_.AwaitReplies(1));
+  EXPECT_EQ(tally_.replies(), std::vector<int>{1});
+  loop_.Stop();
+}
+
+TEST_F(SchedulerLoopTest, CommandsArrivingDuringACommitShareTheNext) {
+  store_.Close();
+  loop_.Start();
+  ASSERT_TRUE(PutQueue("a"));
+  ASSERT_TRUE(store_.AwaitEntered(1));  // "a" is being made durable
+  for (const char* name : {"b", "c", "d"}) ASSERT_TRUE(PutQueue(name));
+  EXPECT_TRUE(tally_.replies().empty());
+  store_.Open();
+  ASSERT_TRUE(tally_.AwaitReplies(4));
+  EXPECT_EQ(store_.batch_queues(), (std::vector<int>{1, 3}));
+  // "a" was answered after the first commit, the others after the second.
+  EXPECT_EQ(tally_.replies(), (std::vector<int>{1, 2, 2, 2}));
+  loop_.Stop();
+}
+
+TEST_F(SchedulerLoopTest, StopAnswersEverythingQueuedThenRefuses) {
+  loop_.Start();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(PutQueue("q" + std::to_string(i)));
+  loop_.Stop();
+  EXPECT_EQ(tally_.replies().size(), 20u);
+  int queues = 0;
+  for (int n : store_.batch_queues()) queues += n;
+  EXPECT_EQ(queues, 20);
+  EXPECT_FALSE(PutQueue("late"));
+}
+
+TEST_F(SchedulerLoopTest, ReadBehindAWriteIsAnsweredAfterIt) {
+  store_.Close();
+  loop_.Start();
+  ASSERT_TRUE(PutQueue("a"));
+  ASSERT_TRUE(store_.AwaitEntered(1));
+  // The read sees "a", which is not durable yet: its answer must wait.
+  ASSERT_TRUE(loop_.Enqueue(
+      [](core::Scheduler&, absl::Time) {}, nullptr,
+      [this] {
+        tally_.Replied(static_cast<int>(store_.batch_queues().size()));
+      },
+      /*mutates=*/false));
+  ASSERT_TRUE(tally_.AwaitApplied(1));
+  EXPECT_TRUE(tally_.replies().empty());
+  store_.Open();
+  ASSERT_TRUE(tally_.AwaitReplies(2));
+  EXPECT_EQ(tally_.replies(), (std::vector<int>{1, 1}));
+  loop_.Stop();
+}
+
+}  // namespace
+}  // namespace phalanx::server
