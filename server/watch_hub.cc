@@ -66,7 +66,8 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     absl::MutexLock lock(&mu_);
     if (finished_) return;
     pending_status_ = status;
-    if (!writing_) WriteBookmark();
+    bookmark_before_end_ = true;
+    PumpLocked();  // now, or when the write in flight completes
   }
 
   void OnWriteDone(bool ok) override {
@@ -94,6 +95,11 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || finished_) return;
     if (pending_status_) {
+      if (bookmark_before_end_) {  // where to resume, then the status
+        bookmark_before_end_ = false;
+        WriteBookmark();
+        return;
+      }
       EndLocked(*pending_status_);
       return;
     }
@@ -195,6 +201,8 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   bool bookmark_due_ ABSL_GUARDED_BY(mu_) = false;
   bool caught_up_ ABSL_GUARDED_BY(mu_) = false;  // has been live once
   std::optional<grpc::Status> pending_status_ ABSL_GUARDED_BY(mu_);
+  // Set by EndWithBookmark: a last bookmark goes out before the status.
+  bool bookmark_before_end_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time last_write_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -373,7 +381,7 @@ void WatchHub::TickBookmarks() {
   }
 }
 
-void WatchHub::Shutdown() {
+void WatchHub::Shutdown(absl::Duration max_wait) {
   {
     absl::MutexLock lock(&mu_);
     if (shutdown_) return;
@@ -384,6 +392,13 @@ void WatchHub::Shutdown() {
         grpc::Status(grpc::StatusCode::UNAVAILABLE,
                      "server shutting down; resume from your last revision"));
   }
+  // Let the streams send their last bookmark and finish before the server's
+  // shutdown deadline can cut them off (bounded: a stream whose client
+  // stopped reading may never drain).
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(this, &WatchHub::NoWatchers), max_wait);
 }
+
+bool WatchHub::NoWatchers() const { return watchers_.empty(); }
 
 }  // namespace phalanx::server

@@ -24,6 +24,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/state_store.h"
 #include "grpcpp/grpcpp.h"
 #include "server/scheduler_loop.h"
@@ -54,8 +55,9 @@ class WatchHub : public BatchObserver {
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(
       const grpc::ByteBuffer& request);
   // Ends every stream with UNAVAILABLE (after a last bookmark) and refuses
-  // new ones; stops the fan-out thread.
-  void Shutdown();
+  // new ones; stops the fan-out thread. Waits up to `max_wait` for the
+  // streams to finish.
+  void Shutdown(absl::Duration max_wait = absl::Seconds(2));
   // Current number of open streams.
   int watchers() const;
 
@@ -82,6 +84,7 @@ class WatchHub : public BatchObserver {
   void TickBookmarks();
   absl::Duration BookmarkInterval() const;
   std::vector<std::shared_ptr<Watcher>> Watchers() const;
+  bool NoWatchers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   core::StateStore* store_;
   const size_t ring_capacity_;
