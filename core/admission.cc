@@ -399,8 +399,9 @@ void Scheduler::RunCycle(absl::Time now) {
   //    fair-share ledger at least every sample interval, fire lifecycle
   //    timers, heartbeat timeouts and drain deadlines (their gangs are
   //    repaired or evicted), wake up for time-based eligibility.
-  //    Reservations are re-planned when the capacity epoch moved, and kept
-  //    while nothing changed.
+  //    Reservations are kept while nothing changed; when the capacity epoch
+  //    moved they are re-estimated on their own nodes, and re-planned from
+  //    scratch at most every kFullReplanInterval.
   ExpireAndTrim(now);
   SampleLedger(now);
   ExpireTimers(now);
@@ -508,6 +509,7 @@ void Scheduler::KeepOrReplanReservations(absl::Time now) {
   std::vector<Reservation> kept;
   std::vector<char> taken(fleet_.slots().size(), 0);
   for (const Reservation& reservation : reservations_) {
+    if (static_cast<int>(kept.size()) >= config_.reservation.depth) break;
     const GangPtr gang = FindGang(reservation.gang);
     if (gang == nullptr || gang->state != GangState::kPending) continue;
     std::optional<Reservation> again = RefreshReservation(

@@ -284,6 +284,18 @@ TEST_F(ReservationTest, AReservationEndsWithItsGangBetweenFullPlans) {
   EXPECT_EQ(scheduler_->reservations()[0].path, path);
 }
 
+TEST_F(ReservationTest, LoweringTheDepthDropsKeptReservationsAtOnce) {
+  GangPtr big = Submit(Spec("q").Pods(2, 8).Required("rack"));
+  Cycle();
+  ASSERT_EQ(scheduler_->reservations().size(), 1u);
+  Config config = scheduler_->config();
+  config.reservation.depth = 0;
+  ASSERT_TRUE(scheduler_->UpdateConfig(config, std::nullopt).ok());
+  Cycle();
+  EXPECT_TRUE(scheduler_->reservations().empty());
+  EXPECT_EQ(StateOf(big), GangState::kPending);
+}
+
 TEST_F(ReservationTest, DepthZeroTurnsReservationsOff) {
   Config config = scheduler_->config();
   config.reservation.depth = 0;
