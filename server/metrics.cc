@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <utility>
 
 #include "core/fleet_report.h"
 #include "server/watch_hub.h"
@@ -166,6 +168,17 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
                     .Help("Revision of the last committed event")
                     .Register(*registry_)
                     .Add({})) {
+  // Every known label set starts at 0, so rate() sees the first increment.
+  for (int type = 0; type <= static_cast<int>(core::EventType::kBookmark);
+       ++type) {
+    events_.Add(
+        {{"type", core::EventTypeName(static_cast<core::EventType>(type))}});
+  }
+  for (const char* outcome : {"repaired", "evicted"}) {
+    for (const char* cause : {"unhealthy", "drain_deadline"}) {
+      vacated_gangs_.Add({{"outcome", outcome}, {"cause", cause}});
+    }
+  }
   exposer_->RegisterCollectable(registry_);
 }
 
@@ -205,13 +218,21 @@ void Metrics::OnApplied(const core::Mutation&, const core::Scheduler& scheduler,
   }
   CountVacatedGangs(scheduler);
   revision_.Set(static_cast<double>(scheduler.revision()));
+  MaybeRefreshGauges(scheduler);
+}
+
+void Metrics::OnIdleCycle(const core::Scheduler& scheduler) {
+  MaybeRefreshGauges(scheduler);
+}
+
+// Gauges scan the fleet: at most once a second, after a batch or on an
+// idle timer cycle (so they do not stay stale once the commands stop).
+void Metrics::MaybeRefreshGauges(const core::Scheduler& scheduler) {
   if (hub_ != nullptr) watchers_.Set(hub_->watchers());
-  // Gauges scan the fleet: at most once a second.
   const absl::Time now = absl::Now();
-  if (now - last_refresh_ >= absl::Seconds(1)) {
-    last_refresh_ = now;
-    RefreshGauges(scheduler);
-  }
+  if (now - last_refresh_ < absl::Seconds(1)) return;
+  last_refresh_ = now;
+  RefreshGauges(scheduler);
 }
 
 void Metrics::OnDurable(const core::Mutation& mutation, absl::Duration commit,
@@ -233,12 +254,22 @@ void Metrics::OnDurable(const core::Mutation& mutation, absl::Duration commit,
 }
 
 void Metrics::RefreshGauges(const core::Scheduler& scheduler) {
+  std::set<std::pair<core::QueueName, core::GangState>> present;
   for (const auto& [key, count] : scheduler.gang_counts()) {
     gangs_
         .Add({{"queue", key.first.value()},
               {"state", core::GangStateName(key.second)}})
         .Set(static_cast<double>(count));
+    present.insert(key);
   }
+  for (const auto& key : reported_gang_counts_) {
+    if (present.contains(key)) continue;
+    gangs_
+        .Add({{"queue", key.first.value()},
+              {"state", core::GangStateName(key.second)}})
+        .Set(0);
+  }
+  reported_gang_counts_.insert(present.begin(), present.end());
   const core::FleetReport report = core::DescribeFleet(scheduler.fleet());
   for (const auto& [model, counts] : report.gpus_by_model) {
     gpus_.Add({{"state", "allocated"}, {"model", model}}).Set(counts.allocated);
@@ -261,8 +292,13 @@ void Metrics::RefreshGauges(const core::Scheduler& scheduler) {
     reasons[reason.substr(
         0, std::min(reason.find_first_of(": "), reason.size()))]++;
   }
+  for (const std::string& gone : reported_reasons_) {
+    if (!reasons.contains(gone))
+      pending_reasons_.Add({{"reason", gone}}).Set(0);
+  }
   for (auto& [code, count] : reasons) {
     pending_reasons_.Add({{"reason", code}}).Set(count);
+    reported_reasons_.insert(code);
   }
 }
 

@@ -6,7 +6,9 @@
 #define PHALANX_SERVER_METRICS_H_
 
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
@@ -43,8 +45,10 @@ class Metrics : public BatchObserver {
                  int commands) override;
   void OnDurable(const core::Mutation& mutation, absl::Duration commit,
                  int commands) override;
+  void OnIdleCycle(const core::Scheduler& scheduler) override;
 
  private:
+  void MaybeRefreshGauges(const core::Scheduler& scheduler);
   void RefreshGauges(const core::Scheduler& scheduler);
   void RefreshQueues(const core::Scheduler& scheduler);
   // Adds what the scheduler counted since the last batch to the repair and
@@ -67,6 +71,9 @@ class Metrics : public BatchObserver {
   prometheus::Family<prometheus::Gauge>& fragmentation_;
   prometheus::Family<prometheus::Gauge>& queue_figures_;
   prometheus::Family<prometheus::Gauge>& pending_reasons_;
+  // Label sets reported once: set to 0 when they disappear.
+  std::set<std::string> reported_reasons_;
+  std::set<std::pair<core::QueueName, core::GangState>> reported_gang_counts_;
   prometheus::Gauge& reservations_;
   prometheus::Histogram& cycle_seconds_;
   prometheus::Histogram& commit_seconds_;

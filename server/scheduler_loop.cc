@@ -107,6 +107,10 @@ bool SchedulerLoop::RunBatch() {
     for (Command& command : batch) {
       if (command.reply) command.reply();
     }
+  } else if (cycle_time > absl::ZeroDuration()) {
+    for (BatchObserver* observer : observers_) {
+      observer->OnIdleCycle(*scheduler_);
+    }
   }
   if (!exit) return true;
   absl::MutexLock lock(&mu_);

@@ -50,6 +50,8 @@ class BatchObserver {
   // Must not block.
   virtual void OnDurable(const core::Mutation& mutation, absl::Duration commit,
                          int commands) = 0;
+  // Runs after a timer cycle that changed nothing (no batch to observe).
+  virtual void OnIdleCycle(const core::Scheduler& /*scheduler*/) {}
 };
 
 class SchedulerLoop {

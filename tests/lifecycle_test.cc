@@ -1,7 +1,10 @@
 // Submit, admit, cancel, report and the fleet/admin RPCs against a real
 // phalanxd.
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -232,6 +235,47 @@ TEST_F(LifecycleTest, TopologyQueuesConfigAndMetricsAreServed) {
   EXPECT_THAT(metrics, HasSubstr("phalanx_rpc_seconds"));
   EXPECT_THAT(metrics, HasSubstr("phalanx_storage_commit_seconds"));
   EXPECT_THAT(metrics, HasSubstr("phalanx_gpus{"));
+}
+
+// Sums the values of the /metrics lines that start with `prefix`; -1 when
+// there are none.
+double MetricSum(const std::string& metrics, const std::string& prefix) {
+  double sum = -1;
+  std::istringstream lines(metrics);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with(prefix)) continue;
+    sum = std::max(sum, 0.0) + std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+TEST_F(LifecycleTest, GaugesCatchUpWhenTheCommandsStop) {
+  const std::string pending = "phalanx_gangs{queue=\"a\",state=\"PENDING\"}";
+  const std::string reasons = "phalanx_pending_gangs_by_reason{";
+  std::string metrics = HttpGet(daemon_->metrics_port(), "/metrics");
+  EXPECT_EQ(MetricSum(metrics, "phalanx_events_total{type=\"REPAIRED\"}"), 0);
+  // Polls /metrics (bounded) until `done` holds.
+  auto await = [&](const std::function<bool()>& done) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    do {
+      absl::SleepFor(absl::Milliseconds(200));
+      metrics = HttpGet(daemon_->metrics_port(), "/metrics");
+    } while (!done() && absl::Now() < deadline);
+  };
+  Submit(SubmitRequest("a", 8, 8));  // the whole fleet
+  v1::Gang waiting = Submit(SubmitRequest("a", 1, 8));
+  ASSERT_EQ(waiting.state(), v1::GANG_STATE_PENDING);
+  // No more commands: idle timer cycles refresh the gauges within ~1 s.
+  await([&] { return MetricSum(metrics, pending) == 1; });
+  ASSERT_EQ(MetricSum(metrics, pending), 1) << metrics;
+  ASSERT_EQ(MetricSum(metrics, reasons), 1) << metrics;
+  ASSERT_TRUE(Cancel(waiting.id()).ok());
+  // Gone label sets go to 0 rather than keep their last value.
+  await([&] {
+    return MetricSum(metrics, pending) == 0 && MetricSum(metrics, reasons) == 0;
+  });
+  EXPECT_EQ(MetricSum(metrics, pending), 0) << metrics;
+  EXPECT_EQ(MetricSum(metrics, reasons), 0) << metrics;
 }
 
 TEST_F(LifecycleTest, SigtermExitsZeroWithAWatchOpen) {
