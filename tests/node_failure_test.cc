@@ -105,6 +105,41 @@ TEST_F(NodeFailureTest,
   EXPECT_THAT(metrics, HasSubstr(counter));
 }
 
+TEST_F(NodeFailureTest, GangThatCannotBeRepairedIsEvictedAndRequeued) {
+  // Each gang fills a block: no READY node is left in b0 to repair into.
+  v1::Gang gang = SubmitOk(*scheduler_, SubmitRequest("a", 4, 8, "block"));
+  v1::Gang other = SubmitOk(*scheduler_, SubmitRequest("b", 4, 8, "block"));
+  ASSERT_EQ(gang.state(), v1::GANG_STATE_ADMITTED);
+  ASSERT_EQ(other.state(), v1::GANG_STATE_ADMITTED);
+  ASSERT_EQ(gang.placement(0).node(), "node-000");
+
+  v1::SetNodeStateRequest request;
+  request.set_node_id("node-000");
+  request.set_state(v1::NODE_STATE_UNHEALTHY);
+  request.set_reason("xid 79");
+  v1::SetNodeStateResponse response;
+  ASSERT_TRUE(SetNodeState(request, &response).ok());
+
+  const v1::GangEvent event = WaitFor(v1::EVENT_TYPE_EVICTED, 0);
+  ASSERT_EQ(event.type(), v1::EVENT_TYPE_EVICTED);
+  EXPECT_EQ(event.gang().id(), gang.id());
+  EXPECT_EQ(event.gang().state(), v1::GANG_STATE_PENDING);
+  EXPECT_EQ(event.gang().placement_size(), 0);
+  EXPECT_THAT(event.gang().reason(),
+              HasSubstr("EVICTED: node node-000 is unhealthy"));
+  // Requeued whole: once the other block frees, it starts there.
+  grpc::ClientContext context;
+  v1::CancelGangRequest cancel;
+  cancel.set_gang_id(other.id());
+  v1::CancelGangResponse cancelled;
+  ASSERT_TRUE(scheduler_->CancelGang(&context, cancel, &cancelled).ok());
+  const v1::GangEvent admitted =
+      WaitFor(v1::EVENT_TYPE_ADMITTED, event.revision());
+  ASSERT_EQ(admitted.type(), v1::EVENT_TYPE_ADMITTED);
+  EXPECT_EQ(admitted.gang().id(), gang.id());
+  EXPECT_EQ(admitted.gang().placement(0).node(), "node-100");
+}
+
 TEST_F(NodeFailureTest, DrainDeadlineMovesTheGangWhenItPassesAndPersists) {
   v1::Gang gang = SubmitOk(*scheduler_, SubmitRequest("a", 1, 8));
   ASSERT_EQ(gang.placement(0).node(), "node-000");
