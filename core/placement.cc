@@ -233,25 +233,36 @@ class PodSetPlacer {
       fills_.emplace_back(slot, set_.count);
       return fills_;
     }
-    // Best fit: the domain that leaves the least capacity behind.
-    int best = -1;
-    int64_t best_pods = 0;
     int64_t largest = 0;
-    for (int domain : fleet_.DomainsAtLevel(level)) {
-      const int64_t pods = DomainPods(domain);
-      largest = std::max(largest, pods);
-      if (pods >= set_.count && (best < 0 || pods < best_pods)) {
-        if (first_fit_ && best >= 0) continue;
-        best = domain;
-        best_pods = pods;
-      }
-    }
+    const int best = BestFit(
+        fleet_.DomainsAtLevel(level), set_.count,
+        [this](int domain) { return DomainPods(domain); }, largest);
     if (best < 0) {
       reason = ShortBy(fleet_.levels()[level], largest);
       return std::nullopt;
     }
     Fill(best, set_.count);
     return fills_;
+  }
+
+  // Best fit: of `domains`, the one whose `units` (pods or slices) leave the
+  // least behind once `need` are taken (first fit: the first that holds
+  // them); -1 when none does. Raises `largest` to the most any one holds.
+  template <typename Units>
+  int BestFit(const std::vector<int>& domains, int64_t need, const Units& units,
+              int64_t& largest) const {
+    int best = -1;
+    int64_t best_units = 0;
+    for (int domain : domains) {
+      const int64_t held = units(domain);
+      largest = std::max(largest, held);
+      if (held < need || (best >= 0 && (first_fit_ || held >= best_units))) {
+        continue;
+      }
+      best = domain;
+      best_units = held;
+    }
+    return best;
   }
 
   // The node that fits `need` pods with the fewest free GPUs (ties: fleet
@@ -370,17 +381,9 @@ class PodSetPlacer {
     for (int level = top; level >= -1; --level) {
       const std::vector<int>& domains =
           level < 0 ? kFleetDomain : fleet_.DomainsAtLevel(level);
-      int best = -1;
-      int64_t best_slices = 0;
-      for (int domain : domains) {
-        const int64_t slices = DomainSlices(domain);
-        largest = std::max(largest, slices);
-        if (slices >= need && (best < 0 || slices < best_slices)) {
-          if (first_fit_ && best >= 0) continue;
-          best = domain;
-          best_slices = slices;
-        }
-      }
+      const int best = BestFit(
+          domains, need, [this](int domain) { return DomainSlices(domain); },
+          largest);
       if (best >= 0) {
         fills_.clear();
         FillSlices(best, need);

@@ -29,6 +29,15 @@ class NodeFailureTest : public ::testing::Test {
     return fleet_->SetNodeState(&context, request, response);
   }
 
+  grpc::Status MarkUnhealthy(const std::string& node) {
+    v1::SetNodeStateRequest request;
+    request.set_node_id(node);
+    request.set_state(v1::NODE_STATE_UNHEALTHY);
+    request.set_reason("xid 79");
+    v1::SetNodeStateResponse response;
+    return SetNodeState(request, &response);
+  }
+
   // The first event of `type` after revision `after` (others skipped),
   // waiting at most 20 s; an empty event when none came.
   v1::GangEvent WaitFor(v1::EventType type, int64_t after) {
@@ -72,12 +81,7 @@ TEST_F(NodeFailureTest,
   ASSERT_EQ(gang.placement(0).node(), "node-000");
   ASSERT_EQ(gang.placement(1).node(), "node-001");
 
-  v1::SetNodeStateRequest request;
-  request.set_node_id("node-000");
-  request.set_state(v1::NODE_STATE_UNHEALTHY);
-  request.set_reason("xid 79");
-  v1::SetNodeStateResponse response;
-  ASSERT_TRUE(SetNodeState(request, &response).ok());
+  ASSERT_TRUE(MarkUnhealthy("node-000").ok());
 
   const v1::GangEvent event = WaitFor(v1::EVENT_TYPE_REPAIRED, 0);
   ASSERT_EQ(event.type(), v1::EVENT_TYPE_REPAIRED);
@@ -113,12 +117,7 @@ TEST_F(NodeFailureTest, GangThatCannotBeRepairedIsEvictedAndRequeued) {
   ASSERT_EQ(other.state(), v1::GANG_STATE_ADMITTED);
   ASSERT_EQ(gang.placement(0).node(), "node-000");
 
-  v1::SetNodeStateRequest request;
-  request.set_node_id("node-000");
-  request.set_state(v1::NODE_STATE_UNHEALTHY);
-  request.set_reason("xid 79");
-  v1::SetNodeStateResponse response;
-  ASSERT_TRUE(SetNodeState(request, &response).ok());
+  ASSERT_TRUE(MarkUnhealthy("node-000").ok());
 
   const v1::GangEvent event = WaitFor(v1::EVENT_TYPE_EVICTED, 0);
   ASSERT_EQ(event.type(), v1::EVENT_TYPE_EVICTED);
