@@ -109,6 +109,9 @@ std::string CanonicalSpec(const GangSpec& spec) {
     Put(out, set.slice.level);
     Put(out, set.group);
   }
+  // Only when set, so fingerprints stored before the field existed still
+  // match their retries.
+  if (!spec.priority_class.empty()) Put(out, spec.priority_class);
   return out;
 }
 

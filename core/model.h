@@ -56,6 +56,9 @@ struct GangSpec {
   absl::Duration max_runtime = absl::ZeroDuration();
   std::vector<PodSetSpec> pod_sets;
   bool allow_mixed_models = false;
+  // A named priority of Config::priority_classes; Submit sets `priority`
+  // from it.
+  std::string priority_class;
   bool operator==(const GangSpec&) const = default;
 
   // Total pods over all pod sets.
@@ -102,6 +105,7 @@ struct Gang {
   int attempts = 0;
   std::optional<absl::Time> last_checkpoint_time;
   std::string message;
+  std::string owner;  // the submitting principal; empty without auth
   bool operator==(const Gang&) const = default;
 };
 using GangPtr = std::shared_ptr<const Gang>;
@@ -138,6 +142,8 @@ struct Queue {
   int64_t borrowing_limit_gpus = -1;  // -1 = unlimited
   int64_t lending_limit_gpus = -1;    // -1 = unlimited
   bool held = false;
+  // Gangs above this priority are refused (PermissionDenied); unset = any.
+  std::optional<int> max_priority;
   bool operator==(const Queue&) const = default;
 };
 
@@ -145,6 +151,8 @@ struct RetentionConfig {
   int64_t finished_gangs = 10000;
   absl::Duration finished_gang_age = absl::Hours(168);
   int64_t events = 1000000;
+  int64_t audit_records = 100000;
+  absl::Duration audit_age = absl::Hours(720);
   bool operator==(const RetentionConfig&) const = default;
 };
 
@@ -231,6 +239,8 @@ struct Config {
   absl::Duration startup_grace = absl::Minutes(5);
   // An ADMITTED gang not reported RUNNING within this is requeued; 0 = off.
   absl::Duration start_timeout = absl::ZeroDuration();
+  // Named priorities (GangSpec::priority_class).
+  std::map<std::string, int> priority_classes;
   int64_t version = 0;
   bool operator==(const Config&) const = default;
 };

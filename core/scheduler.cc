@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/check.h"
+#include "core/quote.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
 
@@ -19,7 +20,7 @@ bool Mutation::empty() const {
          nodes_deleted.empty() && queues_put.empty() &&
          queues_deleted.empty() && !config.has_value() &&
          requests_put.empty() && requests_deleted.empty() && events.empty() &&
-         trim_events_before == 0;
+         trim_events_before == 0 && audit_put.empty() && trim_audit_before == 0;
 }
 
 namespace {
@@ -271,9 +272,38 @@ const std::string& Scheduler::NeverFitsReason(const GangSpec& spec) const {
   return it->second;
 }
 
-absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now) {
+absl::Status Scheduler::ResolvePriorityClass(GangSpec& spec) const {
+  if (spec.priority_class.empty()) return absl::OkStatus();
+  auto it = config_.priority_classes.find(spec.priority_class);
+  if (it == config_.priority_classes.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.priority_class: no priority class ",
+                     QuoteForError(spec.priority_class)));
+  }
+  if (spec.priority != 0 && spec.priority != it->second) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.priority: ", spec.priority, " contradicts priority_class ",
+        QuoteForError(spec.priority_class), " (", it->second, ")"));
+  }
+  spec.priority = it->second;
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::CheckMaxPriority(const GangSpec& spec) const {
+  auto it = queues_.find(spec.queue);
+  if (it == queues_.end() || !it->second.max_priority) return absl::OkStatus();
+  if (spec.priority <= *it->second.max_priority) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      absl::StrCat("spec.priority: ", spec.priority, " is above queue ",
+                   QuoteForError(spec.queue.value()), "'s max_priority ",
+                   *it->second.max_priority));
+}
+
+absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now,
+                                               std::string owner) {
   NormalizeGangSpec(spec);
   RETURN_IF_ERROR(ValidateGangSpec(spec, "spec"));
+  RETURN_IF_ERROR(ResolvePriorityClass(spec));
   const uint64_t fingerprint = SpecFingerprint(spec);
   auto key = std::make_pair(spec.queue, spec.request_id);
   if (!spec.request_id.empty()) {
@@ -293,11 +323,13 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now) {
       return SubmitResult{original, false};
     }
   }
+  RETURN_IF_ERROR(CheckMaxPriority(spec));
   RETURN_IF_ERROR(CheckSubmittable(spec));
 
   Gang gang;
   gang.id = GangId(absl::StrFormat("g-%06d", next_gang_seq_++));
   gang.spec = std::move(spec);
+  gang.owner = std::move(owner);
   gang.state = GangState::kPending;
   gang.reason = kWaitingReason;
   gang.submit_time = now;
@@ -669,6 +701,8 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
 absl::StatusOr<PlacementResult> Scheduler::DryRun(GangSpec spec) {
   NormalizeGangSpec(spec);
   RETURN_IF_ERROR(ValidateGangSpec(spec, "spec"));
+  RETURN_IF_ERROR(ResolvePriorityClass(spec));
+  RETURN_IF_ERROR(CheckMaxPriority(spec));
   RETURN_IF_ERROR(CheckSubmittable(spec));
   return PlaceGang(spec, fleet_, OptionsFor(queues_.at(spec.queue)));
 }

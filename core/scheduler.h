@@ -81,8 +81,11 @@ class Scheduler {
 
   // Accepts `spec` as a PENDING gang. NotFound for an unknown queue;
   // InvalidArgument naming a bad field; FailedPrecondition when it can never
-  // fit the fleet; AlreadyExists for a reused request_id with another spec.
-  absl::StatusOr<SubmitResult> Submit(GangSpec spec, absl::Time now);
+  // fit the fleet; AlreadyExists for a reused request_id with another spec;
+  // PermissionDenied when its priority is above the queue's max_priority.
+  // `owner` (the submitting principal) is recorded on a new gang.
+  absl::StatusOr<SubmitResult> Submit(GangSpec spec, absl::Time now,
+                                      std::string owner = {});
   // Cancels a non-final gang (a final gang is returned unchanged).
   absl::StatusOr<GangPtr> Cancel(const GangId& id, absl::string_view reason,
                                  absl::Time now);
@@ -159,6 +162,11 @@ class Scheduler {
   // Checks a valid spec against the scheduler: its queue exists, its levels
   // exist, and it could fit the fleet with every GPU free.
   absl::Status CheckSubmittable(const GangSpec& spec) const;
+  // Sets spec.priority from spec.priority_class; InvalidArgument for an
+  // unknown class or a priority that contradicts it.
+  absl::Status ResolvePriorityClass(GangSpec& spec) const;
+  // PermissionDenied when spec.priority is above its queue's max_priority.
+  absl::Status CheckMaxPriority(const GangSpec& spec) const;
   GangPtr Put(Gang gang);
   GangPtr Transition(Gang gang, EventType type, absl::Time now);
   void Charge(const Gang& gang, int sign);

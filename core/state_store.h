@@ -27,6 +27,19 @@ struct LoadedState {
 };
 
 // What one scheduler-loop batch changed; committed atomically.
+// One audited call (docs/security.md); written beside a batch, never part
+// of the scheduler's state (no revision, no event).
+struct AuditRecord {
+  int64_t sequence = 0;  // strictly increasing
+  absl::Time time;
+  std::string principal;
+  std::string method;
+  std::string target;
+  std::string outcome;  // a status code's name: "OK", "PERMISSION_DENIED"
+  std::string summary;
+  bool operator==(const AuditRecord&) const = default;
+};
+
 struct Mutation {
   std::vector<GangPtr> gangs_put;
   std::vector<GangId> gangs_deleted;
@@ -41,6 +54,8 @@ struct Mutation {
   std::vector<QueueName> ledger_deleted;
   std::vector<Event> events;
   int64_t trim_events_before = 0;  // drop events below this revision; 0 = none
+  std::vector<AuditRecord> audit_put;
+  int64_t trim_audit_before = 0;  // drop audit records below this sequence
   Meta meta;
 
   // Returns true when nothing needs to be written.
@@ -58,6 +73,18 @@ class StateStore {
   // with OutOfRange when events after `after` have been trimmed.
   virtual absl::StatusOr<std::vector<Event>> ReadEvents(int64_t after,
                                                         int limit) = 0;
+};
+
+// The audit log's reads (its writes ride in Mutation). Implemented by the
+// RocksDB store.
+class AuditStore {
+ public:
+  virtual ~AuditStore() = default;
+  // Up to `limit` records with sequence > `after`, in order.
+  virtual absl::StatusOr<std::vector<AuditRecord>> ReadAudit(int64_t after,
+                                                             int limit) = 0;
+  // The highest sequence stored; 0 when none.
+  virtual absl::StatusOr<int64_t> LastAuditSequence() = 0;
 };
 
 }  // namespace phalanx::core

@@ -210,6 +210,10 @@ absl::Status ValidateQueue(const Queue& queue, absl::string_view field) {
 
 absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   const std::string f(field);
+  for (const auto& [name, priority] : config.priority_classes) {
+    const std::string path = absl::StrCat(f, ".priority_classes");
+    if (absl::Status s = ValidateName(name, path); !s.ok()) return s;
+  }
   std::set<std::string> levels;
   for (size_t i = 0; i < config.topology_levels.size(); ++i) {
     const std::string path = absl::StrCat(f, ".topology_levels[", i, "]");
@@ -257,6 +261,12 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   }
   if (config.retention.finished_gang_age < absl::ZeroDuration()) {
     return Bad(f + ".retention.finished_gang_age", "must be >= 0");
+  }
+  if (config.retention.audit_records < 100) {
+    return Bad(f + ".retention.audit_records", "must be >= 100");
+  }
+  if (config.retention.audit_age < absl::Hours(1)) {
+    return Bad(f + ".retention.audit_age", "must be >= 1h");
   }
   if (config.retention.events < 10) {
     return Bad(f + ".retention.events", "must be >= 10");

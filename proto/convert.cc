@@ -167,6 +167,7 @@ absl::StatusOr<core::GangSpec> GangSpecFromProto(const pb::GangSpec& in,
   out.estimated_runtime = FromProto(in.estimated_runtime());
   out.max_runtime = FromProto(in.max_runtime());
   out.allow_mixed_models = in.allow_mixed_models();
+  out.priority_class = in.priority_class();
   for (int i = 0; i < in.pod_sets_size(); ++i) {
     ASSIGN_OR_RETURN(
         core::PodSetSpec set,
@@ -189,6 +190,7 @@ void ToProto(const core::GangSpec& in, pb::GangSpec* out) {
     ToProto(in.max_runtime, out->mutable_max_runtime());
   }
   out->set_allow_mixed_models(in.allow_mixed_models);
+  out->set_priority_class(in.priority_class);
   for (const core::PodSetSpec& set : in.pod_sets) {
     pb::PodSet* p = out->add_pod_sets();
     p->set_name(set.name);
@@ -231,6 +233,7 @@ void ToProto(const core::Gang& in, pb::Gang* out) {
     ToProto(*in.last_checkpoint_time, out->mutable_last_checkpoint_time());
   }
   out->set_message(in.message);
+  out->set_owner(in.owner);
 }
 
 absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
@@ -254,6 +257,7 @@ absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
   out.last_checkpoint_time =
       OptionalTime(in.has_last_checkpoint_time(), in.last_checkpoint_time());
   out.message = in.message();
+  out.owner = in.owner();
   return out;
 }
 
@@ -325,6 +329,7 @@ core::Queue QueueFromProto(const pb::Queue& in) {
   out.borrowing_limit_gpus = in.borrowing_limit_gpus();
   out.lending_limit_gpus = in.lending_limit_gpus();
   out.held = in.held();
+  if (in.has_max_priority()) out.max_priority = in.max_priority();
   return out;
 }
 
@@ -337,6 +342,7 @@ void ToProto(const core::Queue& in, pb::Queue* out) {
   out->set_borrowing_limit_gpus(in.borrowing_limit_gpus);
   out->set_lending_limit_gpus(in.lending_limit_gpus);
   out->set_held(in.held);
+  if (in.max_priority) out->set_max_priority(*in.max_priority);
 }
 
 absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
@@ -353,6 +359,8 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
     out.retention.finished_gang_age = FromProto(r.finished_gang_age());
   }
   if (r.events() != 0) out.retention.events = r.events();
+  if (r.audit_records() != 0) out.retention.audit_records = r.audit_records();
+  if (r.has_audit_age()) out.retention.audit_age = FromProto(r.audit_age());
   if (in.watch().has_bookmark_interval()) {
     out.watch.bookmark_interval = FromProto(in.watch().bookmark_interval());
   }
@@ -406,6 +414,8 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   out.fair_share.enabled = !fs.disabled();
   out.fair_share.model_weights.insert(fs.model_weights().begin(),
                                       fs.model_weights().end());
+  out.priority_classes.insert(in.priority_classes().begin(),
+                              in.priority_classes().end());
   out.version = in.version();
   return out;
 }
@@ -419,6 +429,9 @@ void ToProto(const core::Config& in, pb::Config* out) {
   ToProto(in.retention.finished_gang_age,
           out->mutable_retention()->mutable_finished_gang_age());
   out->mutable_retention()->set_events(in.retention.events);
+  out->mutable_retention()->set_audit_records(in.retention.audit_records);
+  ToProto(in.retention.audit_age,
+          out->mutable_retention()->mutable_audit_age());
   ToProto(in.watch.bookmark_interval,
           out->mutable_watch()->mutable_bookmark_interval());
   out->mutable_watch()->set_max_lag_events(in.watch.max_lag_events);
@@ -450,6 +463,8 @@ void ToProto(const core::Config& in, pb::Config* out) {
   out->mutable_fair_share()->set_disabled(!in.fair_share.enabled);
   out->mutable_fair_share()->mutable_model_weights()->insert(
       in.fair_share.model_weights.begin(), in.fair_share.model_weights.end());
+  out->mutable_priority_classes()->insert(in.priority_classes.begin(),
+                                          in.priority_classes.end());
   out->set_version(in.version);
 }
 
@@ -488,6 +503,22 @@ void ToProto(const core::Meta& in, storage::v1::MetaRecord* out) {
   out->set_last_revision(in.last_revision);
   out->set_next_gang_seq(in.next_gang_seq);
   out->set_first_retained_revision(in.first_retained_revision);
+}
+
+void ToProto(const core::AuditRecord& in, pb::AuditRecord* out) {
+  out->set_sequence(in.sequence);
+  ToProto(in.time, out->mutable_time());
+  out->set_principal(in.principal);
+  out->set_method(in.method);
+  out->set_target(in.target);
+  out->set_outcome(in.outcome);
+  out->set_summary(in.summary);
+}
+
+core::AuditRecord AuditFromProto(const pb::AuditRecord& in) {
+  return core::AuditRecord{in.sequence(), FromProto(in.time()), in.principal(),
+                           in.method(),   in.target(),          in.outcome(),
+                           in.summary()};
 }
 
 }  // namespace phalanx::convert

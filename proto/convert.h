@@ -11,7 +11,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/model.h"
+#include "core/state_store.h"
 #include "phalanx/storage/v1/records.pb.h"
+#include "phalanx/v1/admin.pb.h"
 #include "phalanx/v1/types.pb.h"
 
 namespace phalanx::convert {
@@ -65,6 +67,10 @@ core::LedgerEntry LedgerFromProto(const storage::v1::LedgerRecord& in);
 void ToProto(const core::LedgerEntry& in, storage::v1::LedgerRecord* out);
 core::Meta MetaFromProto(const storage::v1::MetaRecord& in);
 void ToProto(const core::Meta& in, storage::v1::MetaRecord* out);
+
+// Audit records (stored as the API's message).
+void ToProto(const core::AuditRecord& in, pb::AuditRecord* out);
+core::AuditRecord AuditFromProto(const pb::AuditRecord& in);
 
 }  // namespace phalanx::convert
 

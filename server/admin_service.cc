@@ -26,6 +26,8 @@ void QueueToProto(const core::Scheduler& scheduler, const core::Queue& queue,
 grpc::ServerUnaryReactor* AdminService::GetConfig(
     grpc::CallbackServerContext* context, const v1::GetConfigRequest*,
     v1::Config* response) {
+  auto caller = gate_->Admit(*context, rpc::kGetConfig);
+  if (!caller.ok()) return FinishNow(context, caller.status());
   return RunOnLoop(
       *loop_, context,
       [response](core::Scheduler& s, absl::Time) {
@@ -38,30 +40,39 @@ grpc::ServerUnaryReactor* AdminService::GetConfig(
 grpc::ServerUnaryReactor* AdminService::UpdateConfig(
     grpc::CallbackServerContext* context,
     const v1::UpdateConfigRequest* request, v1::Config* response) {
+  auto caller = gate_->Admit(*context, rpc::kUpdateConfig, "config");
+  if (!caller.ok()) return FinishNow(context, caller.status());
   auto config = convert::ConfigFromProto(request->config(), "config");
   if (!config.ok()) return FinishNow(context, config.status());
   std::optional<int64_t> expected;
   if (request->has_expected_version()) expected = request->expected_version();
-  return RunOnLoop(*loop_, context,
-                   [config = *std::move(config), expected, response](
-                       core::Scheduler& s, absl::Time) -> absl::Status {
-                     ASSIGN_OR_RETURN(core::Config stored,
-                                      s.UpdateConfig(config, expected));
-                     convert::ToProto(stored, response);
-                     return absl::OkStatus();
-                   });
+  return RunOnLoop(
+      *loop_, context,
+      Audited(gate_, *caller, rpc::kUpdateConfig, "config", "update",
+              [config = *std::move(config), expected, response](
+                  core::Scheduler& s, absl::Time) -> absl::Status {
+                ASSIGN_OR_RETURN(core::Config stored,
+                                 s.UpdateConfig(config, expected));
+                convert::ToProto(stored, response);
+                return absl::OkStatus();
+              }));
 }
 
 grpc::ServerUnaryReactor* AdminService::PutQueue(
     grpc::CallbackServerContext* context, const v1::PutQueueRequest* request,
     v1::Queue* response) {
-  return RunOnLoop(*loop_, context,
-                   [queue = convert::QueueFromProto(request->queue()),
-                    response](core::Scheduler& s, absl::Time) -> absl::Status {
-                     ASSIGN_OR_RETURN(core::Queue stored, s.PutQueue(queue));
-                     QueueToProto(s, stored, response);
-                     return absl::OkStatus();
-                   });
+  const std::string& name = request->queue().name();
+  auto caller = gate_->Admit(*context, rpc::kPutQueue, name);
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  return RunOnLoop(
+      *loop_, context,
+      Audited(gate_, *caller, rpc::kPutQueue, name, "put",
+              [queue = convert::QueueFromProto(request->queue()), response](
+                  core::Scheduler& s, absl::Time) -> absl::Status {
+                ASSIGN_OR_RETURN(core::Queue stored, s.PutQueue(queue));
+                QueueToProto(s, stored, response);
+                return absl::OkStatus();
+              }));
 }
 
 grpc::ServerUnaryReactor* AdminService::DeleteQueue(
@@ -70,15 +81,21 @@ grpc::ServerUnaryReactor* AdminService::DeleteQueue(
   if (auto s = RequireNonEmpty(request->name(), "name"); !s.ok()) {
     return FinishNow(context, s);
   }
+  auto caller = gate_->Admit(*context, rpc::kDeleteQueue, request->name());
+  if (!caller.ok()) return FinishNow(context, caller.status());
   return RunOnLoop(
       *loop_, context,
-      [name = core::QueueName(request->name())](
-          core::Scheduler& s, absl::Time) { return s.DeleteQueue(name); });
+      Audited(
+          gate_, *caller, rpc::kDeleteQueue, request->name(), "delete",
+          [name = core::QueueName(request->name())](
+              core::Scheduler& s, absl::Time) { return s.DeleteQueue(name); }));
 }
 
 grpc::ServerUnaryReactor* AdminService::ListQueues(
     grpc::CallbackServerContext* context, const v1::ListQueuesRequest*,
     v1::ListQueuesResponse* response) {
+  auto caller = gate_->Admit(*context, rpc::kListQueues);
+  if (!caller.ok()) return FinishNow(context, caller.status());
   return RunOnLoop(
       *loop_, context,
       [response](core::Scheduler& s, absl::Time) {
@@ -88,6 +105,15 @@ grpc::ServerUnaryReactor* AdminService::ListQueues(
         return absl::OkStatus();
       },
       /*mutates=*/false);
+}
+
+grpc::ServerUnaryReactor* AdminService::ListAuditRecords(
+    grpc::CallbackServerContext* context,
+    const v1::ListAuditRecordsRequest* request,
+    v1::ListAuditRecordsResponse* response) {
+  auto caller = gate_->Admit(*context, rpc::kListAuditRecords);
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  return FinishNow(context, audit_->List(*request, response));
 }
 
 }  // namespace phalanx::server

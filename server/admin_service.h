@@ -5,13 +5,16 @@
 #define PHALANX_SERVER_ADMIN_SERVICE_H_
 
 #include "phalanx/v1/admin.grpc.pb.h"
+#include "server/audit_log.h"
+#include "server/gate.h"
 #include "server/scheduler_loop.h"
 
 namespace phalanx::server {
 
 class AdminService final : public v1::Admin::CallbackService {
  public:
-  explicit AdminService(SchedulerLoop* loop) : loop_(loop) {}
+  AdminService(SchedulerLoop* loop, Gate* gate, AuditLog* audit)
+      : loop_(loop), gate_(gate), audit_(audit) {}
 
   grpc::ServerUnaryReactor* GetConfig(grpc::CallbackServerContext* context,
                                       const v1::GetConfigRequest* request,
@@ -30,9 +33,15 @@ class AdminService final : public v1::Admin::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::ListQueuesRequest* request,
       v1::ListQueuesResponse* response) override;
+  grpc::ServerUnaryReactor* ListAuditRecords(
+      grpc::CallbackServerContext* context,
+      const v1::ListAuditRecordsRequest* request,
+      v1::ListAuditRecordsResponse* response) override;
 
  private:
   SchedulerLoop* loop_;
+  Gate* gate_;
+  AuditLog* audit_;
 };
 
 // Fills `out` with the queue and its live status.

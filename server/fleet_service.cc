@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/fleet_report.h"
+#include "core/quote.h"
 #include "core/status_macros.h"
 #include "proto/convert.h"
 #include "server/rpc.h"
@@ -12,21 +13,51 @@
 namespace phalanx::server {
 
 void NodeToProto(const core::Scheduler& scheduler,
-                 const core::Fleet::Slot& slot, v1::Node* out) {
+                 const core::Fleet::Slot& slot, v1::Node* out,
+                 const GangFilter& show_gang) {
   convert::ToProto(slot.node, out);
   for (int gpu = 0; gpu < slot.node.spec.gpu_count; ++gpu) {
     if (slot.used_gpu_mask >> gpu & 1) out->add_used_gpu_indices(gpu);
   }
-  for (const auto& [gang, pods] : slot.gang_pods)
-    out->add_gang_ids(gang.value());
+  for (const auto& [id, pods] : slot.gang_pods) {
+    if (show_gang) {
+      core::GangPtr gang = scheduler.FindGang(id);
+      if (gang == nullptr || !show_gang(*gang)) continue;
+    }
+    out->add_gang_ids(id.value());
+  }
   if (auto beat = scheduler.LastHeartbeat(slot.node.spec.id)) {
     convert::ToProto(*beat, out->mutable_last_heartbeat());
   }
 }
 
+absl::Status CheckNodeAgentTransition(const Caller& caller,
+                                      core::NodeState from,
+                                      core::NodeState to) {
+  using core::NodeState;
+  if (caller.Has(auth::kAdmin)) return absl::OkStatus();
+  if (to == NodeState::kUnhealthy &&
+      (from == NodeState::kReady || from == NodeState::kUnhealthy)) {
+    return absl::OkStatus();
+  }
+  if (to == NodeState::kReady && from == NodeState::kUnhealthy) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "principal ", core::QuoteForError(caller.name()),
+      " (roles: ", caller.RoleNames(), ") may not set a ",
+      core::NodeStateName(from), " node ", core::NodeStateName(to),
+      ": a node agent sets READY nodes UNHEALTHY and UNHEALTHY nodes READY "
+      "only; the rest needs ADMIN"));
+}
+
 grpc::ServerUnaryReactor* FleetService::UpsertNodes(
     grpc::CallbackServerContext* context, const v1::UpsertNodesRequest* request,
     v1::UpsertNodesResponse* response) {
+  const std::string target =
+      request->nodes_size() == 0 ? "" : request->nodes(0).id();
+  auto caller = gate_->Admit(*context, rpc::kUpsertNodes, target);
+  if (!caller.ok()) return FinishNow(context, caller.status());
   std::vector<core::Node> nodes;
   for (int i = 0; i < request->nodes_size(); ++i) {
     auto node = convert::NodeFromProto(request->nodes(i),
@@ -34,17 +65,20 @@ grpc::ServerUnaryReactor* FleetService::UpsertNodes(
     if (!node.ok()) return FinishNow(context, node.status());
     nodes.push_back(*std::move(node));
   }
-  return RunOnLoop(
-      *loop_, context,
-      [nodes = std::move(nodes), response](core::Scheduler& s,
-                                           absl::Time) -> absl::Status {
-        ASSIGN_OR_RETURN(std::vector<core::Node> stored, s.UpsertNodes(nodes));
-        for (const core::Node& node : stored) {
-          const int slot = s.fleet().Find(node.spec.id);
-          NodeToProto(s, s.fleet().slots()[slot], response->add_nodes());
-        }
-        return absl::OkStatus();
-      });
+  const std::string summary = absl::StrCat(nodes.size(), " nodes");
+  return RunOnLoop(*loop_, context,
+                   Audited(gate_, *caller, rpc::kUpsertNodes, target, summary,
+                           [nodes = std::move(nodes), response](
+                               core::Scheduler& s, absl::Time) -> absl::Status {
+                             ASSIGN_OR_RETURN(std::vector<core::Node> stored,
+                                              s.UpsertNodes(nodes));
+                             for (const core::Node& node : stored) {
+                               const int slot = s.fleet().Find(node.spec.id);
+                               NodeToProto(s, s.fleet().slots()[slot],
+                                           response->add_nodes());
+                             }
+                             return absl::OkStatus();
+                           }));
 }
 
 grpc::ServerUnaryReactor* FleetService::SetNodeState(
@@ -54,6 +88,8 @@ grpc::ServerUnaryReactor* FleetService::SetNodeState(
   if (auto s = RequireNonEmpty(request->node_id(), "node_id"); !s.ok()) {
     return FinishNow(context, s);
   }
+  auto caller = gate_->Admit(*context, rpc::kSetNodeState, request->node_id());
+  if (!caller.ok()) return FinishNow(context, caller.status());
   auto state = convert::NodeStateFromProto(request->state(), "state");
   if (!state.ok()) return FinishNow(context, state.status());
   std::optional<absl::Time> drain_deadline;
@@ -62,15 +98,28 @@ grpc::ServerUnaryReactor* FleetService::SetNodeState(
   }
   return RunOnLoop(
       *loop_, context,
-      [id = core::NodeId(request->node_id()), state = *state,
-       reason = request->reason(), drain_deadline,
-       response](core::Scheduler& s, absl::Time now) -> absl::Status {
-        ASSIGN_OR_RETURN(core::Node node, s.SetNodeState(id, state, reason, now,
-                                                         drain_deadline));
-        NodeToProto(s, s.fleet().slots()[s.fleet().Find(id)],
-                    response->mutable_node());
-        return absl::OkStatus();
-      });
+      Audited(gate_, *caller, rpc::kSetNodeState, request->node_id(),
+              core::NodeStateName(*state),
+              [id = core::NodeId(request->node_id()), state = *state,
+               reason = request->reason(), drain_deadline, response,
+               caller = *caller, gate = gate_](core::Scheduler& s,
+                                               absl::Time now) -> absl::Status {
+                const int slot = s.fleet().Find(id);
+                if (slot >= 0) {
+                  absl::Status allowed = CheckNodeAgentTransition(
+                      caller, s.fleet().slots()[slot].node.state, state);
+                  if (!allowed.ok()) {
+                    gate->CountDenied(rpc::kSetNodeState, "node_state");
+                    return allowed;
+                  }
+                }
+                ASSIGN_OR_RETURN(
+                    core::Node node,
+                    s.SetNodeState(id, state, reason, now, drain_deadline));
+                NodeToProto(s, s.fleet().slots()[s.fleet().Find(id)],
+                            response->mutable_node());
+                return absl::OkStatus();
+              }));
 }
 
 grpc::ServerUnaryReactor* FleetService::RemoveNode(
@@ -79,16 +128,21 @@ grpc::ServerUnaryReactor* FleetService::RemoveNode(
   if (auto s = RequireNonEmpty(request->node_id(), "node_id"); !s.ok()) {
     return FinishNow(context, s);
   }
+  auto caller = gate_->Admit(*context, rpc::kRemoveNode, request->node_id());
+  if (!caller.ok()) return FinishNow(context, caller.status());
   return RunOnLoop(
       *loop_, context,
-      [id = core::NodeId(request->node_id())](core::Scheduler& s, absl::Time) {
-        return s.RemoveNode(id);
-      });
+      Audited(
+          gate_, *caller, rpc::kRemoveNode, request->node_id(), "remove",
+          [id = core::NodeId(request->node_id())](
+              core::Scheduler& s, absl::Time) { return s.RemoveNode(id); }));
 }
 
 grpc::ServerUnaryReactor* FleetService::Heartbeat(
     grpc::CallbackServerContext* context, const v1::HeartbeatRequest* request,
     v1::HeartbeatResponse*) {
+  auto caller = gate_->Admit(*context, rpc::kHeartbeat);
+  if (!caller.ok()) return FinishNow(context, caller.status());
   std::vector<core::NodeId> ids;
   for (int i = 0; i < request->node_ids_size(); ++i) {
     const std::string field = absl::StrCat("node_ids[", i, "]");
@@ -109,6 +163,16 @@ grpc::ServerUnaryReactor* FleetService::Heartbeat(
 grpc::ServerUnaryReactor* FleetService::ListNodes(
     grpc::CallbackServerContext* context, const v1::ListNodesRequest* request,
     v1::ListNodesResponse* response) {
+  auto caller = gate_->Admit(*context, rpc::kListNodes);
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  GangFilter show_gang;
+  if (caller->ScopedTo(Access::kGangRead)) {
+    show_gang = [caller = *caller,
+                 parents = loop_->view()->queue_parents](const core::Gang& g) {
+      return caller.AllowsQueue(Access::kGangRead, g.spec.queue.value(),
+                                *parents);
+    };
+  }
   std::optional<core::NodeState> state;
   if (request->state() != v1::NODE_STATE_UNSPECIFIED) {
     auto parsed = convert::NodeStateFromProto(request->state(), "state");
@@ -117,12 +181,12 @@ grpc::ServerUnaryReactor* FleetService::ListNodes(
   }
   return RunOnLoop(
       *loop_, context,
-      [state, model = request->gpu_model(), response](core::Scheduler& s,
-                                                      absl::Time) {
+      [state, model = request->gpu_model(), response,
+       show_gang = std::move(show_gang)](core::Scheduler& s, absl::Time) {
         for (const core::Fleet::Slot& slot : s.fleet().slots()) {
           if (state && slot.node.state != *state) continue;
           if (!model.empty() && slot.node.spec.gpu_model != model) continue;
-          NodeToProto(s, slot, response->add_nodes());
+          NodeToProto(s, slot, response->add_nodes(), show_gang);
         }
         return absl::OkStatus();
       },
@@ -132,6 +196,8 @@ grpc::ServerUnaryReactor* FleetService::ListNodes(
 grpc::ServerUnaryReactor* FleetService::GetTopology(
     grpc::CallbackServerContext* context, const v1::GetTopologyRequest*,
     v1::GetTopologyResponse* response) {
+  auto caller = gate_->Admit(*context, rpc::kGetTopology);
+  if (!caller.ok()) return FinishNow(context, caller.status());
   return RunOnLoop(
       *loop_, context,
       [response](core::Scheduler& s, absl::Time) {

@@ -5,13 +5,14 @@
 #define PHALANX_SERVER_FLEET_SERVICE_H_
 
 #include "phalanx/v1/fleet.grpc.pb.h"
+#include "server/gate.h"
 #include "server/scheduler_loop.h"
 
 namespace phalanx::server {
 
 class FleetService final : public v1::Fleet::CallbackService {
  public:
-  explicit FleetService(SchedulerLoop* loop) : loop_(loop) {}
+  FleetService(SchedulerLoop* loop, Gate* gate) : loop_(loop), gate_(gate) {}
 
   grpc::ServerUnaryReactor* UpsertNodes(
       grpc::CallbackServerContext* context,
@@ -38,11 +39,23 @@ class FleetService final : public v1::Fleet::CallbackService {
 
  private:
   SchedulerLoop* loop_;
+  Gate* gate_;
 };
+
+// Whether a gang's id may be shown to the caller (ListNodes hides the ids
+// of gangs in queues a tenant may not see); null = all.
+using GangFilter = std::function<bool(const core::Gang& gang)>;
 
 // Fills `out` with the node in `slot` and its usage.
 void NodeToProto(const core::Scheduler& scheduler,
-                 const core::Fleet::Slot& slot, v1::Node* out);
+                 const core::Fleet::Slot& slot, v1::Node* out,
+                 const GangFilter& show_gang = nullptr);
+
+// OK when a caller with only ROLE_NODE_AGENT may move a node from `from`
+// to `to`: UNHEALTHY from READY (or again), READY from UNHEALTHY only, so
+// an agent never undoes an admin's cordon or drain. PermissionDenied else.
+absl::Status CheckNodeAgentTransition(const Caller& caller,
+                                      core::NodeState from, core::NodeState to);
 
 }  // namespace phalanx::server
 

@@ -7,8 +7,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -16,15 +19,21 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "proto/auth_config.h"
 #include "server/admin_service.h"
+#include "server/audit_log.h"
+#include "server/auth.h"
 #include "server/fleet_service.h"
+#include "server/gate.h"
 #include "server/metrics.h"
 #include "server/scheduler_loop.h"
 #include "server/scheduler_service.h"
 #include "server/startup.h"
+#include "server/tls.h"
 #include "server/watch_hub.h"
 #include "storage/rocksdb_store.h"
 
@@ -42,7 +51,20 @@ ABSL_FLAG(std::string, queues, "",
 ABSL_FLAG(int, max_message_bytes, 4 << 20,
           "Largest request accepted; larger ones get RESOURCE_EXHAUSTED");
 ABSL_FLAG(bool, insecure, false,
-          "Allow listening on a non-loopback address without TLS");
+          "Allow listening beyond loopback without TLS (gRPC) or at all "
+          "(metrics, which has no TLS), or without --auth");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain to serve gRPC over TLS (with --tls-key); "
+          "re-read when it changes");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM roots: require client certificates signed by them (mTLS)");
+ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(10),
+          "How often the TLS files are checked for changes");
+ABSL_FLAG(std::string, auth, "",
+          "Principals (proto3 JSON of phalanx.v1.AuthConfig); SIGHUP "
+          "re-reads it. Without it every caller is an admin (loopback "
+          "development mode)");
 
 namespace phalanx::server {
 namespace {
@@ -58,24 +80,184 @@ bool IsLoopback(const std::string& address) {
          absl::StartsWith(address, "[::1]:");
 }
 
-// Blocks SIGTERM and SIGINT in every thread (call before starting any), so
-// WaitForSignal can take them.
-sigset_t BlockStopSignals() {
+// Blocks SIGTERM, SIGINT and SIGHUP in every thread (call before starting
+// any), so WaitForStop can take them.
+sigset_t BlockSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
 }
 
-int Serve() {
-  const sigset_t stop_signals = BlockStopSignals();
+// Beyond loopback, gRPC needs TLS and --auth (or --insecure), and metrics
+// (plain HTTP) need --insecure.
+absl::Status CheckListenAddresses(bool tls, bool auth) {
+  const bool insecure = absl::GetFlag(FLAGS_insecure);
   const std::string listen = absl::GetFlag(FLAGS_listen);
-  if (!IsLoopback(listen) && !absl::GetFlag(FLAGS_insecure)) {
-    return Fail(absl::StrCat("--listen ", listen,
-                             " is not loopback; TLS is not built yet, so pass "
-                             "--insecure to serve it in plain text"));
+  if (!IsLoopback(listen) && !insecure && !(tls && auth)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--listen ", listen,
+                     " is not loopback: serve it with --tls-cert, "
+                     "--tls-key and --auth, or pass --insecure"));
+  }
+  const std::string metrics = absl::GetFlag(FLAGS_metrics_listen);
+  if (!IsLoopback(metrics) && !insecure) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--metrics-listen ", metrics,
+                     " is not loopback and /metrics has no "
+                     "TLS: put it behind a proxy, or pass --insecure"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<auth::AuthPolicy> ReadAuthFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<auth::AuthPolicy> policy = auth::ParseAuthConfigJson(*text);
+  if (!policy.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--auth ", path, ": ", policy.status().message()));
+  }
+  return policy;
+}
+
+absl::StatusOr<std::unique_ptr<Authenticator>> MakeAuthenticator() {
+  const std::string path = absl::GetFlag(FLAGS_auth);
+  if (path.empty()) {
+    std::fprintf(stderr,
+                 "phalanxd: WARNING: no --auth: every caller is an ADMIN. "
+                 "This is development mode; give --auth FILE before anyone "
+                 "else can reach this daemon.\n");
+    return std::make_unique<Authenticator>();
+  }
+  absl::StatusOr<auth::AuthPolicy> policy = ReadAuthFile(path);
+  if (!policy.ok()) return policy.status();
+  std::printf("phalanxd: %zu principals from %s\n", policy->principals.size(),
+              path.c_str());
+  return std::make_unique<Authenticator>(*std::move(policy));
+}
+
+TlsFiles TlsFlags() {
+  return {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+          absl::GetFlag(FLAGS_tls_client_ca),
+          absl::GetFlag(FLAGS_tls_reload_interval)};
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials() {
+  const TlsFiles files = TlsFlags();
+  if (files.cert.empty() && files.key.empty()) {
+    if (!files.client_ca.empty()) {
+      return absl::InvalidArgumentError(
+          "--tls-client-ca needs --tls-cert and --tls-key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  return TlsCredentials(files);
+}
+
+void RefreshCertificateExpiry(Metrics& metrics) {
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert);
+  if (cert.empty()) return;
+  if (auto not_after = CertificateNotAfter(cert); not_after.ok()) {
+    metrics.SetCertificateExpiry(*not_after);
+  }
+}
+
+// SIGHUP: the principals again from --auth; a file that does not parse
+// keeps the old ones.
+void ReloadAuth(Authenticator& authenticator) {
+  const std::string path = absl::GetFlag(FLAGS_auth);
+  if (!authenticator.enabled()) {
+    std::printf("phalanxd: SIGHUP: no --auth to reload\n");
+    return;
+  }
+  absl::StatusOr<auth::AuthPolicy> policy = ReadAuthFile(path);
+  if (!policy.ok()) {
+    std::printf("phalanxd: SIGHUP: keeping the old principals: %s\n",
+                std::string(policy.status().message()).c_str());
+    return;
+  }
+  const size_t count = policy->principals.size();
+  authenticator.Replace(*std::move(policy));
+  std::printf("phalanxd: SIGHUP: %zu principals from %s\n", count,
+              path.c_str());
+}
+
+// Waits for SIGTERM or SIGINT (returned), reloading on SIGHUP and keeping
+// the certificate expiry gauge fresh meanwhile.
+int WaitForStop(const sigset_t& signals, Authenticator& authenticator,
+                Metrics& metrics) {
+  while (true) {
+    RefreshCertificateExpiry(metrics);
+    std::fflush(stdout);
+    const timespec wait{30, 0};
+    const int signal = sigtimedwait(&signals, nullptr, &wait);
+    if (signal == SIGHUP) {
+      ReloadAuth(authenticator);
+    } else if (signal > 0) {
+      return signal;
+    }
+  }
+}
+
+struct Listening {
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+Listening StartServer(const std::shared_ptr<grpc::ServerCredentials>& creds,
+                      const std::vector<grpc::Service*>& services,
+                      Metrics& metrics) {
+  grpc::ServerBuilder builder;
+  Listening out;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), creds, &out.port);
+  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(metrics.InterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  out.server = builder.BuildAndStart();
+  return out;
+}
+
+void PrintAddresses(const std::string& data_dir, size_t gangs,
+                    absl::Duration recovery, int port, int metrics_port) {
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  std::printf("phalanxd: recovered %zu gangs in %.3f s from %s\n", gangs,
+              absl::ToDoubleSeconds(recovery), data_dir.c_str());
+  std::printf("phalanxd: grpc listening on %s:%d%s\n",
+              listen.substr(0, listen.rfind(':')).c_str(), port,
+              absl::GetFlag(FLAGS_tls_cert).empty() ? "" : " (TLS)");
+  std::printf("phalanxd: metrics listening on http://%s:%d/metrics\n",
+              metrics_listen.substr(0, metrics_listen.rfind(':')).c_str(),
+              metrics_port);
+  std::fflush(stdout);
+}
+
+int Serve() {
+  const sigset_t signals = BlockSignals();
+  auto authenticator = MakeAuthenticator();
+  if (!authenticator.ok()) return Fail(authenticator.status().ToString());
+  auto creds = Credentials();
+  if (!creds.ok()) return Fail(creds.status().ToString());
+  if (auto s = CheckListenAddresses(!absl::GetFlag(FLAGS_tls_cert).empty(),
+                                    (*authenticator)->enabled());
+      !s.ok()) {
+    return Fail(s.ToString());
   }
   auto files =
       ReadStartupFiles(absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_fleet),
@@ -92,47 +274,35 @@ int Serve() {
   if (!scheduler.ok()) return Fail(scheduler.status().ToString());
   const absl::Duration recovery = absl::Now() - start;
   const size_t gangs = (*scheduler)->gangs().size();
+  auto audit = AuditLog::Open(store->get());
+  if (!audit.ok()) return Fail(audit.status().ToString());
 
   WatchHub hub(store->get(), (*scheduler)->revision());
   Metrics metrics(absl::GetFlag(FLAGS_metrics_listen), &hub);
-  SchedulerLoop loop(*std::move(scheduler), store->get(), {&hub, &metrics});
-  SchedulerService scheduler_service(&loop, &hub);
-  FleetService fleet_service(&loop);
-  AdminService admin_service(&loop);
+  metrics.SetAuditDropped([log = audit->get()] { return log->dropped(); });
+  Gate gate(authenticator->get(), &metrics, audit->get());
+  SchedulerLoop loop(*std::move(scheduler), store->get(),
+                     {audit->get(), &hub, &metrics});
+  SchedulerService scheduler_service(&loop, &hub, &gate);
+  FleetService fleet_service(&loop, &gate);
+  AdminService admin_service(&loop, &gate, audit->get());
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
-  builder.RegisterService(&scheduler_service);
-  builder.RegisterService(&fleet_service);
-  builder.RegisterService(&admin_service);
-  std::vector<
-      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
-      interceptors;
-  interceptors.push_back(metrics.InterceptorFactory());
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  loop.Start();
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    loop.Stop();
-    return Fail(absl::StrCat("cannot listen on ", listen));
+  // Reflection answers anyone; with --auth every RPC but health needs a
+  // principal, so it is served in development mode only.
+  if (!(*authenticator)->enabled()) {
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   }
-  const std::string host = listen.substr(0, listen.rfind(':'));
-  const std::string metrics_host =
-      absl::GetFlag(FLAGS_metrics_listen)
-          .substr(0, absl::GetFlag(FLAGS_metrics_listen).rfind(':'));
-  std::printf("phalanxd: recovered %zu gangs in %.3f s from %s\n", gangs,
-              absl::ToDoubleSeconds(recovery), data_dir.c_str());
-  std::printf("phalanxd: grpc listening on %s:%d\n", host.c_str(), port);
-  std::printf("phalanxd: metrics listening on http://%s:%d/metrics\n",
-              metrics_host.c_str(), metrics.port());
-  std::fflush(stdout);
+  loop.Start();
+  Listening grpc_server = StartServer(
+      *creds, {&scheduler_service, &fleet_service, &admin_service}, metrics);
+  if (grpc_server.server == nullptr || grpc_server.port == 0) {
+    loop.Stop();
+    return Fail(absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_listen)));
+  }
+  PrintAddresses(data_dir, gangs, recovery, grpc_server.port, metrics.port());
 
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
+  const int signal = WaitForStop(signals, **authenticator, metrics);
   std::printf("phalanxd: signal %d, shutting down\n", signal);
   std::fflush(stdout);
   const absl::Time stop_start = absl::Now();
@@ -141,8 +311,8 @@ int Serve() {
   // deadline bounds the wait for clients that do not poll their connection
   // (an idle synchronous client never acks the GOAWAY ping), after which
   // gRPC closes the remaining connections: 3 s here was pure waiting.
-  server->Shutdown(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(500));
+  grpc_server.server->Shutdown(std::chrono::system_clock::now() +
+                               std::chrono::milliseconds(500));
   loop.Stop();
   std::printf("phalanxd: stopped in %.3f s\n",
               absl::ToDoubleSeconds(absl::Now() - stop_start));
@@ -170,7 +340,8 @@ int main(int argc, char** argv) {
   DashesToUnderscores(argc, argv);
   absl::SetProgramUsageMessage(
       "phalanxd [--listen ADDR] [--data-dir DIR] [--metrics-listen ADDR] "
-      "[--config FILE] [--fleet FILE] [--queues FILE]");
+      "[--config FILE] [--fleet FILE] [--queues FILE] [--auth FILE] "
+      "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]");
   absl::ParseCommandLine(argc, argv);
   return phalanx::server::Serve();
 }

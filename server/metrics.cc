@@ -75,7 +75,11 @@ class RpcInterceptorFactory
   explicit RpcInterceptorFactory(Metrics* metrics) : metrics_(metrics) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
-    return new RpcInterceptor(metrics_, info->method());
+    // Never a label value from the caller: an unknown method name would
+    // make a new time series per name.
+    const char* method = info->method();
+    return new RpcInterceptor(metrics_,
+                              IsKnownMethod(method) ? method : "unknown");
   }
 
  private:
@@ -167,7 +171,37 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
                     .Name("phalanx_revision")
                     .Help("Revision of the last committed event")
                     .Register(*registry_)
-                    .Add({})) {
+                    .Add({})),
+      auth_denied_(BuildCounter()
+                       .Name("phalanx_auth_denied_total")
+                       .Help("Refused calls by method and reason "
+                             "(unauthenticated, role, queue, node_state, "
+                             "rate)")
+                       .Register(*registry_)),
+      rate_limited_(BuildCounter()
+                        .Name("phalanx_rate_limited_total")
+                        .Help("Calls refused for a principal's request rate")
+                        .Register(*registry_)
+                        .Add({})),
+      certificate_expiry_(
+          BuildGauge()
+              .Name("phalanx_tls_certificate_expiry_timestamp_seconds")
+              .Help("notAfter of the serving TLS certificate (Unix seconds; "
+                    "0 without TLS)")
+              .Register(*registry_)
+              .Add({})),
+      audit_dropped_(BuildGauge()
+                         .Name("phalanx_audit_dropped")
+                         .Help("Audit records dropped by the per-principal "
+                               "bound since start")
+                         .Register(*registry_)
+                         .Add({})) {
+  BuildGauge()
+      .Name("phalanx_build_info")
+      .Help("Always 1; labels say which build runs")
+      .Register(*registry_)
+      .Add({{"version", PHALANX_VERSION}, {"commit", PHALANX_COMMIT}})
+      .Set(1);
   // Every known label set starts at 0, so rate() sees the first increment.
   for (int type = 0; type <= static_cast<int>(core::EventType::kBookmark);
        ++type) {
@@ -194,6 +228,16 @@ void Metrics::ObserveRpc(const std::string& method, grpc::StatusCode code,
   rpc_latency_
       .Add({{"method", method}, {"code", CodeName(code)}}, LatencyBuckets())
       .Observe(absl::ToDoubleSeconds(latency));
+}
+
+void Metrics::OnDenied(const RpcMethod& method, absl::string_view reason) {
+  auth_denied_.Add({{"method", method.name}, {"reason", std::string(reason)}})
+      .Increment();
+  if (reason == "rate") rate_limited_.Increment();
+}
+
+void Metrics::SetCertificateExpiry(absl::Time not_after) {
+  certificate_expiry_.Set(static_cast<double>(absl::ToUnixSeconds(not_after)));
 }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
@@ -229,6 +273,9 @@ void Metrics::OnIdleCycle(const core::Scheduler& scheduler) {
 // idle timer cycle (so they do not stay stale once the commands stop).
 void Metrics::MaybeRefreshGauges(const core::Scheduler& scheduler) {
   if (hub_ != nullptr) watchers_.Set(hub_->watchers());
+  if (audit_dropped_source_) {
+    audit_dropped_.Set(static_cast<double>(audit_dropped_source_()));
+  }
   const absl::Time now = absl::Now();
   if (now - last_refresh_ < absl::Seconds(1)) return;
   last_refresh_ = now;

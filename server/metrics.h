@@ -5,6 +5,7 @@
 #ifndef PHALANX_SERVER_METRICS_H_
 #define PHALANX_SERVER_METRICS_H_
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -18,13 +19,14 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "server/gate.h"
 #include "server/scheduler_loop.h"
 
 namespace phalanx::server {
 
 class WatchHub;
 
-class Metrics : public BatchObserver {
+class Metrics : public BatchObserver, public DenialCounter {
  public:
   // Serves /metrics on `listen` ("127.0.0.1:9464"; port 0 picks one).
   // `hub` may be null.
@@ -36,7 +38,16 @@ class Metrics : public BatchObserver {
   // Records one finished RPC.
   void ObserveRpc(const std::string& method, grpc::StatusCode code,
                   absl::Duration latency);
-  // An interceptor factory that calls ObserveRpc for every call.
+  // Counts a refused call (and, for reason "rate", a rate-limited one).
+  void OnDenied(const RpcMethod& method, absl::string_view reason) override;
+  // The serving certificate's notAfter (0 = no TLS).
+  void SetCertificateExpiry(absl::Time not_after);
+  // The audit log whose drops to export; may stay unset.
+  void SetAuditDropped(std::function<int64_t()> dropped) {
+    audit_dropped_source_ = std::move(dropped);
+  }
+  // An interceptor factory that calls ObserveRpc for every call (methods
+  // this daemon does not serve are labelled "unknown").
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
   InterceptorFactory();
 
@@ -80,6 +91,11 @@ class Metrics : public BatchObserver {
   prometheus::Histogram& batch_commands_;
   prometheus::Gauge& watchers_;
   prometheus::Gauge& revision_;
+  prometheus::Family<prometheus::Counter>& auth_denied_;
+  prometheus::Counter& rate_limited_;
+  prometheus::Gauge& certificate_expiry_;
+  prometheus::Gauge& audit_dropped_;
+  std::function<int64_t()> audit_dropped_source_;
 };
 
 }  // namespace phalanx::server

@@ -28,6 +28,17 @@ grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
   return reactor;
 }
 
+LoopBody Audited(Gate* gate, const Caller& caller, const RpcMethod& method,
+                 std::string target, std::string summary, LoopBody body) {
+  return [gate, caller, &method, target = std::move(target),
+          summary = std::move(summary),
+          body = std::move(body)](core::Scheduler& s, absl::Time now) {
+    absl::Status status = body(s, now);
+    gate->Audit(caller, method, target, status, summary);
+    return status;
+  };
+}
+
 grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
                                     const absl::Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

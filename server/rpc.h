@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "core/scheduler.h"
 #include "grpcpp/grpcpp.h"
+#include "server/gate.h"
 #include "server/scheduler_loop.h"
 
 namespace phalanx::server {
@@ -29,6 +30,10 @@ grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
                                     grpc::CallbackServerContext* context,
                                     LoopBody body, bool mutates = true,
                                     LoopRespond respond = nullptr);
+
+// `body`, followed by an audit record of its outcome for `caller`.
+LoopBody Audited(Gate* gate, const Caller& caller, const RpcMethod& method,
+                 std::string target, std::string summary, LoopBody body);
 
 // Finishes the call at once with `status`.
 grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,

@@ -19,6 +19,7 @@ SchedulerLoop::SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
   std::vector<core::GangPtr> all;
   for (const auto& [id, gang] : scheduler_->gangs()) all.push_back(gang);
   view->gangs = view->gangs.Apply(all, {});
+  view->queue_parents = QueueTree();
   absl::MutexLock lock(&mu_);
   view_ = std::move(view);
 }
@@ -89,7 +90,10 @@ bool SchedulerLoop::RunBatch() {
     next_cycle_ = now + scheduler_->config().cycle_interval;
   }
   // 4. Responses from the state after the batch.
-  const core::Mutation mutation = scheduler_->TakeMutation();
+  core::Mutation mutation = scheduler_->TakeMutation();
+  for (BatchObserver* observer : observers_) {
+    observer->Contribute(mutation, *scheduler_, now);
+  }
   const int commands = static_cast<int>(batch.size());
   if (!mutation.empty() || !batch.empty()) {
     for (Command& command : batch) {
@@ -128,10 +132,23 @@ absl::Duration SchedulerLoop::CommitAndPublish(const core::Mutation& mutation) {
   const absl::Duration commit_time = absl::Now() - start;
   auto view = std::make_shared<View>();
   view->revision = mutation.meta.last_revision;
+  const bool queues_changed =
+      !mutation.queues_put.empty() || !mutation.queues_deleted.empty();
+  std::shared_ptr<const QueueParents> queues =
+      queues_changed ? QueueTree() : nullptr;
   absl::MutexLock lock(&mu_);
+  view->queue_parents = queues ? std::move(queues) : view_->queue_parents;
   view->gangs = view_->gangs.Apply(mutation.gangs_put, mutation.gangs_deleted);
   view_ = std::move(view);
   return commit_time;
+}
+
+std::shared_ptr<const QueueParents> SchedulerLoop::QueueTree() const {
+  auto parents = std::make_shared<QueueParents>();
+  for (const auto& [name, queue] : scheduler_->queues()) {
+    parents->emplace(name.value(), queue.parent.value());
+  }
+  return parents;
 }
 
 }  // namespace phalanx::server

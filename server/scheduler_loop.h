@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/scheduler.h"
@@ -29,12 +30,17 @@
 
 namespace phalanx::server {
 
+using QueueParents = absl::flat_hash_map<std::string, std::string>;
+
 // What readers see without touching the scheduler: published after every
 // durable batch, before the batch's RPCs are answered (so clients read their
 // writes, and never read what is not durable yet).
 struct View {
   int64_t revision = 0;
   GangSnapshot gangs;
+  // Each queue's parent ("" at the top), for authorization scopes; shared
+  // between views until the queues change.
+  std::shared_ptr<const QueueParents> queue_parents;
 };
 
 // Observes each batch (metrics, watch fan-out). Both run on the loop thread.
@@ -52,6 +58,11 @@ class BatchObserver {
                          int commands) = 0;
   // Runs after a timer cycle that changed nothing (no batch to observe).
   virtual void OnIdleCycle(const core::Scheduler& /*scheduler*/) {}
+  // Runs first, once the batch's mutation is taken: may add records that
+  // ride in the same durable write (the audit log).
+  virtual void Contribute(core::Mutation& /*mutation*/,
+                          const core::Scheduler& /*scheduler*/,
+                          absl::Time /*now*/) {}
 };
 
 class SchedulerLoop {
@@ -94,6 +105,8 @@ class SchedulerLoop {
   // Commits `mutation` (fail-stop) and publishes the view; returns the
   // commit's duration.
   absl::Duration CommitAndPublish(const core::Mutation& mutation);
+  // The scheduler's queue tree, for the view.
+  std::shared_ptr<const QueueParents> QueueTree() const;
 
   std::unique_ptr<core::Scheduler> scheduler_;
   core::StateStore* store_;

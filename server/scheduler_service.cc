@@ -3,9 +3,11 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "core/quote.h"
 #include "core/status_macros.h"
 #include "proto/convert.h"
 #include "server/rpc.h"
+#include "server/status.h"
 
 namespace phalanx::server {
 namespace {
@@ -58,17 +60,65 @@ LoopRespond GangResponder(std::shared_ptr<core::GangId> id,
 
 }  // namespace
 
+absl::Status SchedulerService::CheckQueue(const Caller& caller,
+                                          const RpcMethod& method,
+                                          const std::string& queue) {
+  if (!caller.ScopedTo(method.access)) return absl::OkStatus();
+  std::shared_ptr<const View> view = loop_->view();
+  if (caller.AllowsQueue(method.access, queue, *view->queue_parents)) {
+    return absl::OkStatus();
+  }
+  return gate_->Refuse(caller, method, queue, "queue",
+                       QueueDenied(caller, queue));
+}
+
+absl::StatusOr<core::GangPtr> SchedulerService::VisibleGang(
+    const Caller& caller, const RpcMethod& method, const std::string& id) {
+  return VisibleGang(caller, method, id, *loop_->view());
+}
+
+absl::StatusOr<core::GangPtr> SchedulerService::VisibleGang(
+    const Caller& caller, const RpcMethod& method, const std::string& id,
+    const View& view) {
+  core::GangPtr gang = view.gangs.Find(core::GangId(id));
+  const absl::Status not_found = absl::NotFoundError(
+      absl::StrCat("gang_id: no gang ", core::QuoteForError(id)));
+  if (gang == nullptr) return not_found;
+  if (!caller.AllowsQueue(method.access, gang->spec.queue.value(),
+                          *view.queue_parents)) {
+    return gate_->Refuse(caller, method, id, "queue", not_found);
+  }
+  return gang;
+}
+
+LoopBody SchedulerService::AuditedIfNotOwner(
+    const Caller& caller, const RpcMethod& method, const core::Gang& gang,
+    std::function<absl::Status(core::Scheduler&, absl::Time)> apply) {
+  if (gang.owner == caller.name()) return apply;
+  return Audited(gate_, caller, method, gang.id.value(),
+                 absl::StrCat("gang of ", core::QuoteForError(gang.owner),
+                              " in queue ", gang.spec.queue.value()),
+                 std::move(apply));
+}
+
 grpc::ServerUnaryReactor* SchedulerService::SubmitGang(
     grpc::CallbackServerContext* context, const v1::SubmitGangRequest* request,
     v1::SubmitGangResponse* response) {
+  auto caller =
+      gate_->Admit(*context, rpc::kSubmitGang, request->spec().queue());
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  if (auto s = CheckQueue(*caller, rpc::kSubmitGang, request->spec().queue());
+      !s.ok()) {
+    return FinishNow(context, s);
+  }
   auto spec = convert::GangSpecFromProto(request->spec(), "spec");
   if (!spec.ok()) return FinishNow(context, spec.status());
   auto id = std::make_shared<core::GangId>();
   return RunOnLoop(
       *loop_, context,
-      [spec = *std::move(spec), response, id](core::Scheduler& s,
-                                              absl::Time now) -> absl::Status {
-        ASSIGN_OR_RETURN(core::SubmitResult result, s.Submit(spec, now));
+      [spec = *std::move(spec), response, id, owner = caller->name()](
+          core::Scheduler& s, absl::Time now) -> absl::Status {
+        ASSIGN_OR_RETURN(core::SubmitResult result, s.Submit(spec, now, owner));
         *id = result.gang->id;
         response->set_created(result.created);
         return absl::OkStatus();
@@ -82,12 +132,18 @@ grpc::ServerUnaryReactor* SchedulerService::CancelGang(
   if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
     return FinishNow(context, s);
   }
+  auto caller = gate_->Admit(*context, rpc::kCancelGang, request->gang_id());
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  auto gang = VisibleGang(*caller, rpc::kCancelGang, request->gang_id());
+  if (!gang.ok()) return FinishNow(context, gang.status());
   return RunOnLoop(
       *loop_, context,
-      [id = core::GangId(request->gang_id()), reason = request->reason()](
-          core::Scheduler& s, absl::Time now) {
-        return s.Cancel(id, reason, now).status();
-      },
+      AuditedIfNotOwner(
+          *caller, rpc::kCancelGang, **gang,
+          [id = core::GangId(request->gang_id()), reason = request->reason()](
+              core::Scheduler& s, absl::Time now) {
+            return s.Cancel(id, reason, now).status();
+          }),
       /*mutates=*/true,
       GangResponder(std::make_shared<core::GangId>(request->gang_id()),
                     response));
@@ -99,14 +155,12 @@ grpc::ServerUnaryReactor* SchedulerService::GetGang(
   if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
     return FinishNow(context, s);
   }
+  auto caller = gate_->Admit(*context, rpc::kGetGang, request->gang_id());
+  if (!caller.ok()) return FinishNow(context, caller.status());
   std::shared_ptr<const View> view = loop_->view();
-  core::GangPtr gang = view->gangs.Find(core::GangId(request->gang_id()));
-  if (gang == nullptr) {
-    return FinishNow(
-        context, absl::NotFoundError(absl::StrCat("gang_id: no gang \"",
-                                                  request->gang_id(), "\"")));
-  }
-  convert::ToProto(*gang, response->mutable_gang());
+  auto gang = VisibleGang(*caller, rpc::kGetGang, request->gang_id(), *view);
+  if (!gang.ok()) return FinishNow(context, gang.status());
+  convert::ToProto(**gang, response->mutable_gang());
   response->set_revision(view->revision);
   return FinishNow(context, absl::OkStatus());
 }
@@ -114,6 +168,14 @@ grpc::ServerUnaryReactor* SchedulerService::GetGang(
 grpc::ServerUnaryReactor* SchedulerService::ListGangs(
     grpc::CallbackServerContext* context, const v1::ListGangsRequest* request,
     v1::ListGangsResponse* response) {
+  auto caller = gate_->Admit(*context, rpc::kListGangs, request->queue());
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  if (!request->queue().empty()) {
+    if (auto s = CheckQueue(*caller, rpc::kListGangs, request->queue());
+        !s.ok()) {
+      return FinishNow(context, s);
+    }
+  }
   auto states = StatesFilter(*request);
   if (!states.ok()) return FinishNow(context, states.status());
   if (request->page_size() < 0) {
@@ -125,10 +187,14 @@ grpc::ServerUnaryReactor* SchedulerService::ListGangs(
                         : std::min(request->page_size(), kMaxPageSize);
   std::shared_ptr<const View> view = loop_->view();
   const std::string& queue = request->queue();
+  const bool scoped = caller->ScopedTo(Access::kGangRead);
   std::vector<core::GangPtr> gangs = view->gangs.List(
       request->page_token(), limit + 1, [&](const core::Gang& gang) {
         return (queue.empty() || gang.spec.queue.value() == queue) &&
-               (states->empty() || states->contains(gang.state));
+               (states->empty() || states->contains(gang.state)) &&
+               (!scoped ||
+                caller->AllowsQueue(Access::kGangRead, gang.spec.queue.value(),
+                                    *view->queue_parents));
       });
   if (static_cast<int>(gangs.size()) > limit) {
     gangs.resize(limit);
@@ -142,8 +208,19 @@ grpc::ServerUnaryReactor* SchedulerService::ListGangs(
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerService::WatchGangs(
-    grpc::CallbackServerContext*, const grpc::ByteBuffer* request) {
-  return hub_->Watch(*request);
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  auto caller = gate_->Admit(*context, rpc::kWatchGangs);
+  if (!caller.ok()) return hub_->Refuse(ToGrpc(caller.status()));
+  WatchScope scope;
+  if (caller->ScopedTo(Access::kGangRead)) {
+    // Checked per event against the queue tree in force, so a queue moved
+    // out of the caller's subtree stops showing at once.
+    scope = [caller = *caller, loop = loop_](const std::string& queue) {
+      return caller.AllowsQueue(Access::kGangRead, queue,
+                                *loop->view()->queue_parents);
+    };
+  }
+  return hub_->Watch(*request, std::move(scope));
 }
 
 grpc::ServerUnaryReactor* SchedulerService::ReportGang(
@@ -152,13 +229,19 @@ grpc::ServerUnaryReactor* SchedulerService::ReportGang(
   if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
     return FinishNow(context, s);
   }
+  auto caller = gate_->Admit(*context, rpc::kReportGang, request->gang_id());
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  auto gang = VisibleGang(*caller, rpc::kReportGang, request->gang_id());
+  if (!gang.ok()) return FinishNow(context, gang.status());
   auto report = ReportFromProto(*request);
   if (!report.ok()) return FinishNow(context, report.status());
   return RunOnLoop(
       *loop_, context,
-      [report = *std::move(report)](core::Scheduler& s, absl::Time now) {
-        return s.Report(report, now).status();
-      },
+      AuditedIfNotOwner(
+          *caller, rpc::kReportGang, **gang,
+          [report = *std::move(report)](core::Scheduler& s, absl::Time now) {
+            return s.Report(report, now).status();
+          }),
       /*mutates=*/true,
       GangResponder(std::make_shared<core::GangId>(request->gang_id()),
                     response));
@@ -170,6 +253,10 @@ grpc::ServerUnaryReactor* SchedulerService::ExplainGang(
   if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
     return FinishNow(context, s);
   }
+  auto caller = gate_->Admit(*context, rpc::kExplainGang, request->gang_id());
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  auto gang = VisibleGang(*caller, rpc::kExplainGang, request->gang_id());
+  if (!gang.ok()) return FinishNow(context, gang.status());
   return RunOnLoop(
       *loop_, context,
       [id = core::GangId(request->gang_id()), response](
@@ -194,6 +281,13 @@ grpc::ServerUnaryReactor* SchedulerService::ExplainGang(
 grpc::ServerUnaryReactor* SchedulerService::DryRunGang(
     grpc::CallbackServerContext* context, const v1::DryRunGangRequest* request,
     v1::DryRunGangResponse* response) {
+  auto caller =
+      gate_->Admit(*context, rpc::kDryRunGang, request->spec().queue());
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  if (auto s = CheckQueue(*caller, rpc::kDryRunGang, request->spec().queue());
+      !s.ok()) {
+    return FinishNow(context, s);
+  }
   auto spec = convert::GangSpecFromProto(request->spec(), "spec");
   if (!spec.ok()) return FinishNow(context, spec.status());
   return RunOnLoop(

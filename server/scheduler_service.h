@@ -7,6 +7,8 @@
 #define PHALANX_SERVER_SCHEDULER_SERVICE_H_
 
 #include "phalanx/v1/scheduler.grpc.pb.h"
+#include "server/gate.h"
+#include "server/rpc.h"
 #include "server/scheduler_loop.h"
 #include "server/watch_hub.h"
 
@@ -16,8 +18,8 @@ class SchedulerService final
     : public v1::Scheduler::WithRawCallbackMethod_WatchGangs<
           v1::Scheduler::CallbackService> {
  public:
-  SchedulerService(SchedulerLoop* loop, WatchHub* hub)
-      : loop_(loop), hub_(hub) {}
+  SchedulerService(SchedulerLoop* loop, WatchHub* hub, Gate* gate)
+      : loop_(loop), hub_(hub), gate_(gate) {}
 
   grpc::ServerUnaryReactor* SubmitGang(
       grpc::CallbackServerContext* context,
@@ -50,8 +52,30 @@ class SchedulerService final
       v1::DryRunGangResponse* response) override;
 
  private:
+  // The gang `id` if the caller may use it for `method`. NotFound alike
+  // whether it does not exist or is in a queue the caller may not see (so
+  // a tenant learns nothing of other queues' gangs); the latter is
+  // recorded as a refusal.
+  absl::StatusOr<core::GangPtr> VisibleGang(const Caller& caller,
+                                            const RpcMethod& method,
+                                            const std::string& id);
+  absl::StatusOr<core::GangPtr> VisibleGang(const Caller& caller,
+                                            const RpcMethod& method,
+                                            const std::string& id,
+                                            const View& view);
+  // OK when the caller may use `queue` for `method`; else PERMISSION_DENIED
+  // (recorded as a refusal).
+  absl::Status CheckQueue(const Caller& caller, const RpcMethod& method,
+                          const std::string& queue);
+  // A loop body for Cancel or Report: runs `apply` and, when the caller is
+  // not the gang's owner, audits the outcome.
+  LoopBody AuditedIfNotOwner(
+      const Caller& caller, const RpcMethod& method, const core::Gang& gang,
+      std::function<absl::Status(core::Scheduler&, absl::Time)> apply);
+
   SchedulerLoop* loop_;
   WatchHub* hub_;
+  Gate* gate_;
 };
 
 }  // namespace phalanx::server

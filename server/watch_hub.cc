@@ -27,9 +27,10 @@ grpc::ByteBuffer Serialize(const v1::GangEvent& event) {
 class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   Watcher(WatchHub* hub, const v1::WatchGangsRequest& request, int64_t next,
-          int shard)
+          int shard, WatchScope scope)
       : hub_(hub),
         shard_(shard),
+        scope_(std::move(scope)),
         queues_(request.queues().begin(), request.queues().end()),
         gang_ids_(request.gang_ids().begin(), request.gang_ids().end()),
         next_(next),
@@ -89,7 +90,8 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  private:
   bool Matches(const HubEvent& event) const {
     return (queues_.empty() || queues_.contains(event.queue)) &&
-           (gang_ids_.empty() || gang_ids_.contains(event.gang_id));
+           (gang_ids_.empty() || gang_ids_.contains(event.gang_id)) &&
+           (!scope_ || scope_(event.queue));
   }
 
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -189,6 +191,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   WatchHub* const hub_;
   const int shard_;
+  const WatchScope scope_;  // null: every queue
   const std::set<std::string> queues_;
   const std::set<std::string> gang_ids_;
   absl::Mutex mu_;
@@ -252,8 +255,13 @@ std::vector<std::shared_ptr<WatchHub::Watcher>> WatchHub::Watchers() const {
   return {watchers_.begin(), watchers_.end()};
 }
 
+grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Refuse(
+    const grpc::Status& status) {
+  return Start(v1::WatchGangsRequest(), nullptr, status);
+}
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Watch(
-    const grpc::ByteBuffer& request) {
+    const grpc::ByteBuffer& request, WatchScope scope) {
   v1::WatchGangsRequest parsed;
   grpc::ByteBuffer copy = request;  // Deserialize consumes its buffer
   grpc::Status refusal =
@@ -263,6 +271,12 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Watch(
     refusal = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                            "request: not a WatchGangsRequest");
   }
+  return Start(parsed, std::move(scope), refusal);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Start(
+    const v1::WatchGangsRequest& parsed, WatchScope scope,
+    grpc::Status refusal) {
   std::shared_ptr<Watcher> watcher;
   {
     absl::MutexLock lock(&mu_);
@@ -275,8 +289,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Watch(
       refusal = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                              "after_revision: must be >= 0");
     }
-    watcher = std::make_shared<Watcher>(this, parsed, next,
-                                        next_shard_++ % kFanOutThreads);
+    watcher = std::make_shared<Watcher>(
+        this, parsed, next, next_shard_++ % kFanOutThreads, std::move(scope));
     watchers_.insert(watcher);
   }
   if (!refusal.ok()) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -27,6 +28,7 @@
 #include "absl/time/time.h"
 #include "core/state_store.h"
 #include "grpcpp/grpcpp.h"
+#include "phalanx/v1/scheduler.pb.h"
 #include "server/scheduler_loop.h"
 
 namespace phalanx::server {
@@ -40,6 +42,9 @@ struct HubEvent {
 };
 using HubEventPtr = std::shared_ptr<const HubEvent>;
 
+// Whether a stream may see events of a queue (authorization); null = all.
+using WatchScope = std::function<bool(const std::string& queue)>;
+
 // Converts and serializes a core event for the ring.
 HubEventPtr ToHubEvent(const core::Event& event);
 
@@ -49,11 +54,15 @@ class WatchHub : public BatchObserver {
            size_t ring_capacity = 65536);
   ~WatchHub() override;
 
-  // Starts a stream for `request` (a serialized v1::WatchGangsRequest).
-  // Fails the stream with INVALID_ARGUMENT when it does not parse, and with
-  // OUT_OF_RANGE when after_revision has been trimmed.
+  // Starts a stream for `request` (a serialized v1::WatchGangsRequest)
+  // that shows only events `scope` allows. Fails the stream with
+  // INVALID_ARGUMENT when it does not parse, and with OUT_OF_RANGE when
+  // after_revision has been trimmed.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(
-      const grpc::ByteBuffer& request);
+      const grpc::ByteBuffer& request, WatchScope scope = nullptr);
+  // A stream that ends at once with `status`.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Refuse(
+      const grpc::Status& status);
   // Ends every stream with UNAVAILABLE (after a last bookmark) and refuses
   // new ones; stops the fan-out thread. Waits up to `max_wait` for the
   // streams to finish.
@@ -78,6 +87,9 @@ class WatchHub : public BatchObserver {
     int64_t head = 0;                 // the newest revision in the ring
     int64_t max_lag = 0;
   };
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Start(
+      const v1::WatchGangsRequest& parsed, WatchScope scope,
+      grpc::Status refusal);
   RingRead ReadRing(int64_t after, int limit) const;
   void Remove(Watcher* watcher);
   void FanOut(int shard);

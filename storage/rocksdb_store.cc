@@ -27,11 +27,12 @@ enum Family {
   kEvents,
   kRequests,
   kMeta,
+  kAudit,
   kFamilies
 };
 constexpr const char* kFamilyNames[kFamilies] = {
     "default", "nodes",  "queues",   "gangs", "ledger",
-    "config",  "events", "requests", "meta"};
+    "config",  "events", "requests", "meta",  "audit"};
 constexpr char kMetaKey[] = "state";
 constexpr char kConfigKey[] = "current";
 
@@ -240,6 +241,15 @@ absl::Status RocksDbStore::Commit(const core::Mutation& m) {
     batch.DeleteRange(handles_[kEvents], EventKey(0),
                       EventKey(m.trim_events_before));
   }
+  for (const core::AuditRecord& record : m.audit_put) {
+    pb::AuditRecord proto;
+    convert::ToProto(record, &proto);
+    put(kAudit, EventKey(record.sequence), proto);
+  }
+  if (m.trim_audit_before > 0) {
+    batch.DeleteRange(handles_[kAudit], EventKey(0),
+                      EventKey(m.trim_audit_before));
+  }
   storage::v1::MetaRecord meta;
   convert::ToProto(m.meta, &meta);
   put(kMeta, kMetaKey, meta);
@@ -271,6 +281,30 @@ absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(int64_t after,
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "read events"));
   return events;
+}
+
+absl::StatusOr<std::vector<core::AuditRecord>> RocksDbStore::ReadAudit(
+    int64_t after, int limit) {
+  std::vector<core::AuditRecord> records;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kAudit]));
+  for (it->Seek(EventKey(after + 1));
+       it->Valid() && static_cast<int>(records.size()) < limit; it->Next()) {
+    pb::AuditRecord proto;
+    RETURN_IF_ERROR(ParseInto(it->value(), &proto, "audit record"));
+    records.push_back(convert::AuditFromProto(proto));
+  }
+  RETURN_IF_ERROR(FromRocks(it->status(), "read audit"));
+  return records;
+}
+
+absl::StatusOr<int64_t> RocksDbStore::LastAuditSequence() {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kAudit]));
+  it->SeekToLast();
+  RETURN_IF_ERROR(FromRocks(it->status(), "read audit"));
+  if (!it->Valid()) return 0;
+  pb::AuditRecord proto;
+  RETURN_IF_ERROR(ParseInto(it->value(), &proto, "audit record"));
+  return proto.sequence();
 }
 
 }  // namespace phalanx::storage

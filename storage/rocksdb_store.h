@@ -25,7 +25,7 @@ class Statistics;
 
 namespace phalanx::storage {
 
-class RocksDbStore : public core::StateStore {
+class RocksDbStore : public core::StateStore, public core::AuditStore {
  public:
   struct Options {
     // fsync the WAL on every commit. Only benchmarks may turn this off.
@@ -48,6 +48,9 @@ class RocksDbStore : public core::StateStore {
   absl::Status Commit(const core::Mutation& mutation) override;
   absl::StatusOr<std::vector<core::Event>> ReadEvents(int64_t after,
                                                       int limit) override;
+  absl::StatusOr<std::vector<core::AuditRecord>> ReadAudit(int64_t after,
+                                                           int limit) override;
+  absl::StatusOr<int64_t> LastAuditSequence() override;
 
   // WAL fsyncs since open (RocksDB's WAL_FILE_SYNCED ticker).
   uint64_t WalSyncs() const;
