@@ -244,7 +244,7 @@ absl::StatusOr<int> ParseMaxMessageBytes(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "--max-message-bytes: want a positive number of bytes up to %d, got "
         "\"%s\"",
-        INT_MAX, text));
+        INT_MAX, SafeCell(text)));
   }
   return static_cast<int>(bytes);
 }
@@ -517,7 +517,7 @@ class Parser {
           "--server %s is not loopback: the token would cross the network in "
           "plain text; give --tls-ca FILE for TLS, or --insecure to send it "
           "anyway",
-          connection.server));
+          SafeCell(connection.server)));
     }
     return absl::OkStatus();
   }

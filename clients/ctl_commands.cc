@@ -97,7 +97,7 @@ class Session {
   int PrintJson(const google::protobuf::Message& message, bool pretty) const {
     absl::StatusOr<std::string> text = ToJson(message, pretty);
     if (!text.ok()) {
-      err_ << "phalanxctl: " << text.status().message() << "\n";
+      err_ << "phalanxctl: " << SafeText(text.status().message()) << "\n";
       return kExitRpcError;
     }
     out_ << *text << std::flush;
