@@ -1,5 +1,9 @@
 #include "clients/ctl_args.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <climits>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -13,6 +17,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "clients/ctl_format.h"
 
 namespace phalanx::ctl {
 namespace {
@@ -176,6 +182,22 @@ const std::vector<FlagDef>& GlobalFlags() {
       {"output", 'o', "table|json", "output format (default table)"},
       {"timeout", 0, "SECONDS",
        "deadline of each call (default 10; not watch)"},
+      {"token", 0, "TOKEN",
+       "bearer token sent with every call (default $PHALANX_TOKEN; shows in "
+       "ps: prefer --token-file)"},
+      {"token-file", 0, "FILE",
+       "read the bearer token from FILE (a trailing newline is dropped)"},
+      {"tls-ca", 0, "FILE",
+       "PEM roots that verify the server; turns TLS on (default: plain "
+       "text)"},
+      {"tls-cert", 0, "FILE", "client certificate (PEM) for mutual TLS"},
+      {"tls-key", 0, "FILE", "private key (PEM) of --tls-cert"},
+      {"tls-server-name", 0, "NAME",
+       "name checked in the server's certificate (default: --server's host)"},
+      {"insecure", 0, "",
+       "allow sending a token in plain text to a server off loopback"},
+      {"max-message-bytes", 0, "N",
+       "largest reply accepted (default 4194304, as the daemon's)"},
       {"help", 'h', "", "show help"},
   };
   return *flags;
@@ -214,6 +236,51 @@ absl::StatusOr<absl::Duration> ParseTimeout(absl::string_view text) {
         "--timeout: want a positive number of seconds, got \"%s\"", text));
   }
   return timeout;
+}
+
+absl::StatusOr<int> ParseMaxMessageBytes(absl::string_view text) {
+  int64_t bytes = 0;
+  if (!absl::SimpleAtoi(text, &bytes) || bytes <= 0 || bytes > INT_MAX) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--max-message-bytes: want a positive number of bytes up to %d, got "
+        "\"%s\"",
+        INT_MAX, SafeCell(text)));
+  }
+  return static_cast<int>(bytes);
+}
+
+// Whether `host` (a name or an address, IPv6 with or without brackets) is
+// this machine.
+bool IsLoopbackHost(absl::string_view host) {
+  if (absl::EqualsIgnoreCase(host, "localhost")) return true;
+  if (absl::ConsumePrefix(&host, "[") && !absl::ConsumeSuffix(&host, "]")) {
+    return false;
+  }
+  const std::string text(host);
+  in_addr v4;
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6;
+  if (inet_pton(AF_INET6, text.c_str(), &v6) == 1) {
+    return IN6_IS_ADDR_LOOPBACK(&v6) ||
+           (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+  }
+  return false;
+}
+
+// The host of "host:port", "[v6]:port", "host" or a bare IPv6 address.
+absl::string_view HostOf(absl::string_view address) {
+  if (absl::StartsWith(address, "[")) {
+    const size_t close = address.find(']');
+    return close == absl::string_view::npos ? address
+                                            : address.substr(0, close + 1);
+  }
+  const size_t colon = address.find(':');
+  if (colon == absl::string_view::npos || address.rfind(':') != colon) {
+    return address;  // no port, or a bare IPv6 address
+  }
+  return address.substr(0, colon);
 }
 
 // True when some command's path starts with the words `prefix` and more.
@@ -273,9 +340,9 @@ std::string FlagDisplay(const FlagToken& token) {
 // Walks argv once, left to right.
 class Parser {
  public:
-  Parser(const std::vector<std::string>& argv, absl::string_view env_server)
-      : argv_(argv) {
-    if (!env_server.empty()) inv_.global.server = std::string(env_server);
+  Parser(const std::vector<std::string>& argv, const Environment& env)
+      : argv_(argv), env_token_(env.token) {
+    if (!env.server.empty()) inv_.global.connection.server = env.server;
   }
 
   Invocation Run() && {
@@ -359,7 +426,7 @@ class Parser {
       inv_.help = value == "true";
     } else if (def.name == "server") {
       if (value.empty()) return absl::InvalidArgumentError("--server is empty");
-      inv_.global.server = value;
+      inv_.global.connection.server = value;
     } else if (def.name == "output") {
       if (value != "table" && value != "json") {
         return absl::InvalidArgumentError(
@@ -371,6 +438,86 @@ class Parser {
       absl::StatusOr<absl::Duration> timeout = ParseTimeout(value);
       if (!timeout.ok()) return timeout.status();
       inv_.global.timeout = *timeout;
+    } else {
+      return SetConnectionFlag(def, value);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status SetConnectionFlag(const FlagDef& def, const std::string& value) {
+    ConnectionOptions& connection = inv_.global.connection;
+    if (def.name == "token") {
+      if (absl::Status status = CheckToken(value, "--token"); !status.ok()) {
+        return status;
+      }
+      connection.token = value;
+      token_flag_ = true;
+      return absl::OkStatus();
+    }
+    if (def.name == "insecure") {
+      connection.insecure = value == "true";
+      return absl::OkStatus();
+    }
+    if (def.name == "max-message-bytes") {
+      absl::StatusOr<int> bytes = ParseMaxMessageBytes(value);
+      if (!bytes.ok()) return bytes.status();
+      connection.max_message_bytes = *bytes;
+      return absl::OkStatus();
+    }
+    std::string* target = def.name == "token-file" ? &connection.token_file
+                          : def.name == "tls-ca"   ? &connection.tls_ca_file
+                          : def.name == "tls-cert" ? &connection.tls_cert_file
+                          : def.name == "tls-key"  ? &connection.tls_key_file
+                          : def.name == "tls-server-name"
+                              ? &connection.tls_server_name
+                              : nullptr;
+    if (target == nullptr) return absl::OkStatus();  // not a connection flag
+    if (value.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--%s is empty", def.name));
+    }
+    *target = value;
+    return absl::OkStatus();
+  }
+
+  // Settles where the token comes from and checks the connection flags
+  // against each other. No message quotes the token.
+  absl::Status FinishConnection() {
+    ConnectionOptions& connection = inv_.global.connection;
+    if (token_flag_ && !connection.token_file.empty()) {
+      return absl::InvalidArgumentError(
+          "give --token or --token-file, not both");
+    }
+    if (!token_flag_ && connection.token_file.empty() && !env_token_.empty()) {
+      if (absl::Status status = CheckToken(env_token_, "$PHALANX_TOKEN");
+          !status.ok()) {
+        return status;
+      }
+      connection.token = env_token_;
+    }
+    const bool tls = !connection.tls_ca_file.empty();
+    if (connection.tls_cert_file.empty() != connection.tls_key_file.empty()) {
+      return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+    }
+    if (!tls && (!connection.tls_cert_file.empty() ||
+                 !connection.tls_server_name.empty())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          connection.tls_cert_file.empty() ? "--tls-server-name" : "--tls-cert",
+          " needs --tls-ca (the roots that verify the server)"));
+    }
+    if (tls && connection.insecure) {
+      return absl::InvalidArgumentError(
+          "--insecure contradicts --tls-ca (TLS is on)");
+    }
+    const bool has_token =
+        !connection.token.empty() || !connection.token_file.empty();
+    if (has_token && !tls && !connection.insecure &&
+        !IsLoopbackTarget(connection.server)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--server %s is not loopback: the token would cross the network in "
+          "plain text; give --tls-ca FILE for TLS, or --insecure to send it "
+          "anyway",
+          SafeCell(connection.server)));
     }
     return absl::OkStatus();
   }
@@ -385,7 +532,7 @@ class Parser {
   }
 
   // Checks what can only be checked once every token is read.
-  absl::Status Finish() const {
+  absl::Status Finish() {
     if (inv_.help) return absl::OkStatus();
     if (inv_.command == nullptr) {
       if (words_.empty()) return absl::InvalidArgumentError("missing command");
@@ -400,7 +547,7 @@ class Parser {
             absl::StrFormat("flag --%s is required", flag.name));
       }
     }
-    return absl::OkStatus();
+    return FinishConnection();
   }
 
   absl::Status CheckArgCount() const {
@@ -419,6 +566,8 @@ class Parser {
   }
 
   const std::vector<std::string>& argv_;
+  const std::string env_token_;  // $PHALANX_TOKEN, used unless a flag wins
+  bool token_flag_ = false;      // --token was given
   size_t pos_ = 0;
   bool only_positional_ = false;
   std::vector<std::string> words_;  // command words read so far
@@ -443,7 +592,8 @@ constexpr char kExitCodesHelp[] =
     "  0  success\n"
     "  1  the server returned an error, printed as \"phalanxctl: CODE: "
     "message\"\n"
-    "  2  usage error: bad command, flag, argument or input file\n"
+    "  2  usage error: bad command, flag, argument, input file, or token or\n"
+    "     TLS file\n"
     "  3  the server could not be reached (UNAVAILABLE)\n";
 
 }  // namespace
@@ -488,8 +638,45 @@ std::vector<std::string> FlagValues::GetList(absl::string_view name) const {
 }
 
 Invocation ParseCommandLine(const std::vector<std::string>& argv,
-                            absl::string_view env_server) {
-  return Parser(argv, env_server).Run();
+                            const Environment& env) {
+  return Parser(argv, env).Run();
+}
+
+absl::Status CheckToken(absl::string_view token, absl::string_view source) {
+  if (token.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": empty token"));
+  }
+  for (char c : token) {
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source,
+          ": the token may hold only visible ASCII characters (not shown)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool IsLoopbackTarget(absl::string_view server) {
+  if (absl::StartsWith(server, "unix:") ||
+      absl::StartsWith(server, "unix-abstract:")) {
+    return true;
+  }
+  if (absl::ConsumePrefix(&server, "ipv4:") ||
+      absl::ConsumePrefix(&server, "ipv6:")) {
+    bool any = false;
+    for (absl::string_view address : absl::StrSplit(server, ',')) {
+      if (!IsLoopbackHost(HostOf(address))) return false;
+      any = true;
+    }
+    return any;
+  }
+  if (absl::ConsumePrefix(&server, "dns:") &&
+      absl::ConsumePrefix(&server, "//")) {
+    // dns://AUTHORITY/host:port asks that DNS server: only "dns:///" is
+    // resolved locally.
+    if (!absl::ConsumePrefix(&server, "/")) return false;
+  }
+  return IsLoopbackHost(HostOf(server));
 }
 
 std::string UsageLine(const CommandDef* command) {
@@ -505,8 +692,8 @@ std::string UsageErrorText(const absl::Status& error,
       command == nullptr
           ? "phalanxctl --help"
           : absl::StrCat("phalanxctl ", command->path, " --help");
-  return absl::StrCat("phalanxctl: ", error.message(), "\n", UsageLine(command),
-                      "\nRun \"", help, "\" for more.\n");
+  return absl::StrCat("phalanxctl: ", SafeText(error.message()), "\n",
+                      UsageLine(command), "\nRun \"", help, "\" for more.\n");
 }
 
 std::string GlobalHelp() {

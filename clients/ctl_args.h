@@ -1,7 +1,7 @@
 // Command-line parsing for phalanxctl: the table of commands and their flags,
 // and ParseCommandLine, which turns argv into an Invocation. Pure: no I/O, no
-// environment access (the caller passes $PHALANX_SERVER in). Thread-compatible;
-// the command table is immutable after first use.
+// environment access (the caller passes $PHALANX_SERVER and $PHALANX_TOKEN
+// in). Thread-compatible; the command table is immutable after first use.
 #ifndef PHALANX_CLIENTS_CTL_ARGS_H_
 #define PHALANX_CLIENTS_CTL_ARGS_H_
 
@@ -16,6 +16,8 @@
 namespace phalanx::ctl {
 
 inline constexpr char kDefaultServer[] = "127.0.0.1:50051";
+// The daemon's default --max-message-bytes, and so the client's.
+inline constexpr int kDefaultMaxMessageBytes = 4 << 20;
 
 // One flag a command accepts. Flags are stored under their long name.
 struct FlagDef {
@@ -45,11 +47,31 @@ const CommandDef* FindCommand(absl::string_view path);
 
 enum class OutputFormat { kTable, kJson };
 
+// How to reach the daemon and what to prove to it; ctl_channel.h turns it
+// into a channel. The token is a secret: nothing prints it.
+struct ConnectionOptions {
+  std::string server = kDefaultServer;
+  std::string token;            // --token, else $PHALANX_TOKEN; "" = none
+  std::string token_file;       // --token-file: read when the command runs
+  std::string tls_ca_file;      // PEM roots; set = TLS, unset = plain text
+  std::string tls_cert_file;    // client certificate (PEM), with the key
+  std::string tls_key_file;     // its private key (PEM)
+  std::string tls_server_name;  // name checked in the server's certificate
+  bool insecure = false;        // allow a token in plain text off loopback
+  int max_message_bytes = kDefaultMaxMessageBytes;  // largest reply accepted
+};
+
 // Flags that apply to every command.
 struct GlobalOptions {
-  std::string server = kDefaultServer;
+  ConnectionOptions connection;
   OutputFormat output = OutputFormat::kTable;
   absl::Duration timeout = absl::Seconds(10);
+};
+
+// What phalanxctl reads from its environment; empty = unset.
+struct Environment {
+  std::string server;  // $PHALANX_SERVER
+  std::string token;   // $PHALANX_TOKEN
 };
 
 // Values of a command's flags, by long name, in the order given.
@@ -80,12 +102,28 @@ struct Invocation {
 };
 
 // Parses `argv` (without the program name). Global flags may appear anywhere;
-// a command's flags only after its words. `env_server` is $PHALANX_SERVER
-// (empty when unset). Never fails outright: a usage error is returned in
-// Invocation::error, with `command` set when it was recognised so the caller
-// can print that command's usage.
+// a command's flags only after its words. `env` gives the defaults of
+// --server and --token; --token or --token-file wins over $PHALANX_TOKEN.
+// Never fails outright: a usage error is returned in Invocation::error, with
+// `command` set when it was recognised so the caller can print that
+// command's usage. Usage errors include: both --token and --token-file; a
+// token with a character other than visible ASCII; --tls-cert without
+// --tls-key (or the reverse), or either or --tls-server-name without
+// --tls-ca; --insecure with --tls-ca; and a token (from any source) for a
+// plain-text channel to a --server that is not loopback, unless --insecure.
+// No error message contains the token.
 Invocation ParseCommandLine(const std::vector<std::string>& argv,
-                            absl::string_view env_server);
+                            const Environment& env);
+
+// Returns OK when `token` can be sent as "authorization: Bearer TOKEN":
+// not empty, visible ASCII only (0x21..0x7e). Else InvalidArgument naming
+// `source` (e.g. "--token") and never quoting the token.
+absl::Status CheckToken(absl::string_view token, absl::string_view source);
+
+// Returns whether the gRPC target `server` is on this machine: a unix:
+// socket, localhost, 127.0.0.0/8 or ::1, with or without a dns:, ipv4: or
+// ipv6: scheme (every address of an ipv4:/ipv6: list must be loopback).
+bool IsLoopbackTarget(absl::string_view server);
 
 // Returns the full help text (commands, global flags, exit codes).
 std::string GlobalHelp();

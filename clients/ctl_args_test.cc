@@ -16,7 +16,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 Invocation Parse(std::vector<std::string> argv, std::string env = "") {
-  return ParseCommandLine(argv, env);
+  return ParseCommandLine(argv, {env, ""});
 }
 
 TEST(ParseCommandLineTest, GlobalFlagsGoAnywhere) {
@@ -26,7 +26,7 @@ TEST(ParseCommandLineTest, GlobalFlagsGoAnywhere) {
   ASSERT_NE(inv.command, nullptr);
   EXPECT_EQ(inv.command->path, "get");
   EXPECT_THAT(inv.args, ElementsAre("g-1"));
-  EXPECT_EQ(inv.global.server, "h:1");
+  EXPECT_EQ(inv.global.connection.server, "h:1");
   EXPECT_EQ(inv.global.output, OutputFormat::kJson);
   EXPECT_EQ(inv.global.timeout, absl::Milliseconds(2500));
 }
@@ -34,16 +34,17 @@ TEST(ParseCommandLineTest, GlobalFlagsGoAnywhere) {
 TEST(ParseCommandLineTest, Defaults) {
   Invocation inv = Parse({"topology"});
   ASSERT_TRUE(inv.error.ok()) << inv.error;
-  EXPECT_EQ(inv.global.server, "127.0.0.1:50051");
+  EXPECT_EQ(inv.global.connection.server, "127.0.0.1:50051");
   EXPECT_EQ(inv.global.output, OutputFormat::kTable);
   EXPECT_EQ(inv.global.timeout, absl::Seconds(10));
   EXPECT_FALSE(inv.help);
 }
 
 TEST(ParseCommandLineTest, EnvServerIsTheDefaultAndTheFlagWins) {
-  EXPECT_EQ(Parse({"topology"}, "env:7").global.server, "env:7");
-  EXPECT_EQ(Parse({"topology", "--server=flag:8"}, "env:7").global.server,
-            "flag:8");
+  EXPECT_EQ(Parse({"topology"}, "env:7").global.connection.server, "env:7");
+  EXPECT_EQ(
+      Parse({"topology", "--server=flag:8"}, "env:7").global.connection.server,
+      "flag:8");
 }
 
 TEST(ParseCommandLineTest, OutputFlagSpellings) {
@@ -184,10 +185,219 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"BadSwitchValue",
                   {"report", "g", "--ack-preemption=maybe"},
                   "--ack-preemption",
-                  "report"}),
+                  "report"},
+        ErrorCase{"TokenAndTokenFile",
+                  {"topology", "--token", "t", "--token-file", "f"},
+                  "--token or --token-file, not both",
+                  "topology"},
+        ErrorCase{"EmptyToken",
+                  {"topology", "--token="},
+                  "--token: empty token",
+                  "topology"},
+        ErrorCase{"CertWithoutKey",
+                  {"topology", "--tls-ca", "ca", "--tls-cert", "c"},
+                  "--tls-cert and --tls-key go together",
+                  "topology"},
+        ErrorCase{"KeyWithoutCert",
+                  {"topology", "--tls-ca", "ca", "--tls-key", "k"},
+                  "--tls-cert and --tls-key go together",
+                  "topology"},
+        ErrorCase{"CertWithoutCa",
+                  {"topology", "--tls-cert", "c", "--tls-key", "k"},
+                  "--tls-cert needs --tls-ca",
+                  "topology"},
+        ErrorCase{"ServerNameWithoutCa",
+                  {"topology", "--tls-server-name", "n"},
+                  "--tls-server-name needs --tls-ca",
+                  "topology"},
+        ErrorCase{"InsecureWithTls",
+                  {"topology", "--tls-ca", "ca", "--insecure"},
+                  "--insecure contradicts --tls-ca",
+                  "topology"},
+        ErrorCase{"EmptyCa",
+                  {"topology", "--tls-ca="},
+                  "--tls-ca is empty",
+                  "topology"},
+        ErrorCase{"BadMaxMessageBytes",
+                  {"topology", "--max-message-bytes", "0"},
+                  "--max-message-bytes: want a positive number",
+                  "topology"},
+        ErrorCase{"HugeMaxMessageBytes",
+                  {"topology", "--max-message-bytes", "4294967296"},
+                  "--max-message-bytes",
+                  "topology"},
+        ErrorCase{"TokenInPlainTextOffLoopback",
+                  {"topology", "--server", "10.1.2.3:50051", "--token", "t"},
+                  "--server 10.1.2.3:50051 is not loopback",
+                  "topology"},
+        ErrorCase{"TokenFileInPlainTextOffLoopback",
+                  {"topology", "--server", "phalanx.example:443",
+                   "--token-file", "f"},
+                  "give --tls-ca FILE for TLS, or --insecure",
+                  "topology"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) {
       return info.param.name;
     });
+
+constexpr char kSecret[] = "s3cret-Token.value";
+
+Invocation ParseWithToken(std::vector<std::string> argv,
+                          std::string env_token) {
+  return ParseCommandLine(argv, {"", std::move(env_token)});
+}
+
+TEST(TokenTest, NoneByDefault) {
+  Invocation inv = Parse({"topology"});
+  ASSERT_TRUE(inv.error.ok()) << inv.error;
+  EXPECT_EQ(inv.global.connection.token, "");
+  EXPECT_EQ(inv.global.connection.token_file, "");
+  EXPECT_FALSE(inv.global.connection.insecure);
+  EXPECT_EQ(inv.global.connection.max_message_bytes, 4 << 20);
+  EXPECT_EQ(inv.global.connection.tls_ca_file, "");
+}
+
+TEST(TokenTest, FromTheEnvironment) {
+  Invocation inv = ParseWithToken({"topology"}, kSecret);
+  ASSERT_TRUE(inv.error.ok()) << inv.error;
+  EXPECT_EQ(inv.global.connection.token, kSecret);
+}
+
+TEST(TokenTest, TheFlagWinsOverTheEnvironment) {
+  Invocation inv = ParseWithToken({"--token", "from-flag", "topology"}, "env");
+  ASSERT_TRUE(inv.error.ok()) << inv.error;
+  EXPECT_EQ(inv.global.connection.token, "from-flag");
+}
+
+TEST(TokenTest, TheFileFlagWinsOverTheEnvironment) {
+  Invocation inv =
+      ParseWithToken({"topology", "--token-file", "/run/tok"}, "env");
+  ASSERT_TRUE(inv.error.ok()) << inv.error;
+  EXPECT_EQ(inv.global.connection.token, "") << "read later from the file";
+  EXPECT_EQ(inv.global.connection.token_file, "/run/tok");
+}
+
+TEST(TokenTest, AnInvalidEnvironmentTokenIsIgnoredWhenAFlagWins) {
+  EXPECT_TRUE(
+      ParseWithToken({"topology", "--token", "ok"}, "bad token").error.ok());
+  Invocation inv = ParseWithToken({"topology"}, "bad token");
+  EXPECT_THAT(std::string(inv.error.message()),
+              HasSubstr("$PHALANX_TOKEN: the token may hold only visible"));
+}
+
+TEST(TokenTest, ErrorsNeverQuoteTheToken) {
+  const std::vector<Invocation> invocations = {
+      ParseWithToken({"topology", "--token", "a b\x1b[31m"}, ""),
+      ParseWithToken({"topology"}, "x\ny"),
+      ParseWithToken({"topology", "--server", "10.0.0.1:1", "--token", kSecret},
+                     ""),
+      ParseWithToken({"topology", "--server", "10.0.0.1:1"}, kSecret),
+      ParseWithToken({"topology", "--token", kSecret, "--token-file", "f"}, ""),
+      ParseWithToken({"topology", "--token", kSecret, "--bogus"}, ""),
+  };
+  for (const Invocation& inv : invocations) {
+    EXPECT_FALSE(inv.error.ok());
+    const std::string text = UsageErrorText(inv.error, inv.command);
+    EXPECT_THAT(text, ::testing::Not(HasSubstr(kSecret))) << text;
+    EXPECT_THAT(text, ::testing::Not(HasSubstr("a b"))) << text;
+    EXPECT_THAT(text, ::testing::Not(HasSubstr("x\ny"))) << text;
+  }
+}
+
+TEST(TokenTest, HelpNeverShowsTheToken) {
+  Invocation inv = ParseWithToken({"--help"}, kSecret);
+  ASSERT_TRUE(inv.help);
+  EXPECT_THAT(GlobalHelp(), ::testing::Not(HasSubstr(kSecret)));
+  EXPECT_THAT(GlobalHelp(), HasSubstr("$PHALANX_TOKEN"));
+  EXPECT_THAT(GlobalHelp(), HasSubstr("--token-file FILE"));
+  EXPECT_THAT(GlobalHelp(), HasSubstr("--tls-server-name NAME"));
+  EXPECT_THAT(CommandHelp(*FindCommand("get")), HasSubstr("--tls-ca FILE"));
+}
+
+TEST(TokenTest, PlainTextIsAllowedOnLoopbackAndWithInsecure) {
+  for (const char* server :
+       {"127.0.0.1:50051", "localhost:1", "[::1]:7", "unix:/run/phalanx.sock",
+        "dns:///localhost:5", "ipv4:127.0.0.1:1,127.0.0.2:2"}) {
+    EXPECT_TRUE(
+        ParseWithToken({"topology", "--server", server}, kSecret).error.ok())
+        << server;
+  }
+  EXPECT_TRUE(ParseWithToken(
+                  {"topology", "--server", "10.0.0.1:1", "--insecure"}, kSecret)
+                  .error.ok());
+  EXPECT_TRUE(
+      ParseWithToken(
+          {"topology", "--server", "10.0.0.1:1", "--tls-ca", "ca.pem"}, kSecret)
+          .error.ok());
+  EXPECT_TRUE(Parse({"topology", "--server", "10.0.0.1:1"}).error.ok())
+      << "no token, nothing to leak";
+}
+
+TEST(TokenTest, CheckTokenAcceptsVisibleAscii) {
+  EXPECT_TRUE(CheckToken("abc-._~+/=XYZ019", "--token").ok());
+  EXPECT_FALSE(CheckToken("", "--token").ok());
+  EXPECT_FALSE(CheckToken("a b", "--token").ok());
+  EXPECT_FALSE(CheckToken("a\tb", "--token").ok());
+  EXPECT_FALSE(CheckToken("a\x7f", "--token").ok());
+  EXPECT_FALSE(CheckToken("caf\xc3\xa9", "--token").ok());
+}
+
+TEST(ConnectionFlagsTest, TlsAndLimits) {
+  Invocation inv =
+      Parse({"--tls-ca", "ca.pem", "--tls-cert", "c.pem", "--tls-key", "k.pem",
+             "--tls-server-name", "phalanx.test", "--max-message-bytes", "1024",
+             "topology"});
+  ASSERT_TRUE(inv.error.ok()) << inv.error;
+  const ConnectionOptions& c = inv.global.connection;
+  EXPECT_EQ(c.tls_ca_file, "ca.pem");
+  EXPECT_EQ(c.tls_cert_file, "c.pem");
+  EXPECT_EQ(c.tls_key_file, "k.pem");
+  EXPECT_EQ(c.tls_server_name, "phalanx.test");
+  EXPECT_EQ(c.max_message_bytes, 1024);
+}
+
+struct LoopbackCase {
+  std::string server;
+  bool loopback;
+};
+
+TEST(IsLoopbackTargetTest, Cases) {
+  const LoopbackCase cases[] = {
+      {"127.0.0.1:50051", true},
+      {"127.9.8.7:1", true},
+      {"localhost:50051", true},
+      {"LOCALHOST:1", true},
+      {"localhost", true},
+      {"[::1]:50051", true},
+      {"::1", true},
+      {"[::ffff:127.0.0.1]:1", true},
+      {"unix:/run/phalanx.sock", true},
+      {"unix-abstract:phalanx", true},
+      {"dns:///localhost:1", true},
+      {"dns:127.0.0.1:1", true},
+      {"ipv4:127.0.0.1:1,127.0.0.2:1", true},
+      {"ipv6:[::1]:1", true},
+      {"10.0.0.1:50051", false},
+      {"128.0.0.1:1", false},
+      {"localhost.evil.example:1", false},
+      {"127.0.0.1.nip.io:1", false},
+      {"[::2]:1", false},
+      {"ipv4:127.0.0.1:1,10.0.0.1:1", false},
+      {"ipv4:", false},
+      {"dns://8.8.8.8/localhost:1", false},
+      {"phalanx.example:443", false},
+      {"", false},
+  };
+  for (const LoopbackCase& c : cases) {
+    EXPECT_EQ(IsLoopbackTarget(c.server), c.loopback) << c.server;
+  }
+}
+
+TEST(UsageErrorTextTest, EscapesControlCharacters) {
+  Invocation inv = Parse({"\x1b]0;pwned\x07"});
+  const std::string text = UsageErrorText(inv.error, inv.command);
+  EXPECT_THAT(text, HasSubstr("unknown command \"\\x1b]0;pwned\\x07\""));
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+}
 
 TEST(CommandTableTest, EveryCommandHasAHandlerAndHelp) {
   const std::string help = GlobalHelp();

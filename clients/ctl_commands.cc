@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "clients/ctl_channel.h"
 #include "clients/ctl_format.h"
 #include "clients/ctl_requests.h"
 #include "clients/ctl_views.h"
@@ -28,36 +29,44 @@
 namespace phalanx::ctl {
 namespace {
 
-// Everything one command needs: its parsed line, the stubs and the streams.
+// Everything one command needs: its parsed line, the connection, the stubs
+// and the streams.
 class Session {
  public:
-  Session(const Invocation& inv, std::ostream& out, std::ostream& err)
-      : inv_(inv), out_(out), err_(err), now_(absl::Now()) {
-    grpc::ChannelArguments args;
-    // Pages of big gangs may exceed gRPC's 4 MB default; trust the server.
-    args.SetMaxReceiveMessageSize(-1);
-    channel_ = grpc::CreateCustomChannel(
-        inv_.global.server, grpc::InsecureChannelCredentials(), args);
-  }
+  Session(const Invocation& inv, Connection connection, std::ostream& out,
+          std::ostream& err)
+      : inv_(inv),
+        connection_(std::move(connection)),
+        out_(out),
+        err_(err),
+        now_(absl::Now()) {}
 
   v1::Scheduler::Stub* scheduler() {
-    if (scheduler_ == nullptr) scheduler_ = v1::Scheduler::NewStub(channel_);
+    if (scheduler_ == nullptr) {
+      scheduler_ = v1::Scheduler::NewStub(connection_.channel());
+    }
     return scheduler_.get();
   }
   v1::Fleet::Stub* fleet() {
-    if (fleet_ == nullptr) fleet_ = v1::Fleet::NewStub(channel_);
+    if (fleet_ == nullptr) fleet_ = v1::Fleet::NewStub(connection_.channel());
     return fleet_.get();
   }
   v1::Admin::Stub* admin() {
-    if (admin_ == nullptr) admin_ = v1::Admin::NewStub(channel_);
+    if (admin_ == nullptr) admin_ = v1::Admin::NewStub(connection_.channel());
     return admin_.get();
+  }
+
+  // Adds the call metadata (the token) to a call's context.
+  void Prepare(grpc::ClientContext* context) const {
+    connection_.Prepare(context);
   }
 
   bool json() const { return inv_.global.output == OutputFormat::kJson; }
   const std::string& arg(size_t i) const { return inv_.args.at(i); }
 
-  // Gives a unary call its deadline from --timeout.
-  void SetDeadline(grpc::ClientContext* context) const {
+  // Gives a unary call its metadata and its deadline from --timeout.
+  void PrepareUnary(grpc::ClientContext* context) const {
+    Prepare(context);
     context->set_deadline(
         absl::ToChronoTime(absl::Now() + inv_.global.timeout));
   }
@@ -88,7 +97,7 @@ class Session {
   int PrintJson(const google::protobuf::Message& message, bool pretty) const {
     absl::StatusOr<std::string> text = ToJson(message, pretty);
     if (!text.ok()) {
-      err_ << "phalanxctl: " << text.status().message() << "\n";
+      err_ << "phalanxctl: " << SafeText(text.status().message()) << "\n";
       return kExitRpcError;
     }
     out_ << *text << std::flush;
@@ -120,10 +129,10 @@ class Session {
 
  private:
   const Invocation& inv_;
+  const Connection connection_;
   std::ostream& out_;
   std::ostream& err_;
   const absl::Time now_;
-  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Scheduler::Stub> scheduler_;
   std::unique_ptr<v1::Fleet::Stub> fleet_;
   std::unique_ptr<v1::Admin::Stub> admin_;
@@ -136,7 +145,7 @@ grpc::Status Call(const Session& s, Stub* stub,
                                                const Request&, Response*),
                   const Request& request, Response* response) {
   grpc::ClientContext context;
-  s.SetDeadline(&context);
+  s.PrepareUnary(&context);
   return (stub->*method)(&context, request, response);
 }
 
@@ -237,6 +246,7 @@ int Watch(Session& s) {
       BuildWatchRequest(s.inv().flags);
   if (!request.ok()) return s.UsageError(request.status());
   grpc::ClientContext context;  // no deadline: runs until Ctrl-C or the end
+  s.Prepare(&context);
   std::unique_ptr<grpc::ClientReader<v1::GangEvent>> reader =
       s.scheduler()->WatchGangs(&context, *request);
   if (!s.json()) s.out() << WatchHeader() << std::flush;
@@ -331,7 +341,8 @@ int NodesRemove(Session& s) {
   grpc::Status status =
       Call(s, s.fleet(), &v1::Fleet::Stub::RemoveNode, request, &response);
   if (!status.ok()) return s.RpcError(status);
-  return s.Print(response, absl::StrCat("node ", s.arg(0), " removed\n"));
+  return s.Print(response,
+                 absl::StrCat("node ", SafeText(s.arg(0)), " removed\n"));
 }
 
 int Topology(Session& s) {
@@ -375,7 +386,8 @@ int QueuesDelete(Session& s) {
   grpc::Status status =
       Call(s, s.admin(), &v1::Admin::Stub::DeleteQueue, request, &response);
   if (!status.ok()) return s.RpcError(status);
-  return s.Print(response, absl::StrCat("queue ", s.arg(0), " deleted\n"));
+  return s.Print(response,
+                 absl::StrCat("queue ", SafeText(s.arg(0)), " deleted\n"));
 }
 
 // The configuration is nested; it prints as JSON in both output formats.
@@ -440,7 +452,13 @@ int RunCommand(const Invocation& invocation, std::ostream& out,
         << "\" is not implemented\n";
     return kExitUsage;
   }
-  Session session(invocation, out, err);
+  absl::StatusOr<Connection> connection =
+      Connection::Open(invocation.global.connection);
+  if (!connection.ok()) {
+    err << UsageErrorText(connection.status(), invocation.command);
+    return kExitUsage;
+  }
+  Session session(invocation, *std::move(connection), out, err);
   return it->second(session);
 }
 

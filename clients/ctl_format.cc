@@ -19,17 +19,121 @@
 namespace phalanx::ctl {
 namespace {
 
-// Appends one table line: every cell but the last padded to its column.
-void AppendLine(const std::vector<std::string>& cells,
-                const std::vector<size_t>& widths, std::string* out) {
-  std::string line;
-  for (size_t i = 0; i < cells.size(); ++i) {
-    if (i > 0) line.append(2, ' ');
-    line += cells[i];
-    if (i + 1 < cells.size()) line.append(widths[i] - cells[i].size(), ' ');
+// Decodes the UTF-8 character at the start of `text` (not empty) into
+// `*code_point`. Returns its length in bytes, or 0 when `text` does not
+// start with a complete, shortest-form encoding of a Unicode scalar value.
+size_t DecodeUtf8(absl::string_view text, char32_t* code_point) {
+  const auto byte = [text](size_t i) {
+    return static_cast<unsigned char>(text[i]);
+  };
+  const unsigned char first = byte(0);
+  if (first < 0x80) {
+    *code_point = first;
+    return 1;
   }
-  absl::StrAppend(out, absl::StripTrailingAsciiWhitespace(line), "\n");
+  size_t length;
+  char32_t smallest;
+  char32_t value;
+  if ((first & 0xE0) == 0xC0) {
+    length = 2, smallest = 0x80, value = first & 0x1F;
+  } else if ((first & 0xF0) == 0xE0) {
+    length = 3, smallest = 0x800, value = first & 0x0F;
+  } else if ((first & 0xF8) == 0xF0) {
+    length = 4, smallest = 0x10000, value = first & 0x07;
+  } else {
+    return 0;  // a continuation byte, or 0xF8..0xFF
+  }
+  if (text.size() < length) return 0;
+  for (size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+    value = (value << 6) | (byte(i) & 0x3F);
+  }
+  if (value < smallest || value > 0x10FFFF ||
+      (value >= 0xD800 && value <= 0xDFFF)) {
+    return 0;
+  }
+  *code_point = value;
+  return length;
 }
+
+// Whether printing `code_point` could move the cursor, start an escape
+// sequence or reorder the text around it: C0 and C1 controls, DEL, the line
+// and paragraph separators and the bidirectional formatting characters.
+bool IsUnsafe(char32_t code_point) {
+  return code_point < 0x20 || (code_point >= 0x7F && code_point <= 0x9F) ||
+         code_point == 0x061C || code_point == 0x200E || code_point == 0x200F ||
+         (code_point >= 0x2028 && code_point <= 0x202E) ||
+         (code_point >= 0x2066 && code_point <= 0x2069);
+}
+
+// The escaped form of one unsafe character.
+std::string EscapeCodePoint(char32_t code_point) {
+  switch (code_point) {
+    case '\n':
+      return "\\n";
+    case '\t':
+      return "\\t";
+    case '\r':
+      return "\\r";
+    default:
+      return code_point < 0x80
+                 ? absl::StrFormat("\\x%02x", static_cast<int>(code_point))
+                 : absl::StrFormat("\\u%04x", static_cast<int>(code_point));
+  }
+}
+
+// What Escape produced: the escaped text, how many input bytes it covers,
+// and whether that is all of the input.
+struct Escaped {
+  std::string text;
+  size_t consumed = 0;
+  bool complete = true;
+};
+
+// The one escaper behind SafeText and SafeCell. Escapes `text` character by
+// character while the result stays within `max_columns` characters; when the
+// next character would pass that, the result is cut back to the last
+// character boundary at or below `cut_columns` and marked incomplete.
+Escaped Escape(absl::string_view text, size_t max_columns, size_t cut_columns) {
+  Escaped result;
+  size_t columns = 0;
+  size_t cut_bytes = 0;     // result.text.size() at the cut point
+  size_t cut_consumed = 0;  // input bytes covered at the cut point
+  size_t pos = 0;
+  while (pos < text.size()) {
+    char32_t code_point = 0;
+    const size_t length = DecodeUtf8(text.substr(pos), &code_point);
+    std::string escaped;
+    if (length == 0) {
+      escaped =
+          absl::StrFormat("\\x%02x", static_cast<unsigned char>(text[pos]));
+    } else if (IsUnsafe(code_point)) {
+      escaped = EscapeCodePoint(code_point);
+    }
+    const size_t width = escaped.empty() ? 1 : escaped.size();
+    if (columns + width > max_columns) {
+      result.text.resize(cut_bytes);
+      result.consumed = cut_consumed;
+      result.complete = false;
+      return result;
+    }
+    if (escaped.empty()) {
+      result.text.append(text.data() + pos, length);
+    } else {
+      result.text += escaped;
+    }
+    columns += width;
+    pos += length == 0 ? 1 : length;
+    if (columns <= cut_columns) {
+      cut_bytes = result.text.size();
+      cut_consumed = pos;
+    }
+  }
+  result.consumed = pos;
+  return result;
+}
+
+constexpr char kEllipsis[] = "\u2026";  // …
 
 template <typename Value>
 std::string JoinSortedMap(
@@ -41,19 +145,85 @@ std::string JoinSortedMap(
 
 }  // namespace
 
-Table::Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
+std::string SafeText(absl::string_view text, size_t max_columns) {
+  Escaped escaped = Escape(text, max_columns, max_columns);
+  if (!escaped.complete) {
+    absl::StrAppend(&escaped.text, kEllipsis, " (",
+                    text.size() - escaped.consumed, " more bytes)");
+  }
+  return std::move(escaped.text);
+}
 
-void Table::AddRow(std::vector<std::string> cells) {
-  rows_.push_back(std::move(cells));
+std::string SafeCell(absl::string_view text, size_t max_columns) {
+  max_columns = std::max<size_t>(max_columns, 1);
+  Escaped escaped = Escape(text, max_columns, max_columns - 1);
+  if (!escaped.complete) escaped.text += kEllipsis;
+  return std::move(escaped.text);
+}
+
+size_t DisplayWidth(absl::string_view text) {
+  size_t width = 0;
+  for (char c : text) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++width;
+  }
+  return width;
+}
+
+Table::Table(const std::vector<std::string>& headers) {
+  headers_ = MakeCells(headers);
+}
+
+Table Table::Fields() {
+  Table table;
+  table.fields_ = true;
+  return table;
+}
+
+std::vector<Table::Cell> Table::MakeCells(
+    const std::vector<std::string>& cells) const {
+  std::vector<Cell> out;
+  out.reserve(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) {
+    std::string text;
+    if (fields_) {
+      text = SafeText(cells[i], kMaxFieldColumns);
+    } else {
+      const bool last = i + 1 == std::max(headers_.size(), cells.size());
+      text = SafeCell(cells[i], last ? kMaxLastCellColumns : kMaxCellColumns);
+    }
+    const size_t width = DisplayWidth(text);
+    out.push_back({std::move(text), width});
+  }
+  return out;
+}
+
+void Table::AddRow(const std::vector<std::string>& cells) {
+  rows_.push_back(MakeCells(cells));
+}
+
+// Every cell but the last is padded to its column's width, which is at most
+// the longest cut cell: a line costs at most the sum of the column caps.
+void Table::AppendLine(const std::vector<Cell>& cells,
+                       const std::vector<size_t>& widths, std::string* out) {
+  const size_t start = out->size();
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) out->append(2, ' ');
+    out->append(cells[i].text);
+    if (i + 1 < cells.size()) out->append(widths[i] - cells[i].width, ' ');
+  }
+  size_t end = out->size();
+  while (end > start && (*out)[end - 1] == ' ') --end;
+  out->resize(end);
+  out->push_back('\n');
 }
 
 std::string Table::Render() const {
   size_t columns = headers_.size();
   for (const auto& row : rows_) columns = std::max(columns, row.size());
   std::vector<size_t> widths(columns, 0);
-  auto measure = [&widths](const std::vector<std::string>& cells) {
+  auto measure = [&widths](const std::vector<Cell>& cells) {
     for (size_t i = 0; i < cells.size(); ++i) {
-      widths[i] = std::max(widths[i], cells[i].size());
+      widths[i] = std::max(widths[i], cells[i].width);
     }
   };
   measure(headers_);
@@ -222,7 +392,13 @@ std::string RpcErrorLine(const grpc::Status& status) {
   std::string line =
       absl::StrCat("phalanxctl: ", StatusCodeName(status.error_code()));
   if (!status.error_message().empty()) {
-    absl::StrAppend(&line, ": ", status.error_message());
+    absl::StrAppend(&line, ": ", SafeText(status.error_message()));
+  }
+  // gRPC's own message when a reply passes the channel's receive limit.
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+      absl::StartsWith(status.error_message(),
+                       "Received message larger than max")) {
+    absl::StrAppend(&line, " (raise --max-message-bytes)");
   }
   return line;
 }

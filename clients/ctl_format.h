@@ -1,7 +1,13 @@
-// Output building blocks of phalanxctl: aligned text tables, human durations
-// and times, proto3 JSON printing, and how an RPC failure is reported (its
-// stderr line and exit code). Pure functions; thread-safe. Table is a value
-// type, thread-compatible.
+// Output building blocks of phalanxctl: terminal-safe text, aligned text
+// tables, human durations and times, proto3 JSON printing, and how an RPC
+// failure is reported (its stderr line and exit code). Pure functions;
+// thread-safe. Table is a value type, thread-compatible.
+//
+// Every string that comes from the server or from the command line reaches
+// the terminal through SafeText or SafeCell (Table calls SafeCell on every
+// cell): a label, reason or message can neither send a terminal escape
+// sequence nor make the client allocate in proportion to its size times the
+// number of rows.
 #ifndef PHALANX_CLIENTS_CTL_FORMAT_H_
 #define PHALANX_CLIENTS_CTL_FORMAT_H_
 
@@ -26,13 +32,52 @@ inline constexpr int kExitRpcError = 1;     // the server returned an error
 inline constexpr int kExitUsage = 2;        // bad command line or input file
 inline constexpr int kExitUnavailable = 3;  // the server could not be reached
 
+// How much of one field is printed, in characters (code points of the
+// escaped text, where "\x1b" counts 4): a cell of a list table, the last
+// cell of a row (never padded, so it may be longer), and one field of a
+// detail view.
+inline constexpr size_t kMaxCellColumns = 64;
+inline constexpr size_t kMaxLastCellColumns = 256;
+inline constexpr size_t kMaxFieldColumns = 4096;
+
+// Returns `text` escaped so that printing it cannot control a terminal:
+// bytes below 0x20 and 0x7f print as "\n", "\t", "\r" or "\xNN"; bytes
+// that are not valid UTF-8 (stray continuation bytes, overlong forms,
+// surrogates, beyond U+10FFFF, cut sequences) as "\xNN" each; the C1
+// controls U+0080..U+009F (e.g. CSI U+009B), the line and paragraph
+// separators U+2028/U+2029 and the bidirectional controls (U+061C,
+// U+200E/F, U+202A..U+202E, U+2066..U+2069) as "\uNNNN". A backslash prints
+// as itself. At most `max_columns` characters of the result are kept; when
+// the text is longer it is cut at a character boundary and ends in
+// "… (N more bytes)", N counted in the original text. Reads at most about
+// `max_columns` * 4 bytes of `text`, so its cost does not grow with the
+// input.
+std::string SafeText(absl::string_view text,
+                     size_t max_columns = kMaxFieldColumns);
+
+// SafeText for a table cell: at most `max_columns` characters, a longer
+// text cut to `max_columns` - 1 characters and "…".
+std::string SafeCell(absl::string_view text,
+                     size_t max_columns = kMaxCellColumns);
+
+// Returns the number of characters (UTF-8 code points) of `text`: its
+// width on a terminal when every character is one column wide.
+size_t DisplayWidth(absl::string_view text);
+
 // Text table whose columns are left-aligned and separated by two spaces.
+// Cells pass through SafeCell as they are added, so a table holds and
+// prints at most a bounded number of bytes per cell whatever the input.
 class Table {
  public:
-  // A table with these column headers; none prints no header line.
-  explicit Table(std::vector<std::string> headers = {});
+  // A list table with these column headers (none prints no header line):
+  // cells cut at kMaxCellColumns, the last cell of a row at
+  // kMaxLastCellColumns.
+  explicit Table(const std::vector<std::string>& headers = {});
+  // A detail view of "Key:" / value rows: each cell cut at kMaxFieldColumns
+  // with a "(N more bytes)" note.
+  static Table Fields();
   // Appends a row; missing trailing cells are blank.
-  void AddRow(std::vector<std::string> cells);
+  void AddRow(const std::vector<std::string>& cells);
   // Returns whether no row was added.
   bool empty() const { return rows_.empty(); }
   // Returns the table, one line per row, each ending in '\n', without
@@ -40,8 +85,19 @@ class Table {
   std::string Render() const;
 
  private:
-  std::vector<std::string> headers_;
-  std::vector<std::vector<std::string>> rows_;
+  struct Cell {
+    std::string text;  // escaped and cut
+    size_t width = 0;  // DisplayWidth(text)
+  };
+  // Escapes and cuts `cells` as this table's kind requires.
+  std::vector<Cell> MakeCells(const std::vector<std::string>& cells) const;
+  // Appends one line, without trailing spaces, to `out`.
+  static void AppendLine(const std::vector<Cell>& cells,
+                         const std::vector<size_t>& widths, std::string* out);
+
+  bool fields_ = false;
+  std::vector<Cell> headers_;
+  std::vector<std::vector<Cell>> rows_;
 };
 
 // Converts between absl time types and their protobuf counterparts.
@@ -86,8 +142,9 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message,
 // Returns the canonical name of a gRPC status code, e.g. "NOT_FOUND".
 std::string StatusCodeName(grpc::StatusCode code);
 
-// Returns the stderr line of a failed call:
-// "phalanxctl: NOT_FOUND: gang_id: no gang \"g-9\"".
+// Returns the stderr line of a failed call, its message through SafeText:
+// "phalanxctl: NOT_FOUND: gang_id: no gang \"g-9\"". A reply larger than
+// the client's limit gets a hint to raise --max-message-bytes.
 std::string RpcErrorLine(const grpc::Status& status);
 
 // Returns the exit code of a finished call: 0 when OK, 3 when UNAVAILABLE

@@ -20,7 +20,7 @@ using ::testing::HasSubstr;
 
 // The flags of a command line, parsed by the real parser.
 FlagValues Flags(std::vector<std::string> argv) {
-  Invocation inv = ParseCommandLine(argv, "");
+  Invocation inv = ParseCommandLine(argv, {});
   EXPECT_TRUE(inv.error.ok()) << inv.error;
   return inv.flags;
 }

@@ -92,7 +92,7 @@ std::string RuntimeText(const v1::GangSpec& spec) {
 }
 
 Table GangFields(const v1::Gang& gang, absl::Time now) {
-  Table table;
+  Table table = Table::Fields();
   const v1::GangSpec& spec = gang.spec();
   table.AddRow({"ID:", gang.id()});
   table.AddRow({"Queue:", spec.queue()});
@@ -205,7 +205,7 @@ std::string PlacementTable(
 std::string ExplainText(const v1::ExplainGangResponse& response,
                         absl::Time now) {
   const v1::Gang& gang = response.gang();
-  Table table;
+  Table table = Table::Fields();
   table.AddRow({"ID:", gang.id()});
   table.AddRow({"Queue:", gang.spec().queue()});
   table.AddRow({"State:", GangStateName(gang.state())});
@@ -226,7 +226,7 @@ std::string ExplainText(const v1::ExplainGangResponse& response,
 }
 
 std::string DryRunText(const v1::DryRunGangResponse& response) {
-  Table table;
+  Table table = Table::Fields();
   table.AddRow({"Fits:", response.fits() ? "yes" : "no"});
   AddIfSet(&table, "Reason", response.reason());
   std::string out = table.Render();
@@ -270,7 +270,7 @@ std::string NodesTable(
 }
 
 std::string TopologyText(const v1::GetTopologyResponse& response) {
-  Table summary;
+  Table summary = Table::Fields();
   summary.AddRow({"Levels:", OrDash(absl::StrJoin(response.levels(), ", "))});
   summary.AddRow(
       {"Node fragmentation:", Percent(response.node_fragmentation())});
@@ -312,9 +312,10 @@ std::string WatchLine(const v1::GangEvent& event) {
       "%-9d %-20s %-10s %-12s %-14s %-10s %s", event.revision(),
       event.has_time() ? FormatUtc(FromProto(event.time())) : "-",
       ShortEnumName(v1::EventType_Name(event.type()), "EVENT_TYPE_"),
-      has_gang ? gang.id() : "-", has_gang ? gang.spec().queue() : "-",
+      has_gang ? SafeCell(gang.id()) : "-",
+      has_gang ? SafeCell(gang.spec().queue()) : "-",
       has_gang ? GangStateName(gang.state()) : "-",
-      has_gang ? WatchDetail(gang) : "");
+      has_gang ? SafeCell(WatchDetail(gang), kMaxLastCellColumns) : "");
   return absl::StrCat(absl::StripTrailingAsciiWhitespace(line), "\n");
 }
 

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "clients/ctl_format.h"
 #include "gmock/gmock.h"
@@ -292,6 +293,139 @@ TEST(ExplainTextTest, PositionAndEstimate) {
             "Position:         3 of all pending, 1 in queue batch\n"
             "Estimated start:  2024-05-01T12:20:03Z (in 20m)\n"
             "Revision:         1100\n");
+}
+
+// Text no terminal would act on: valid UTF-8 (so no stray C1 byte), no C0
+// control but '\n', no DEL, no C1 control, no bidirectional override.
+void ExpectTerminalSafe(const std::string& text, const std::string& view) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    ASSERT_FALSE((c < 0x20 && c != '\n') || c == 0x7f)
+        << view << ": byte " << int{c} << " at " << i;
+    const size_t length = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+    ASSERT_TRUE(c < 0x80 || (c >= 0xc2 && c <= 0xf4))
+        << view << ": not a lead byte at " << i;
+    ASSERT_LE(i + length, text.size()) << view << ": cut character";
+    for (size_t k = 1; k < length; ++k) {
+      ASSERT_EQ(static_cast<unsigned char>(text[i + k]) & 0xc0, 0x80)
+          << view << ": bad continuation at " << i + k;
+    }
+    if (c == 0xc2) {
+      const unsigned char next = static_cast<unsigned char>(text[i + 1]);
+      ASSERT_FALSE(next >= 0x80 && next <= 0x9f)
+          << view << ": C1 control at " << i;
+    }
+    i += length;
+  }
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("\xe2\x80\xae"))) << view;
+}
+
+// Every hostile sequence at once.
+const std::string kHostile = std::string("\x1b]0;pwned\x07|\x1b[2J|\r|\x7f|") +
+                             "\xc2\x9b"
+                             "31m|\x9b|\xe2\x80\xae|\xff|" +
+                             std::string(1, '\0');
+
+TEST(HostileTextTest, EveryViewEscapesServerStrings) {
+  v1::Gang gang = AdmittedGang();
+  gang.set_id("g-" + kHostile);
+  gang.set_reason(kHostile);
+  gang.set_message(kHostile);
+  gang.mutable_spec()->set_queue(kHostile);
+  gang.mutable_spec()->set_request_id(kHostile);
+  (*gang.mutable_spec()->mutable_labels())["name"] = kHostile;
+  gang.mutable_spec()->mutable_pod_sets(0)->set_name(kHostile);
+  gang.mutable_spec()->mutable_pod_sets(0)->add_gpu_models(kHostile);
+  gang.mutable_placement(0)->set_node(kHostile);
+  google::protobuf::RepeatedPtrField<v1::Gang> gangs;
+  *gangs.Add() = gang;
+  ExpectTerminalSafe(GangsTable(gangs, kNow), "GangsTable");
+  const std::string details = GangDetails(gang, kNow);
+  ExpectTerminalSafe(details, "GangDetails");
+  EXPECT_THAT(details, HasSubstr("name=\\x1b]0;pwned\\x07|\\x1b[2J|\\r|\\x7f|"
+                                 "\\u009b31m|\\x9b|\\u202e|\\xff|\\x00"));
+
+  v1::GangEvent event;
+  event.set_type(v1::EVENT_TYPE_SUBMITTED);
+  *event.mutable_gang() = gang;
+  event.mutable_gang()->clear_placement();
+  ExpectTerminalSafe(WatchLine(event), "WatchLine");
+  EXPECT_THAT(WatchLine(event), HasSubstr("\\x1b]0;pwned"));
+
+  v1::ExplainGangResponse explain;
+  *explain.mutable_gang() = gang;
+  explain.set_reason(kHostile);
+  explain.set_reserved_domain(kHostile);
+  explain.set_position(1);
+  ExpectTerminalSafe(ExplainText(explain, kNow), "ExplainText");
+
+  v1::DryRunGangResponse dryrun;
+  dryrun.set_reason(kHostile);
+  *dryrun.mutable_placement() = gang.placement();
+  ExpectTerminalSafe(DryRunText(dryrun), "DryRunText");
+
+  v1::ListNodesResponse nodes;
+  v1::Node* node = nodes.add_nodes();
+  node->set_id(kHostile);
+  node->set_gpu_model(kHostile);
+  (*node->mutable_labels())[kHostile] = kHostile;
+  node->add_gang_ids(kHostile);
+  node->set_state_reason(kHostile);
+  ExpectTerminalSafe(NodesTable(nodes.nodes(), kNow), "NodesTable");
+
+  v1::ListQueuesResponse queues;
+  v1::Queue* queue = queues.add_queues();
+  queue->set_name(kHostile);
+  queue->set_parent(kHostile);
+  (*queue->mutable_nominal_gpus())[kHostile] = 8;
+  ExpectTerminalSafe(QueuesTable(queues.queues()), "QueuesTable");
+
+  v1::GetTopologyResponse topology;
+  topology.add_levels(kHostile);
+  v1::Domain* domain = topology.add_domains();
+  domain->set_path(kHostile);
+  domain->set_level(kHostile);
+  topology.add_levels_fragmentation()->set_level(kHostile);
+  ExpectTerminalSafe(TopologyText(topology), "TopologyText");
+}
+
+TEST(HugeFieldTest, NodesTableStaysBoundedWithAHugeLabel) {
+  v1::ListNodesResponse nodes;
+  for (int i = 0; i < 4000; ++i) {
+    v1::Node* node = nodes.add_nodes();
+    node->set_id(absl::StrCat("n-", i));
+    node->set_gpu_model("H100");
+    node->set_gpu_count(8);
+    (*node->mutable_labels())["rack"] = "r1";
+  }
+  (*nodes.mutable_nodes(0)->mutable_labels())["big"] =
+      std::string(3 << 20, 'x');
+  const std::string table = NodesTable(nodes.nodes(), kNow);
+  EXPECT_LT(table.size(), 4000u * 200) << "was 3 MiB of padding per row";
+  EXPECT_THAT(table, HasSubstr("big=xxxxxxxxxx"));
+  EXPECT_THAT(table, HasSubstr("x\xe2\x80\xa6  "));
+}
+
+TEST(HugeFieldTest, DetailsCutOneFieldWithANote) {
+  v1::Gang gang = PendingGang();
+  gang.set_message(std::string(1 << 20, 'm'));
+  const std::string details = GangDetails(gang, kNow);
+  EXPECT_LT(details.size(), 8192u);
+  EXPECT_THAT(details, HasSubstr("m\xe2\x80\xa6 (1044480 more bytes)\n"));
+}
+
+TEST(HugeFieldTest, WatchLineIsBounded) {
+  v1::GangEvent event;
+  event.set_type(v1::EVENT_TYPE_SUBMITTED);
+  *event.mutable_gang() = PendingGang();
+  event.mutable_gang()->set_id(std::string(1000, 'i'));
+  event.mutable_gang()->set_reason(std::string(1 << 20, 'r'));
+  const std::string line = WatchLine(event);
+  EXPECT_LT(line.size(), 600u);
+  EXPECT_THAT(line, HasSubstr(std::string(63, 'i') + "\xe2\x80\xa6 "));
+  EXPECT_THAT(line,
+              ::testing::EndsWith(std::string(255, 'r') + "\xe2\x80\xa6\n"));
 }
 
 }  // namespace

@@ -14,8 +14,10 @@ int main(int argc, char** argv) {
   using namespace phalanx::ctl;  // NOLINT: main only
   const std::vector<std::string> args(argv + 1, argv + argc);
   const char* env_server = std::getenv("PHALANX_SERVER");
+  const char* env_token = std::getenv("PHALANX_TOKEN");
   const Invocation invocation =
-      ParseCommandLine(args, env_server == nullptr ? "" : env_server);
+      ParseCommandLine(args, {env_server == nullptr ? "" : env_server,
+                              env_token == nullptr ? "" : env_token});
   if (invocation.help) {
     std::cout << (invocation.command == nullptr
                       ? GlobalHelp()

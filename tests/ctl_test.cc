@@ -1,8 +1,10 @@
 // phalanxctl against a real daemon: output and exit codes.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -13,15 +15,20 @@ namespace phalanx::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct CtlResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr
 };
 
-CtlResult Ctl(const std::string& server, const std::string& args) {
-  const std::string command = absl::StrCat(
-      PHALANXCTL_PATH, " --server ", server, " --timeout 5 ", args, " 2>&1");
+// Runs phalanxctl with `args` (shell words) against `server`; `env` goes
+// before the command, e.g. "PHALANX_TOKEN=t".
+CtlResult Ctl(const std::string& server, const std::string& args,
+              const std::string& env = "") {
+  const std::string command =
+      absl::StrCat(env, " ", PHALANXCTL_PATH, " --server ", server,
+                   " --timeout 5 ", args, " 2>&1");
   CtlResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -93,6 +100,145 @@ TEST(CtlTest, DrainWithADeadlineAndTheHorizonInTheConfig) {
   CtlResult config = Ctl(server, "config get");
   EXPECT_EQ(config.exit_code, 0) << config.output;
   EXPECT_THAT(config.output, HasSubstr("\"horizon\": \"3600s\""));
+}
+
+// Whether `text` holds a byte a terminal acts on: a C0 control other than
+// newline, DEL, or a C1 control (raw, or encoded as UTF-8).
+bool HasTerminalControl(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\n') || c == 0x7f) return true;
+    if (c == 0xc2 && i + 1 < text.size()) {
+      const unsigned char next = static_cast<unsigned char>(text[i + 1]);
+      if (next >= 0x80 && next <= 0x9f) return true;
+    }
+  }
+  return false;
+}
+
+// The longest line of `text`, in bytes.
+size_t LongestLine(const std::string& text) {
+  size_t longest = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    longest = std::max(longest, end - start);
+    start = end + 1;
+  }
+  return longest;
+}
+
+TEST(CtlTest, ServerStringsReachTheTerminalEscaped) {
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  // A title change (OSC ... BEL), a C1 CSI and a bidi override.
+  const std::string spec = daemon->WriteFile(
+      "hostile.json",
+      R"({"queue":"a","labels":{"name":"\u001b]0;pwned\u0007",)"
+      R"("x":"\u009b2J\u202e"},"podSets":[{"name":"w","count":1,"gpus":8}]})");
+  CtlResult submit = Ctl(server, "submit -f " + spec);
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  EXPECT_FALSE(HasTerminalControl(submit.output)) << submit.output;
+
+  CtlResult get = Ctl(server, "get g-000001");
+  EXPECT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_THAT(get.output,
+              HasSubstr("name=\\x1b]0;pwned\\x07,x=\\u009b2J\\u202e"));
+  EXPECT_FALSE(HasTerminalControl(get.output)) << get.output;
+  EXPECT_THAT(get.output, Not(HasSubstr("\xe2\x80\xae")));
+
+  CtlResult json = Ctl(server, "-o json get g-000001");
+  EXPECT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_THAT(json.output, HasSubstr(R"("name": "\u001b]0;pwned\u0007")"));
+  EXPECT_FALSE(HasTerminalControl(json.output)) << json.output;
+
+  for (const char* view : {"list", "explain g-000001"}) {
+    CtlResult out = Ctl(server, view);
+    EXPECT_EQ(out.exit_code, 0) << view << ": " << out.output;
+    EXPECT_FALSE(HasTerminalControl(out.output)) << view << ": " << out.output;
+  }
+
+  // The server quotes client input in errors.
+  CtlResult missing = Ctl(server, "get \"$(printf 'g-\\033[2J')\"");
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_FALSE(HasTerminalControl(missing.output)) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("no gang \"g-\\x1b[2J\""));
+}
+
+TEST(CtlTest, AHugeNodeLabelPrintsABoundedLine) {
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  // 3 MiB if the daemon takes it, else the largest size it takes.
+  size_t accepted = 0;
+  for (size_t bytes : {size_t{3} << 20, size_t{200} << 10, size_t{16} << 10,
+                       size_t{1} << 10}) {
+    const std::string fleet = daemon->WriteFile(
+        "big.json",
+        absl::StrCat(R"({"nodes":[{"id":"node-big","gpuModel":"H100",)",
+                     R"("gpuCount":8,"labels":{"block":"b0","rack":")",
+                     std::string(bytes, 'r'), R"("}}]})"));
+    CtlResult upsert = Ctl(server, "-o json nodes upsert -f " + fleet);
+    if (upsert.exit_code == 0) {
+      accepted = bytes;
+      break;
+    }
+  }
+  ASSERT_GT(accepted, 0u) << "the daemon took no label of 1 KiB or more";
+
+  CtlResult list = Ctl(server, "nodes list");
+  EXPECT_EQ(list.exit_code, 0) << list.output.substr(0, 2000);
+  EXPECT_THAT(list.output, HasSubstr("node-big"));
+  EXPECT_THAT(list.output, HasSubstr("rrr\xe2\x80\xa6"));
+  EXPECT_LT(LongestLine(list.output), 512u) << "label of " << accepted;
+  EXPECT_LT(list.output.size(), 10u * 512) << "label of " << accepted;
+
+  // A gang label: the detail view cuts it with a note.
+  const std::string spec = daemon->WriteFile(
+      "big_spec.json",
+      absl::StrCat(R"({"queue":"a","labels":{"note":")",
+                   std::string(std::min(accepted, size_t{200} << 10), 'n'),
+                   R"("},"podSets":[{"name":"w","count":1,"gpus":8}]})"));
+  CtlResult submit = Ctl(server, "-o json submit -f " + spec);
+  if (submit.exit_code == 0) {
+    CtlResult get = Ctl(server, "get g-000001");
+    EXPECT_EQ(get.exit_code, 0) << get.output.substr(0, 2000);
+    EXPECT_THAT(get.output, HasSubstr("more bytes)"));
+    EXPECT_LT(get.output.size(), 8192u);
+  }
+}
+
+TEST(CtlTest, TokensAreSentButNeverShown) {
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  const std::string token = "tok-7c1e.secret";
+  const std::string file = daemon->WriteFile("token", token + "\n");
+
+  // The daemon does not check tokens yet: these only show that a token on
+  // loopback does not break a call and is not printed.
+  const std::vector<CtlResult> runs = {
+      Ctl(server, "--token " + token + " topology"),
+      Ctl(server, "topology", "PHALANX_TOKEN=" + token),
+      Ctl(server, "--token-file " + file + " nodes list"),
+  };
+  for (const CtlResult& run : runs) {
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_THAT(run.output, Not(HasSubstr(token)));
+  }
+
+  CtlResult far = Ctl(server, "--server 192.0.2.1:50051 topology",
+                      "PHALANX_TOKEN=" + token);
+  EXPECT_EQ(far.exit_code, 2) << far.output;
+  EXPECT_THAT(far.output, HasSubstr("is not loopback"));
+  EXPECT_THAT(far.output, Not(HasSubstr(token)));
+
+  CtlResult help = Ctl(server, "--help", "PHALANX_TOKEN=" + token);
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.output, HasSubstr("--token TOKEN"));
+  EXPECT_THAT(help.output, Not(HasSubstr(token)));
 }
 
 }  // namespace
