@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build ccache g++ pkg-config clang-format openssl libssl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libabsl-dev prometheus-cpp-dev
-  libgtest-dev libgmock-dev libbenchmark-dev openssl
+  libgtest-dev libgmock-dev libbenchmark-dev
   python3-grpcio python3-protobuf python3-matplotlib
 )
 
