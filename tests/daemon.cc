@@ -97,6 +97,22 @@ void DaemonProcess::Kill9() {
   stdout_fd_ = -1;
 }
 
+void DaemonProcess::Signal(int signal) {
+  if (pid_ > 0) kill(pid_, signal);
+}
+
+void DaemonProcess::ReadOutput(int wait_ms) {
+  if (stdout_fd_ < 0) return;
+  pollfd pfd{stdout_fd_, POLLIN, 0};
+  while (poll(&pfd, 1, wait_ms) > 0) {
+    char buffer[4096];
+    const ssize_t n = read(stdout_fd_, buffer, sizeof(buffer));
+    if (n <= 0) return;
+    output_.append(buffer, n);
+    wait_ms = 0;
+  }
+}
+
 int DaemonProcess::Terminate() {
   if (pid_ <= 0) return -1;
   kill(pid_, SIGTERM);

@@ -36,6 +36,11 @@ class DaemonProcess {
   void Kill9();
   // SIGTERM, then reap; returns the exit status (or -1 if killed).
   int Terminate();
+  // Sends `signal` (SIGHUP) to the running daemon.
+  void Signal(int signal);
+  // Reads what the daemon printed since the last read (waits up to
+  // `wait_ms` for more); appends it to output().
+  void ReadOutput(int wait_ms = 100);
 
   const std::string& data_dir() const { return data_dir_; }
   const std::string& address() const { return address_; }
