@@ -41,7 +41,8 @@ absl::Status MemoryStore::Commit(const Mutation& m) {
 }
 
 absl::StatusOr<std::vector<Event>> MemoryStore::ReadEvents(int64_t after,
-                                                           int limit) {
+                                                           int limit,
+                                                           size_t) {
   if (after + 1 < meta_.first_retained_revision) {
     return absl::OutOfRangeError(absl::StrCat("after_revision: ", after,
                                               " has been trimmed; oldest is ",

@@ -15,8 +15,8 @@ class MemoryStore : public StateStore {
  public:
   absl::StatusOr<LoadedState> LoadAll() override;
   absl::Status Commit(const Mutation& mutation) override;
-  absl::StatusOr<std::vector<Event>> ReadEvents(int64_t after,
-                                                int limit) override;
+  absl::StatusOr<std::vector<Event>> ReadEvents(
+      int64_t after, int limit, size_t max_bytes = SIZE_MAX) override;
 
   // Number of successful commits.
   int commits() const { return commits_; }

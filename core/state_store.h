@@ -69,10 +69,12 @@ class StateStore {
   virtual absl::StatusOr<LoadedState> LoadAll() = 0;
   // Writes `mutation` atomically and durably before returning OK.
   virtual absl::Status Commit(const Mutation& mutation) = 0;
-  // Returns up to `limit` events with revision > `after`, in order. Fails
+  // Returns up to `limit` events with revision > `after`, in order, and
+  // stops early once those read take `max_bytes` or more as stored (always
+  // at least one; a store without an encoding counts events only). Fails
   // with OutOfRange when events after `after` have been trimmed.
-  virtual absl::StatusOr<std::vector<Event>> ReadEvents(int64_t after,
-                                                        int limit) = 0;
+  virtual absl::StatusOr<std::vector<Event>> ReadEvents(
+      int64_t after, int limit, size_t max_bytes = SIZE_MAX) = 0;
 };
 
 // The audit log's reads (its writes ride in Mutation). Implemented by the

@@ -36,8 +36,8 @@ class GatedStore : public core::StateStore {
     }
     return memory_.Commit(mutation);
   }
-  absl::StatusOr<std::vector<core::Event>> ReadEvents(int64_t after,
-                                                      int limit) override {
+  absl::StatusOr<std::vector<core::Event>> ReadEvents(int64_t after, int limit,
+                                                      size_t) override {
     absl::MutexLock lock(&mu_);
     return memory_.ReadEvents(after, limit);
   }

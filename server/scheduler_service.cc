@@ -211,16 +211,21 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerService::WatchGangs(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   auto caller = gate_->Admit(*context, rpc::kWatchGangs);
   if (!caller.ok()) return hub_->Refuse(ToGrpc(caller.status()));
-  WatchScope scope;
+  WatchAccess access;
+  access.context = context;
+  if (const auth::Principal* p = caller->principal()) {
+    access.principal = p->name;
+    access.max_streams = p->watch_streams;
+  }
   if (caller->ScopedTo(Access::kGangRead)) {
     // Checked per event against the queue tree in force, so a queue moved
     // out of the caller's subtree stops showing at once.
-    scope = [caller = *caller, loop = loop_](const std::string& queue) {
+    access.scope = [caller = *caller, loop = loop_](const std::string& queue) {
       return caller.AllowsQueue(Access::kGangRead, queue,
                                 *loop->view()->queue_parents);
     };
   }
-  return hub_->Watch(*request, std::move(scope));
+  return hub_->Watch(*request, std::move(access));
 }
 
 grpc::ServerUnaryReactor* SchedulerService::ReportGang(

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/quote.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "phalanx/v1/scheduler.pb.h"
 #include "proto/convert.h"
@@ -27,17 +28,36 @@ grpc::ByteBuffer Serialize(const v1::GangEvent& event) {
 class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   Watcher(WatchHub* hub, const v1::WatchGangsRequest& request, int64_t next,
-          int shard, WatchScope scope)
+          int shard, WatchAccess access)
       : hub_(hub),
         shard_(shard),
-        scope_(std::move(scope)),
+        scope_(std::move(access.scope)),
+        principal_(std::move(access.principal)),
+        context_(access.context),
         queues_(request.queues().begin(), request.queues().end()),
         gang_ids_(request.gang_ids().begin(), request.gang_ids().end()),
         next_(next),
         last_write_(absl::Now()) {}
 
+  ~Watcher() override { hub_->Release(reserved_); }
+
   // The fan-out thread that wakes this stream.
   int shard() const { return shard_; }
+  // Whose stream it is ("" without --auth).
+  const std::string& principal() const { return principal_; }
+
+  // Ends a stream whose client has not taken a write for `stall`: what it
+  // holds is bounded, but it must not hold it for ever.
+  void EndIfStalled(absl::Duration stall) {
+    absl::MutexLock lock(&mu_);
+    if (!writing_ || finished_ || absl::Now() - last_write_ < stall) return;
+    pending_status_ = grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("watch stream stalled (no write taken for ",
+                     absl::FormatDuration(stall), "); resume from revision ",
+                     next_ - 1 - static_cast<int64_t>(backlog_.size())));
+    if (context_ != nullptr) context_->TryCancel();
+  }
 
   // Writes the next matching event (or a due bookmark) unless a write is in
   // flight. Called whenever something new may be available.
@@ -74,6 +94,9 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void OnWriteDone(bool ok) override {
     absl::MutexLock lock(&mu_);
     writing_ = false;
+    hub_->Release(in_flight_bytes_);
+    reserved_ -= in_flight_bytes_;
+    in_flight_bytes_ = 0;
     if (!ok) {
       EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
       return;
@@ -110,6 +133,8 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     HubEventPtr event = std::move(backlog_.front());
     backlog_.pop_front();
+    backlog_bytes_ -= event->bytes;
+    in_flight_bytes_ = event->bytes;
     // More queued: let gRPC buffer this one; the next write flushes both.
     Write(event->message, /*more=*/!backlog_.empty());
   }
@@ -126,7 +151,9 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
                        " events behind; resume from revision ", next_ - 1)));
       return false;
     }
-    if (!read.in_ring) read.events = ReadStore(next_ - 1, kPage);
+    if (!read.in_ring) {
+      read.events = ReadStore(next_ - 1, kPage, read.stream_bytes);
+    }
     if (finished_) return false;
     if (read.events.empty()) {
       caught_up_ = true;
@@ -134,15 +161,37 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       return false;
     }
     for (HubEventPtr& event : read.events) {
-      next_ = event->revision + 1;
-      if (Matches(*event)) backlog_.push_back(std::move(event));
+      if (Matches(*event)) {
+        // Bounded in bytes per stream (at least one event) and for all
+        // streams together.
+        if (!backlog_.empty() &&
+            backlog_bytes_ + event->bytes > read.stream_bytes) {
+          break;
+        }
+        if (!hub_->Reserve(event->bytes)) {
+          EndLocked(grpc::Status(
+              grpc::StatusCode::RESOURCE_EXHAUSTED,
+              absl::StrCat("the server's watch buffers are full; resume from "
+                           "revision ",
+                           next_ - 1)));
+          return false;
+        }
+        reserved_ += event->bytes;
+        backlog_bytes_ += event->bytes;
+        next_ = event->revision + 1;
+        backlog_.push_back(std::move(event));
+      } else {
+        next_ = event->revision + 1;
+      }
     }
     return true;
   }
 
-  std::vector<HubEventPtr> ReadStore(int64_t after, int limit)
+  std::vector<HubEventPtr> ReadStore(int64_t after, int limit,
+                                     int64_t max_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto events = hub_->store_->ReadEvents(after, limit);
+    auto events = hub_->store_->ReadEvents(after, limit,
+                                           static_cast<size_t>(max_bytes));
     if (!events.ok()) {
       EndLocked(ToGrpc(events.status()));
       return {};
@@ -192,6 +241,8 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   WatchHub* const hub_;
   const int shard_;
   const WatchScope scope_;  // null: every queue
+  const std::string principal_;
+  grpc::CallbackServerContext* const context_;  // may be null
   const std::set<std::string> queues_;
   const std::set<std::string> gang_ids_;
   absl::Mutex mu_;
@@ -207,6 +258,11 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   // Set by EndWithBookmark: a last bookmark goes out before the status.
   bool bookmark_before_end_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time last_write_ ABSL_GUARDED_BY(mu_);
+  // Bytes of events queued here and of the write in flight, all reserved
+  // from the hub's total.
+  int64_t backlog_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t in_flight_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 HubEventPtr ToHubEvent(const core::Event& event) {
@@ -215,6 +271,7 @@ HubEventPtr ToHubEvent(const core::Event& event) {
   auto out = std::make_shared<HubEvent>();
   out->revision = event.revision;
   out->message = Serialize(proto);
+  out->bytes = static_cast<int64_t>(out->message.Length());
   if (event.gang) {
     out->queue = event.gang->spec.queue.value();
     out->gang_id = event.gang->id.value();
@@ -257,11 +314,11 @@ std::vector<std::shared_ptr<WatchHub::Watcher>> WatchHub::Watchers() const {
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Refuse(
     const grpc::Status& status) {
-  return Start(v1::WatchGangsRequest(), nullptr, status);
+  return Start(v1::WatchGangsRequest(), WatchAccess{}, status);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Watch(
-    const grpc::ByteBuffer& request, WatchScope scope) {
+    const grpc::ByteBuffer& request, WatchAccess access) {
   v1::WatchGangsRequest parsed;
   grpc::ByteBuffer copy = request;  // Deserialize consumes its buffer
   grpc::Status refusal =
@@ -271,11 +328,11 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Watch(
     refusal = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                            "request: not a WatchGangsRequest");
   }
-  return Start(parsed, std::move(scope), refusal);
+  return Start(parsed, std::move(access), refusal);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Start(
-    const v1::WatchGangsRequest& parsed, WatchScope scope,
+    const v1::WatchGangsRequest& parsed, WatchAccess access,
     grpc::Status refusal) {
   std::shared_ptr<Watcher> watcher;
   {
@@ -288,9 +345,12 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Start(
     } else if (parsed.has_after_revision() && parsed.after_revision() < 0) {
       refusal = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                              "after_revision: must be >= 0");
+    } else if (!access.principal.empty()) {
+      refusal = CountStream(access);
     }
+    if (!refusal.ok()) access.principal.clear();  // counted only if open
     watcher = std::make_shared<Watcher>(
-        this, parsed, next, next_shard_++ % kFanOutThreads, std::move(scope));
+        this, parsed, next, next_shard_++ % kFanOutThreads, std::move(access));
     watchers_.insert(watcher);
   }
   if (!refusal.ok()) {
@@ -309,8 +369,28 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Start(
   return watcher.get();
 }
 
+grpc::Status WatchHub::CountStream(const WatchAccess& access) {
+  const int limit = access.max_streams.value_or(streams_per_principal_);
+  int& open = streams_by_principal_[access.principal];
+  if (open >= limit) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("principal ", core::QuoteForError(access.principal),
+                     " has ", open, " open watch streams (limit ", limit,
+                     "); close one first"));
+  }
+  ++open;
+  return grpc::Status::OK;
+}
+
 void WatchHub::Remove(Watcher* watcher) {
   absl::MutexLock lock(&mu_);
+  if (!watcher->principal().empty()) {
+    auto count = streams_by_principal_.find(watcher->principal());
+    if (count != streams_by_principal_.end() && --count->second <= 0) {
+      streams_by_principal_.erase(count);
+    }
+  }
   for (auto it = watchers_.begin(); it != watchers_.end(); ++it) {
     if (it->get() == watcher) {
       watchers_.erase(it);
@@ -319,11 +399,24 @@ void WatchHub::Remove(Watcher* watcher) {
   }
 }
 
+bool WatchHub::Reserve(int64_t bytes) {
+  int64_t current = buffered_bytes_.load();
+  while (true) {
+    if (current + bytes > total_buffer_bytes_.load()) return false;
+    if (buffered_bytes_.compare_exchange_weak(current, current + bytes)) {
+      return true;
+    }
+  }
+}
+
+void WatchHub::Release(int64_t bytes) { buffered_bytes_.fetch_sub(bytes); }
+
 WatchHub::RingRead WatchHub::ReadRing(int64_t after, int limit) const {
   absl::MutexLock lock(&mu_);
   RingRead out;
   out.head = revision_;
   out.max_lag = max_lag_;
+  out.stream_bytes = stream_buffer_bytes_;
   const int64_t first = ring_.empty() ? revision_ + 1 : ring_.front()->revision;
   out.in_ring = after + 1 >= first;
   if (!out.in_ring) return out;
@@ -338,8 +431,12 @@ void WatchHub::OnApplied(const core::Mutation&,
                          const core::Scheduler& scheduler, absl::Duration,
                          int) {
   absl::MutexLock lock(&mu_);
-  bookmark_interval_ = scheduler.config().watch.bookmark_interval;
-  max_lag_ = scheduler.config().watch.max_lag_events;
+  const core::Config& config = scheduler.config();
+  bookmark_interval_ = config.watch.bookmark_interval;
+  max_lag_ = config.watch.max_lag_events;
+  stream_buffer_bytes_ = config.limits.watch_stream_buffer_bytes;
+  total_buffer_bytes_ = config.limits.watch_total_buffer_bytes;
+  streams_per_principal_ = config.limits.watch_streams_per_principal;
 }
 
 void WatchHub::OnDurable(const core::Mutation& mutation, absl::Duration, int) {
@@ -350,8 +447,14 @@ void WatchHub::OnDurable(const core::Mutation& mutation, absl::Duration, int) {
     converted.push_back(ToHubEvent(event));
   }
   absl::MutexLock lock(&mu_);
+  for (const HubEventPtr& event : converted) ring_bytes_ += event->bytes;
   ring_.insert(ring_.end(), converted.begin(), converted.end());
-  while (ring_.size() > ring_capacity_) ring_.pop_front();
+  // Bounded in events and in bytes; older events are read from the store.
+  while (ring_.size() > ring_capacity_ ||
+         (ring_.size() > 1 && ring_bytes_ > ring_max_bytes_)) {
+    ring_bytes_ -= ring_.front()->bytes;
+    ring_.pop_front();
+  }
   revision_ = converted.back()->revision;
   // With no stream there is nobody to wake (a new stream reads the ring).
   if (!watchers_.empty()) ++generation_;
@@ -391,7 +494,10 @@ void WatchHub::TickBookmarks() {
         return;
       }
     }
-    for (const auto& watcher : Watchers()) watcher->RequestBookmark();
+    for (const auto& watcher : Watchers()) {
+      watcher->EndIfStalled(kStallTimeout);
+      watcher->RequestBookmark();
+    }
   }
 }
 

@@ -15,15 +15,18 @@
 #define PHALANX_SERVER_WATCH_HUB_H_
 
 #include <cstdint>
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/state_store.h"
@@ -39,11 +42,20 @@ struct HubEvent {
   std::string queue;
   std::string gang_id;
   grpc::ByteBuffer message;  // the serialized v1::GangEvent
+  int64_t bytes = 0;         // its size
 };
 using HubEventPtr = std::shared_ptr<const HubEvent>;
 
 // Whether a stream may see events of a queue (authorization); null = all.
 using WatchScope = std::function<bool(const std::string& queue)>;
+
+// Who opens a stream, and what it may see.
+struct WatchAccess {
+  WatchScope scope;
+  std::string principal;          // "" = not counted (no --auth)
+  std::optional<int> max_streams;  // the principal's own cap, if any
+  grpc::CallbackServerContext* context = nullptr;  // to cancel a stall
+};
 
 // Converts and serializes a core event for the ring.
 HubEventPtr ToHubEvent(const core::Event& event);
@@ -58,8 +70,14 @@ class WatchHub : public BatchObserver {
   // that shows only events `scope` allows. Fails the stream with
   // INVALID_ARGUMENT when it does not parse, and with OUT_OF_RANGE when
   // after_revision has been trimmed.
+  // RESOURCE_EXHAUSTED when the principal has its limit of open streams.
+  // Each stream queues at most limits.watch_stream_buffer_bytes (one event
+  // at least) and all together at most limits.watch_total_buffer_bytes: a
+  // stream that cannot get its bytes, or whose client takes no write for
+  // a minute, is ended with RESOURCE_EXHAUSTED and resumes from its last
+  // revision.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(
-      const grpc::ByteBuffer& request, WatchScope scope = nullptr);
+      const grpc::ByteBuffer& request, WatchAccess access = {});
   // A stream that ends at once with `status`.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Refuse(
       const grpc::Status& status);
@@ -86,10 +104,17 @@ class WatchHub : public BatchObserver {
     bool in_ring = true;              // false when `after` precedes the ring
     int64_t head = 0;                 // the newest revision in the ring
     int64_t max_lag = 0;
+    int64_t stream_bytes = 0;         // what one stream may queue
   };
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Start(
-      const v1::WatchGangsRequest& parsed, WatchScope scope,
+      const v1::WatchGangsRequest& parsed, WatchAccess access,
       grpc::Status refusal);
+  // Counts a new stream of access.principal; RESOURCE_EXHAUSTED at its cap.
+  grpc::Status CountStream(const WatchAccess& access)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `bytes` from the total buffer budget; false when it is spent.
+  bool Reserve(int64_t bytes);
+  void Release(int64_t bytes);
   RingRead ReadRing(int64_t after, int limit) const;
   void Remove(Watcher* watcher);
   void FanOut(int shard);
@@ -106,6 +131,15 @@ class WatchHub : public BatchObserver {
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped when the ring grows
   absl::Duration bookmark_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(10);
   int64_t max_lag_ ABSL_GUARDED_BY(mu_) = 100000;
+  int64_t ring_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  const int64_t ring_max_bytes_ = int64_t{64} << 20;
+  int64_t stream_buffer_bytes_ ABSL_GUARDED_BY(mu_) = int64_t{4} << 20;
+  int streams_per_principal_ ABSL_GUARDED_BY(mu_) = 64;
+  absl::flat_hash_map<std::string, int> streams_by_principal_
+      ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> total_buffer_bytes_{int64_t{256} << 20};
+  std::atomic<int64_t> buffered_bytes_{0};
+  static constexpr absl::Duration kStallTimeout = absl::Minutes(1);
   std::set<std::shared_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
   int next_shard_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;

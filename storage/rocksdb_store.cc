@@ -261,8 +261,8 @@ absl::Status RocksDbStore::Commit(const core::Mutation& m) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(int64_t after,
-                                                                  int limit) {
+absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(
+    int64_t after, int limit, size_t max_bytes) {
   const int64_t oldest = first_retained_.load();
   if (after + 1 < oldest) {
     return absl::OutOfRangeError(absl::StrCat(
@@ -270,10 +270,14 @@ absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(int64_t after,
         " have been trimmed; list again and watch from its revision"));
   }
   std::vector<core::Event> events;
+  size_t bytes = 0;
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator({}, handles_[kEvents]));
-  for (it->Seek(EventKey(after + 1));
-       it->Valid() && static_cast<int>(events.size()) < limit; it->Next()) {
+  for (it->Seek(EventKey(after + 1)); it->Valid() &&
+                                      static_cast<int>(events.size()) < limit &&
+                                      bytes < max_bytes;
+       it->Next()) {
+    bytes += it->value().size();
     pb::GangEvent proto;
     RETURN_IF_ERROR(ParseInto(it->value(), &proto, "event"));
     ASSIGN_OR_RETURN(core::Event event, convert::EventFromProto(proto));

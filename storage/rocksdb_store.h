@@ -46,8 +46,8 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
 
   absl::StatusOr<core::LoadedState> LoadAll() override;
   absl::Status Commit(const core::Mutation& mutation) override;
-  absl::StatusOr<std::vector<core::Event>> ReadEvents(int64_t after,
-                                                      int limit) override;
+  absl::StatusOr<std::vector<core::Event>> ReadEvents(
+      int64_t after, int limit, size_t max_bytes = SIZE_MAX) override;
   absl::StatusOr<std::vector<core::AuditRecord>> ReadAudit(int64_t after,
                                                            int limit) override;
   absl::StatusOr<int64_t> LastAuditSequence() override;
