@@ -51,14 +51,17 @@ grpc::ServerUnaryReactor* FleetService::SetNodeState(
     grpc::CallbackServerContext* context,
     const v1::SetNodeStateRequest* request,
     v1::SetNodeStateResponse* response) {
-  if (auto s = RequireNonEmpty(request->node_id(), "node_id"); !s.ok()) {
+  if (auto s = CheckId(*loop_, request->node_id(), "node_id"); !s.ok()) {
     return FinishNow(context, s);
   }
   auto state = convert::NodeStateFromProto(request->state(), "state");
   if (!state.ok()) return FinishNow(context, state.status());
   std::optional<absl::Time> drain_deadline;
   if (request->has_drain_deadline()) {
-    drain_deadline = convert::FromProto(request->drain_deadline());
+    auto deadline = convert::TimestampFromProto(request->drain_deadline(),
+                                                "drain_deadline");
+    if (!deadline.ok()) return FinishNow(context, deadline.status());
+    drain_deadline = *deadline;
   }
   return RunOnLoop(
       *loop_, context,
@@ -76,7 +79,7 @@ grpc::ServerUnaryReactor* FleetService::SetNodeState(
 grpc::ServerUnaryReactor* FleetService::RemoveNode(
     grpc::CallbackServerContext* context, const v1::RemoveNodeRequest* request,
     v1::RemoveNodeResponse*) {
-  if (auto s = RequireNonEmpty(request->node_id(), "node_id"); !s.ok()) {
+  if (auto s = CheckId(*loop_, request->node_id(), "node_id"); !s.ok()) {
     return FinishNow(context, s);
   }
   return RunOnLoop(
@@ -92,8 +95,7 @@ grpc::ServerUnaryReactor* FleetService::Heartbeat(
   std::vector<core::NodeId> ids;
   for (int i = 0; i < request->node_ids_size(); ++i) {
     const std::string field = absl::StrCat("node_ids[", i, "]");
-    if (auto s = RequireNonEmpty(request->node_ids(i), field.c_str());
-        !s.ok()) {
+    if (auto s = CheckId(*loop_, request->node_ids(i), field); !s.ok()) {
       return FinishNow(context, s);
     }
     ids.emplace_back(request->node_ids(i));

@@ -16,6 +16,7 @@ SchedulerLoop::SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
       observers_(std::move(observers)) {
   auto view = std::make_shared<View>();
   view->revision = scheduler_->revision();
+  view->limits = scheduler_->config().limits;
   std::vector<core::GangPtr> all;
   for (const auto& [id, gang] : scheduler_->gangs()) all.push_back(gang);
   view->gangs = view->gangs.Apply(all, {});
@@ -128,6 +129,7 @@ absl::Duration SchedulerLoop::CommitAndPublish(const core::Mutation& mutation) {
   const absl::Duration commit_time = absl::Now() - start;
   auto view = std::make_shared<View>();
   view->revision = mutation.meta.last_revision;
+  view->limits = scheduler_->config().limits;
   absl::MutexLock lock(&mu_);
   view->gangs = view_->gangs.Apply(mutation.gangs_put, mutation.gangs_deleted);
   view_ = std::move(view);

@@ -35,6 +35,8 @@ namespace phalanx::server {
 struct View {
   int64_t revision = 0;
   GangSnapshot gangs;
+  // The configuration's limits, for checks made before a call is queued.
+  core::LimitsConfig limits;
 };
 
 // Observes each batch (metrics, watch fan-out). Both run on the loop thread.

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/validate.h"
 #include "proto/convert.h"
 #include "server/rpc.h"
 
@@ -34,8 +35,9 @@ absl::StatusOr<core::GangReport> ReportFromProto(
                      convert::GangStateFromProto(request.state(), "state"));
   }
   if (request.has_last_checkpoint_time()) {
-    report.last_checkpoint_time =
-        convert::FromProto(request.last_checkpoint_time());
+    ASSIGN_OR_RETURN(report.last_checkpoint_time,
+                     convert::TimestampFromProto(request.last_checkpoint_time(),
+                                                 "last_checkpoint_time"));
   }
   report.preemption_acknowledged = request.preemption_acknowledged();
   report.message = request.message();
@@ -79,7 +81,7 @@ grpc::ServerUnaryReactor* SchedulerService::SubmitGang(
 grpc::ServerUnaryReactor* SchedulerService::CancelGang(
     grpc::CallbackServerContext* context, const v1::CancelGangRequest* request,
     v1::CancelGangResponse* response) {
-  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
+  if (auto s = CheckId(*loop_, request->gang_id(), "gang_id"); !s.ok()) {
     return FinishNow(context, s);
   }
   return RunOnLoop(
@@ -96,15 +98,15 @@ grpc::ServerUnaryReactor* SchedulerService::CancelGang(
 grpc::ServerUnaryReactor* SchedulerService::GetGang(
     grpc::CallbackServerContext* context, const v1::GetGangRequest* request,
     v1::GetGangResponse* response) {
-  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
+  if (auto s = CheckId(*loop_, request->gang_id(), "gang_id"); !s.ok()) {
     return FinishNow(context, s);
   }
   std::shared_ptr<const View> view = loop_->view();
   core::GangPtr gang = view->gangs.Find(core::GangId(request->gang_id()));
   if (gang == nullptr) {
-    return FinishNow(
-        context, absl::NotFoundError(absl::StrCat("gang_id: no gang \"",
-                                                  request->gang_id(), "\"")));
+    return FinishNow(context, absl::NotFoundError(absl::StrCat(
+                                  "gang_id: no gang ",
+                                  core::QuoteForError(request->gang_id()))));
   }
   convert::ToProto(*gang, response->mutable_gang());
   response->set_revision(view->revision);
@@ -149,7 +151,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerService::WatchGangs(
 grpc::ServerUnaryReactor* SchedulerService::ReportGang(
     grpc::CallbackServerContext* context, const v1::ReportGangRequest* request,
     v1::ReportGangResponse* response) {
-  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
+  if (auto s = CheckId(*loop_, request->gang_id(), "gang_id"); !s.ok()) {
     return FinishNow(context, s);
   }
   auto report = ReportFromProto(*request);
@@ -167,7 +169,7 @@ grpc::ServerUnaryReactor* SchedulerService::ReportGang(
 grpc::ServerUnaryReactor* SchedulerService::ExplainGang(
     grpc::CallbackServerContext* context, const v1::ExplainGangRequest* request,
     v1::ExplainGangResponse* response) {
-  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
+  if (auto s = CheckId(*loop_, request->gang_id(), "gang_id"); !s.ok()) {
     return FinishNow(context, s);
   }
   return RunOnLoop(
