@@ -29,9 +29,11 @@ constexpr int kMaxIdleCycles = 64;
 // A name core accepts as a queue name.
 std::string QueueNameOf(const std::string& team) {
   std::string name = team.substr(0, core::kMaxNameBytes - 8);
+  // Queue names are lower case ([a-z0-9._-]).
   for (char& c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
     if (!ok) c = '_';
   }
   return name;

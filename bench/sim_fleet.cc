@@ -92,7 +92,9 @@ absl::StatusOr<core::Node> ParseNode(const JsonValue& json,
       ParseState(json.Find("state"), field + ".state");
   if (!state.ok()) return state.status();
   node.state = *state;
-  if (absl::Status s = core::ValidateNodeSpec(node.spec, field); !s.ok()) {
+  if (absl::Status s =
+          core::ValidateNodeSpec(node.spec, core::LimitsConfig{}, field);
+      !s.ok()) {
     return s;
   }
   return node;
@@ -164,7 +166,8 @@ absl::StatusOr<SimFleet> MakeFleet(const FleetOptions& options) {
     node.spec.gpu_count = options.gpus_per_node;
     node.spec.labels = {{"block", absl::StrFormat("b%03d", block)},
                         {"rack", absl::StrFormat("r%04d", rack)}};
-    if (absl::Status s = core::ValidateNodeSpec(node.spec, "--gpu-model");
+    if (absl::Status s = core::ValidateNodeSpec(node.spec, core::LimitsConfig{},
+                                                "--gpu-model");
         !s.ok()) {
       return s;
     }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
+#include "core/saturating.h"
 #include "core/scheduler.h"
 
 namespace phalanx::core {
@@ -156,8 +157,10 @@ int64_t Scheduler::BorrowedGpus(const QueueName& name) const {
   if (it == queues_.end() || it->second.nominal_gpus.empty()) return 0;
   int64_t borrowed = 0;
   for (const auto& [model, gpus] : Held(name)) {
-    borrowed +=
-        std::max<int64_t>(0, gpus - Lookup(it->second.nominal_gpus, model));
+    borrowed = SaturatingAdd(
+        borrowed,
+        std::max<int64_t>(
+            0, SaturatingSub(gpus, Lookup(it->second.nominal_gpus, model))));
   }
   return borrowed;
 }
@@ -174,7 +177,9 @@ std::string Scheduler::QuotaReason(const Queue& queue, const std::string& model,
   if (queue.nominal_gpus.empty()) return "";  // no quota declared: unlimited
   const int64_t nominal = Lookup(queue.nominal_gpus, model);
   const int64_t held = Lookup(Held(queue.name), model);
-  const int64_t over = held + gpus - nominal;
+  // Quotas are bounded (limits.max_quota_gpus) but queues are not, so every
+  // sum below saturates rather than wraps.
+  const int64_t over = SaturatingSub(SaturatingAdd(held, gpus), nominal);
   if (over <= 0) return "";
   auto refuse = [&](absl::string_view why) {
     return absl::StrCat("QUOTA: queue ", queue.name.value(), " would hold ",
@@ -195,19 +200,21 @@ std::string Scheduler::QuotaReason(const Queue& queue, const std::string& model,
         sibling.nominal_gpus.empty()) {
       continue;
     }
-    const int64_t spare =
-        Lookup(sibling.nominal_gpus, model) - Lookup(Held(name), model);
+    const int64_t spare = SaturatingSub(Lookup(sibling.nominal_gpus, model),
+                                        Lookup(Held(name), model));
     if (spare < 0) {
-      borrowed += -spare;
+      borrowed = SaturatingSub(borrowed, spare);
     } else {
-      lendable += sibling.lending_limit_gpus < 0
-                      ? spare
-                      : std::min(spare, sibling.lending_limit_gpus);
+      lendable = SaturatingAdd(
+          lendable, sibling.lending_limit_gpus < 0
+                        ? spare
+                        : std::min(spare, sibling.lending_limit_gpus));
     }
   }
   if (borrowed <= lendable) return "";
   const int64_t already =
-      borrowed - over + std::max<int64_t>(0, held - nominal);
+      SaturatingAdd(SaturatingSub(borrowed, over),
+                    std::max<int64_t>(0, SaturatingSub(held, nominal)));
   return refuse(absl::StrCat("cohort ", queue.parent.value(), " lends ",
                              lendable, " and ", already, " are borrowed"));
 }

@@ -224,6 +224,36 @@ struct PreemptionConfig {
   bool operator==(const PreemptionConfig&) const = default;
 };
 
+// Bounds on what clients may send (defaults are safe for a shared daemon).
+// The core checks the first group where the config is known (Submit,
+// UpsertNodes, PutQueue, Report, Cancel, SetNodeState); the server checks ids
+// before anything else and enforces the second group.
+struct LimitsConfig {
+  // Labels per gang or node.
+  int max_labels = 32;
+  // A label key: 1..this many bytes of [A-Za-z0-9._/-].
+  int max_label_key_bytes = 63;
+  // A label value: at most this many bytes.
+  int max_label_value_bytes = 256;
+  // Gang, node and request ids: 1..this many bytes of printable ASCII.
+  int max_id_bytes = 128;
+  // Reasons and messages (CancelGang, ReportGang, SetNodeState).
+  int max_message_bytes = 1024;
+  // A queue's nominal quota, borrowing and lending limits, per GPU model.
+  int64_t max_quota_gpus = int64_t{1} << 40;
+  // A submit to a queue with this many PENDING gangs is RESOURCE_EXHAUSTED.
+  int64_t max_pending_gangs_per_queue = 100000;
+  // Enforced by the server: per-principal token bucket...
+  double requests_per_second = 1000;
+  int64_t request_burst = 2000;
+  // ...open WatchGangs streams per principal...
+  int watch_streams_per_principal = 64;
+  // ...and bytes queued for one watch stream and for all of them.
+  int64_t watch_stream_buffer_bytes = int64_t{4} << 20;
+  int64_t watch_total_buffer_bytes = int64_t{256} << 20;
+  bool operator==(const LimitsConfig&) const = default;
+};
+
 struct Config {
   std::vector<std::string> topology_levels;
   AdmissionConfig admission;
@@ -241,6 +271,7 @@ struct Config {
   absl::Duration start_timeout = absl::ZeroDuration();
   // Named priorities (GangSpec::priority_class).
   std::map<std::string, int> priority_classes;
+  LimitsConfig limits;
   int64_t version = 0;
   bool operator==(const Config&) const = default;
 };

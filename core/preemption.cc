@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/check.h"
+#include "core/saturating.h"
 #include "core/scheduler.h"
 
 namespace phalanx::core {
@@ -54,7 +55,9 @@ Scheduler::VictimRules Scheduler::VictimRulesFor(const Gang& preemptor) const {
   int64_t total_held = 0;
   int64_t total_nominal = 0;
   for (const auto& [model, gpus] : Held(mine.name)) total_held += gpus;
-  for (const auto& [model, gpus] : mine.nominal_gpus) total_nominal += gpus;
+  for (const auto& [model, gpus] : mine.nominal_gpus) {
+    total_nominal = SaturatingAdd(total_nominal, gpus);
+  }
   if (total_held + preemptor.spec.TotalGpus() > total_nominal) return rules;
   for (const auto& [name, theirs] : queues_) {
     if (name == mine.name || theirs.parent != mine.parent ||

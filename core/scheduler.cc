@@ -8,7 +8,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/check.h"
-#include "core/quote.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
 
@@ -26,6 +25,47 @@ bool Mutation::empty() const {
 namespace {
 absl::Time FinishTime(const Gang& gang) {
   return gang.finish_time.value_or(gang.submit_time);
+}
+
+std::string FormatTimeForError(absl::Time time) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", time, absl::UTCTimeZone());
+}
+
+// A checkpoint is one the gang's current run made: it holds GPUs, and the
+// checkpoint lies between its admission and now. Preemption ranks victims
+// by the work lost since their checkpoint, so a checkpoint in the future
+// would make a gang look free to preempt, or never worth it.
+absl::Status CheckCheckpoint(const Gang& gang, absl::Time checkpoint,
+                             absl::Time now) {
+  if (!HoldsCapacity(gang.state) || !gang.admit_time) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "last_checkpoint_time: gang ", gang.id.value(), " is ",
+        GangStateName(gang.state),
+        "; only an ADMITTED, RUNNING or PREEMPTING gang checkpoints"));
+  }
+  if (checkpoint > now) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("last_checkpoint_time: ", FormatTimeForError(checkpoint),
+                     " is in the future (now ", FormatTimeForError(now), ")"));
+  }
+  if (checkpoint < *gang.admit_time) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("last_checkpoint_time: ", FormatTimeForError(checkpoint),
+                     " is before the gang's admission at ",
+                     FormatTimeForError(*gang.admit_time)));
+  }
+  return absl::OkStatus();
+}
+
+// Whether any pod set of `spec` was placed against the topology tree: a
+// constraint or slice above the node level.
+bool UsesTopologyTree(const GangSpec& spec) {
+  return std::any_of(
+      spec.pod_sets.begin(), spec.pod_sets.end(), [](const PodSetSpec& set) {
+        return (set.topology.mode != TopologyMode::kUnconstrained &&
+                set.topology.level != kNodeLevel) ||
+               (set.slice.size > 0 && set.slice.level != kNodeLevel);
+      });
 }
 }  // namespace
 
@@ -215,8 +255,8 @@ QueueUsage Scheduler::Usage(const QueueName& name) const {
 
 absl::Status Scheduler::CheckSubmittable(const GangSpec& spec) const {
   if (!queues_.contains(spec.queue)) {
-    return absl::NotFoundError(
-        absl::StrCat("spec.queue: no queue \"", spec.queue.value(), "\""));
+    return absl::NotFoundError(absl::StrCat("spec.queue: no queue ",
+                                            QuoteForError(spec.queue.value())));
   }
   for (size_t i = 0; i < spec.pod_sets.size(); ++i) {
     RETURN_IF_ERROR(
@@ -234,8 +274,8 @@ absl::Status Scheduler::CheckLevels(const PodSetSpec& set,
     std::vector<std::string> known = fleet_.levels();
     known.push_back(kNodeLevel);
     return absl::InvalidArgumentError(
-        absl::StrCat(field, ".", what, ": unknown level \"", level,
-                     "\" (levels: ", absl::StrJoin(known, ", "), ")"));
+        absl::StrCat(field, ".", what, ": unknown level ", QuoteForError(level),
+                     " (levels: ", absl::StrJoin(known, ", "), ")"));
   };
   const TopologyConstraint& topo = set.topology;
   const int level = topo.mode == TopologyMode::kUnconstrained
@@ -248,9 +288,9 @@ absl::Status Scheduler::CheckLevels(const PodSetSpec& set,
   const int slice_level = fleet_.LevelIndex(set.slice.level);
   if (slice_level < 0) return unknown("slice.level", set.slice.level);
   if (slice_level < level) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".slice.level: \"", set.slice.level,
-                     "\" is wider than topology.level \"", topo.level, "\""));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".slice.level: ", QuoteForError(set.slice.level),
+        " is wider than topology.level ", QuoteForError(topo.level)));
   }
   return absl::OkStatus();
 }
@@ -302,7 +342,7 @@ absl::Status Scheduler::CheckMaxPriority(const GangSpec& spec) const {
 absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now,
                                                std::string owner) {
   NormalizeGangSpec(spec);
-  RETURN_IF_ERROR(ValidateGangSpec(spec, "spec"));
+  RETURN_IF_ERROR(ValidateGangSpec(spec, config_.limits, "spec"));
   RETURN_IF_ERROR(ResolvePriorityClass(spec));
   const uint64_t fingerprint = SpecFingerprint(spec);
   auto key = std::make_pair(spec.queue, spec.request_id);
@@ -311,20 +351,30 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now,
       const RequestRecord& record = it->second;
       GangPtr original = FindGang(record.gang_id);
       if (record.spec_fingerprint != fingerprint) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "spec.request_id: \"", spec.request_id, "\" was used by gang ",
-            record.gang_id.value(), " with a different spec"));
+        return absl::AlreadyExistsError(
+            absl::StrCat("spec.request_id: ", QuoteForError(spec.request_id),
+                         " was used by gang ", record.gang_id.value(),
+                         " with a different spec"));
       }
       if (original == nullptr) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "spec.request_id: \"", spec.request_id, "\" was used by gang ",
-            record.gang_id.value(), ", which retention has since deleted"));
+        return absl::AlreadyExistsError(
+            absl::StrCat("spec.request_id: ", QuoteForError(spec.request_id),
+                         " was used by gang ", record.gang_id.value(),
+                         ", which retention has since deleted"));
       }
       return SubmitResult{original, false};
     }
   }
   RETURN_IF_ERROR(CheckMaxPriority(spec));
   RETURN_IF_ERROR(CheckSubmittable(spec));
+  if (const int64_t pending = Usage(spec.queue).pending;
+      pending >= config_.limits.max_pending_gangs_per_queue) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "spec.queue: queue ", QuoteForError(spec.queue.value()), " has ",
+        pending,
+        " pending gangs, the most limits.max_pending_gangs_per_queue "
+        "allows"));
+  }
 
   Gang gang;
   gang.id = GangId(absl::StrFormat("g-%06d", next_gang_seq_++));
@@ -350,8 +400,9 @@ absl::StatusOr<GangPtr> Scheduler::Cancel(const GangId& id,
   GangPtr current = FindGang(id);
   if (current == nullptr) {
     return absl::NotFoundError(
-        absl::StrCat("gang_id: no gang \"", id.value(), "\""));
+        absl::StrCat("gang_id: no gang ", QuoteForError(id.value())));
   }
+  RETURN_IF_ERROR(ValidateMessage(reason, config_.limits, "reason"));
   if (IsFinal(current->state)) return current;
   Gang gang = *current;
   ReleaseCapacity(gang, now);
@@ -366,14 +417,19 @@ absl::StatusOr<GangPtr> Scheduler::Report(const GangReport& report,
                                           absl::Time now) {
   GangPtr current = FindGang(report.gang_id);
   if (current == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("gang_id: no gang \"", report.gang_id.value(), "\""));
+    return absl::NotFoundError(absl::StrCat(
+        "gang_id: no gang ", QuoteForError(report.gang_id.value())));
   }
   if (!report.state && !report.preemption_acknowledged &&
       !report.last_checkpoint_time) {
     return absl::InvalidArgumentError(
         "state: report RUNNING, SUCCEEDED or FAILED, a checkpoint, or "
         "preemption_acknowledged");
+  }
+  RETURN_IF_ERROR(ValidateMessage(report.message, config_.limits, "message"));
+  if (report.last_checkpoint_time) {
+    RETURN_IF_ERROR(
+        CheckCheckpoint(*current, *report.last_checkpoint_time, now));
   }
   Gang gang = *current;
   const GangState from = gang.state;
@@ -431,10 +487,11 @@ absl::StatusOr<std::vector<Node>> Scheduler::UpsertNodes(
   std::set<NodeId> seen;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const std::string field = absl::StrCat("nodes[", i, "]");
-    RETURN_IF_ERROR(ValidateNodeSpec(nodes[i].spec, field));
+    RETURN_IF_ERROR(ValidateNodeSpec(nodes[i].spec, config_.limits, field));
     if (!seen.insert(nodes[i].spec.id).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".id: \"", nodes[i].spec.id.value(), "\" appears twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".id: ", QuoteForError(nodes[i].spec.id.value()),
+                       " appears twice"));
     }
     if (absl::Status s = fleet_.CheckUpsert(nodes[i].spec); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(field, ".", s.message()));
@@ -469,8 +526,9 @@ absl::StatusOr<Node> Scheduler::SetNodeState(
   const int slot = fleet_.Find(id);
   if (slot < 0) {
     return absl::NotFoundError(
-        absl::StrCat("node_id: no node \"", id.value(), "\""));
+        absl::StrCat("node_id: no node ", QuoteForError(id.value())));
   }
+  RETURN_IF_ERROR(ValidateMessage(reason, config_.limits, "reason"));
   if (drain_deadline && state != NodeState::kDraining) {
     return absl::InvalidArgumentError(
         absl::StrCat("drain_deadline: only a DRAINING node takes one, not ",
@@ -488,7 +546,7 @@ absl::Status Scheduler::RemoveNode(const NodeId& id) {
   const int slot = fleet_.Find(id);
   if (slot < 0) {
     return absl::NotFoundError(
-        absl::StrCat("node_id: no node \"", id.value(), "\""));
+        absl::StrCat("node_id: no node ", QuoteForError(id.value())));
   }
   const Fleet::Slot& s = fleet_.slots()[slot];
   if (!s.Idle()) {
@@ -496,7 +554,7 @@ absl::Status Scheduler::RemoveNode(const NodeId& id) {
     for (const auto& [gang, pods] : s.gang_pods)
       holders.push_back(gang.value());
     return absl::FailedPreconditionError(absl::StrCat(
-        "node_id: node \"", id.value(), "\" holds gangs ",
+        "node_id: node ", QuoteForError(id.value()), " holds gangs ",
         absl::StrJoin(holders, ", "), "; drain it or mark it UNHEALTHY first"));
   }
   fleet_.Remove(id);
@@ -510,8 +568,8 @@ absl::Status Scheduler::Heartbeat(const std::vector<NodeId>& ids,
                                   absl::Time now) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (fleet_.Find(ids[i]) < 0) {
-      return absl::NotFoundError(
-          absl::StrCat("node_ids[", i, "]: no node \"", ids[i].value(), "\""));
+      return absl::NotFoundError(absl::StrCat("node_ids[", i, "]: no node ",
+                                              QuoteForError(ids[i].value())));
     }
   }
   for (const NodeId& id : ids) heartbeats_[id] = now;
@@ -522,11 +580,11 @@ absl::Status Scheduler::Heartbeat(const std::vector<NodeId>& ids,
 // Admin commands.
 
 absl::StatusOr<Queue> Scheduler::PutQueue(Queue queue) {
-  RETURN_IF_ERROR(ValidateQueue(queue, "queue"));
+  RETURN_IF_ERROR(ValidateQueue(queue, config_.limits, "queue"));
   if (!queue.parent.empty()) {
     if (!queues_.contains(queue.parent)) {
-      return absl::NotFoundError(absl::StrCat("queue.parent: no queue \"",
-                                              queue.parent.value(), "\""));
+      return absl::NotFoundError(absl::StrCat(
+          "queue.parent: no queue ", QuoteForError(queue.parent.value())));
     }
     for (QueueName up = queue.parent; !up.empty(); up = queues_.at(up).parent) {
       if (up == queue.name) {
@@ -545,19 +603,19 @@ absl::StatusOr<Queue> Scheduler::PutQueue(Queue queue) {
 absl::Status Scheduler::DeleteQueue(const QueueName& name) {
   if (!queues_.contains(name)) {
     return absl::NotFoundError(
-        absl::StrCat("name: no queue \"", name.value(), "\""));
+        absl::StrCat("name: no queue ", QuoteForError(name.value())));
   }
   const QueueUsage usage = Usage(name);
   if (usage.pending + usage.active > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("name: queue \"", name.value(), "\" has ", usage.pending,
-                     " pending and ", usage.active, " active gangs"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "name: queue ", QuoteForError(name.value()), " has ", usage.pending,
+        " pending and ", usage.active, " active gangs"));
   }
   for (const auto& [child, queue] : queues_) {
     if (queue.parent == name) {
       return absl::FailedPreconditionError(
-          absl::StrCat("name: queue \"", name.value(), "\" is the parent of \"",
-                       child.value(), "\""));
+          absl::StrCat("name: queue ", QuoteForError(name.value()),
+                       " is the parent of ", QuoteForError(child.value())));
     }
   }
   queues_.erase(name);
@@ -578,6 +636,20 @@ absl::StatusOr<Config> Scheduler::UpdateConfig(
   }
   RETURN_IF_ERROR(ValidateConfig(config, "config"));
   const std::vector<std::string>& levels = config.topology_levels;
+  if (levels != config_.topology_levels) {
+    // Placements of admitted gangs were checked against the old tree; under
+    // a new one a REQUIRED rack could span racks. active_ is sorted, so the
+    // gang named is the lowest id.
+    for (const GangId& id : active_) {
+      const Gang& gang = *gangs_.at(id);
+      if (!UsesTopologyTree(gang.spec)) continue;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "config.topology_levels: gang ", id.value(), " is ",
+          GangStateName(gang.state),
+          " under a topology constraint placed on the current levels; change "
+          "them when no such gang holds GPUs"));
+    }
+  }
   for (const auto& [id, gang] : gangs_) {
     if (IsFinal(gang->state)) continue;
     for (const PodSetSpec& set : gang->spec.pod_sets) {
@@ -587,7 +659,7 @@ absl::StatusOr<Config> Scheduler::UpdateConfig(
           std::find(levels.begin(), levels.end(), level) == levels.end()) {
         return absl::FailedPreconditionError(
             absl::StrCat("config.topology_levels: gang ", id.value(),
-                         " uses level \"", level, "\""));
+                         " uses level ", QuoteForError(level)));
       }
     }
   }
@@ -678,7 +750,7 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
   GangPtr gang = FindGang(id);
   if (gang == nullptr) {
     return absl::NotFoundError(
-        absl::StrCat("gang_id: no gang \"", id.value(), "\""));
+        absl::StrCat("gang_id: no gang ", QuoteForError(id.value())));
   }
   Explanation explanation{gang, "", 0, 0, std::nullopt};
   if (gang->state != GangState::kPending) return explanation;
@@ -700,7 +772,7 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
 
 absl::StatusOr<PlacementResult> Scheduler::DryRun(GangSpec spec) {
   NormalizeGangSpec(spec);
-  RETURN_IF_ERROR(ValidateGangSpec(spec, "spec"));
+  RETURN_IF_ERROR(ValidateGangSpec(spec, config_.limits, "spec"));
   RETURN_IF_ERROR(ResolvePriorityClass(spec));
   RETURN_IF_ERROR(CheckMaxPriority(spec));
   RETURN_IF_ERROR(CheckSubmittable(spec));

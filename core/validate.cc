@@ -1,11 +1,13 @@
 #include "core/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/status_macros.h"
 
 namespace phalanx::core {
@@ -38,6 +40,10 @@ absl::Status ValidatePodSet(const PodSetSpec& set, const std::string& field) {
   if (set.gpus == 0 && set.cpu_millis == 0 && set.memory_bytes == 0) {
     return Bad(absl::StrCat(field, ".gpus"),
                "a pod must request GPUs, CPU or memory");
+  }
+  if (set.gpu_models.size() > kMaxGpuModels) {
+    return Bad(absl::StrCat(field, ".gpu_models"),
+               absl::StrCat("at most ", kMaxGpuModels, " models"));
   }
   for (size_t i = 0; i < set.gpu_models.size(); ++i) {
     if (absl::Status s = ValidateName(
@@ -87,17 +93,123 @@ void NormalizeGangSpec(GangSpec& spec) {
   }
 }
 
-absl::Status ValidateName(absl::string_view name, absl::string_view field) {
+namespace {
+
+// Checks `name`: 1..63 bytes, each a letter, digit, '.', '_' or '-', and
+// letters lower-case when `lower_only`.
+absl::Status CheckName(absl::string_view name, absl::string_view field,
+                       bool lower_only) {
   if (name.empty()) return Bad(field, "must not be empty");
   if (name.size() > kMaxNameBytes) {
     return Bad(field,
                absl::StrCat("must be at most ", kMaxNameBytes, " bytes"));
   }
   for (char c : name) {
-    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') {
-      return Bad(field, absl::StrCat("\"", name,
-                                     "\" may hold only letters, digits, "
-                                     "'.', '_' and '-'"));
+    const bool letter =
+        lower_only ? absl::ascii_islower(c) : absl::ascii_isalpha(c);
+    if (!letter && !absl::ascii_isdigit(c) && c != '.' && c != '_' &&
+        c != '-') {
+      return Bad(field, absl::StrCat(QuoteForError(name), " may hold only ",
+                                     lower_only ? "lower-case " : "",
+                                     "letters, digits, '.', '_' and '-'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool IsLabelKeyChar(char c) {
+  return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '/' || c == '-';
+}
+
+}  // namespace
+
+std::string QuoteForError(absl::string_view value) {
+  size_t cut = std::min(value.size(), kMaxQuotedBytes);
+  // Never split a UTF-8 sequence: back off over continuation bytes.
+  if (cut < value.size()) {
+    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) {
+      --cut;
+    }
+  }
+  std::string out = "\"";
+  for (char c : value.substr(0, cut)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7F) {
+      absl::StrAppendFormat(&out, "\\x%02x", u);
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  if (cut < value.size())
+    absl::StrAppend(&out, "... (", value.size(), " bytes)");
+  return out;
+}
+
+absl::Status ValidateName(absl::string_view name, absl::string_view field) {
+  return CheckName(name, field, /*lower_only=*/false);
+}
+
+absl::Status ValidateQueueName(absl::string_view name,
+                               absl::string_view field) {
+  return CheckName(name, field, /*lower_only=*/true);
+}
+
+absl::Status ValidateId(absl::string_view id, const LimitsConfig& limits,
+                        absl::string_view field) {
+  if (id.empty()) return Bad(field, "must not be empty");
+  if (id.size() > static_cast<size_t>(limits.max_id_bytes)) {
+    return Bad(field, absl::StrCat("longer than ", limits.max_id_bytes,
+                                   " bytes (", id.size(), ")"));
+  }
+  for (char c : id) {
+    if (!absl::ascii_isgraph(c)) {
+      return Bad(field, absl::StrCat(QuoteForError(id),
+                                     " may hold only printable ASCII "
+                                     "without spaces"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateMessage(absl::string_view message,
+                             const LimitsConfig& limits,
+                             absl::string_view field) {
+  if (message.size() > static_cast<size_t>(limits.max_message_bytes)) {
+    return Bad(field, absl::StrCat("longer than ", limits.max_message_bytes,
+                                   " bytes (", message.size(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLabels(const std::map<std::string, std::string>& labels,
+                            const LimitsConfig& limits,
+                            absl::string_view field) {
+  if (labels.size() > static_cast<size_t>(limits.max_labels)) {
+    return Bad(field, absl::StrCat("at most ", limits.max_labels,
+                                   " labels, not ", labels.size()));
+  }
+  for (const auto& [key, value] : labels) {
+    const std::string path = absl::StrCat(field, "[", QuoteForError(key), "]");
+    if (key.empty()) return Bad(path, "key must not be empty");
+    if (key.size() > static_cast<size_t>(limits.max_label_key_bytes)) {
+      return Bad(path, absl::StrCat("key longer than ",
+                                    limits.max_label_key_bytes, " bytes"));
+    }
+    if (!std::all_of(key.begin(), key.end(), IsLabelKeyChar)) {
+      return Bad(path,
+                 "key may hold only letters, digits, '.', '_', '/' and '-'");
+    }
+    if (value.size() > static_cast<size_t>(limits.max_label_value_bytes)) {
+      return Bad(path, absl::StrCat("value longer than ",
+                                    limits.max_label_value_bytes, " bytes"));
     }
   }
   return absl::OkStatus();
@@ -115,25 +227,24 @@ absl::Status CheckGroupTopology(const GangSpec& spec, size_t i,
     const PodSetSpec& first = spec.pod_sets[j];
     if (first.group != set.group) continue;
     if (first.topology == set.topology) return absl::OkStatus();
-    return Bad(path + ".topology",
-               absl::StrCat("must equal that of pod set \"", first.name,
-                            "\" in group \"", set.group, "\""));
+    return Bad(
+        path + ".topology",
+        absl::StrCat("must equal that of pod set ", QuoteForError(first.name),
+                     " in group ", QuoteForError(set.group)));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status ValidateGangSpec(const GangSpec& spec, absl::string_view field) {
+absl::Status ValidateGangSpec(const GangSpec& spec, const LimitsConfig& limits,
+                              absl::string_view field) {
   const std::string f(field);
-  if (spec.queue.empty()) return Bad(f + ".queue", "must not be empty");
-  if (spec.request_id.size() > kMaxRequestIdBytes) {
-    return Bad(f + ".request_id",
-               absl::StrCat("must be at most ", kMaxRequestIdBytes, " bytes"));
+  RETURN_IF_ERROR(ValidateQueueName(spec.queue.value(), f + ".queue"));
+  if (!spec.request_id.empty()) {
+    RETURN_IF_ERROR(ValidateId(spec.request_id, limits, f + ".request_id"));
   }
-  if (spec.labels.size() > kMaxLabels) {
-    return Bad(f + ".labels", absl::StrCat("at most ", kMaxLabels, " labels"));
-  }
+  RETURN_IF_ERROR(ValidateLabels(spec.labels, limits, f + ".labels"));
   if (spec.estimated_runtime < absl::ZeroDuration()) {
     return Bad(f + ".estimated_runtime", "must be >= 0");
   }
@@ -151,19 +262,20 @@ absl::Status ValidateGangSpec(const GangSpec& spec, absl::string_view field) {
       return s;
     }
     if (!names.insert(spec.pod_sets[i].name).second) {
-      return Bad(path + ".name", absl::StrCat("duplicate pod set name \"",
-                                              spec.pod_sets[i].name, "\""));
+      return Bad(path + ".name",
+                 absl::StrCat("duplicate pod set name ",
+                              QuoteForError(spec.pod_sets[i].name)));
     }
     RETURN_IF_ERROR(CheckGroupTopology(spec, i, path));
   }
   return absl::OkStatus();
 }
 
-absl::Status ValidateNodeSpec(const NodeSpec& spec, absl::string_view field) {
+absl::Status ValidateNodeSpec(const NodeSpec& spec, const LimitsConfig& limits,
+                              absl::string_view field) {
   const std::string f(field);
-  if (absl::Status s = ValidateName(spec.id.value(), f + ".id"); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(ValidateId(spec.id.value(), limits, f + ".id"));
+  RETURN_IF_ERROR(ValidateName(spec.id.value(), f + ".id"));
   if (absl::Status s = ValidateName(spec.gpu_model, f + ".gpu_model");
       !s.ok()) {
     return s;
@@ -174,19 +286,23 @@ absl::Status ValidateNodeSpec(const NodeSpec& spec, absl::string_view field) {
   }
   if (spec.cpu_millis < 0) return Bad(f + ".cpu_millis", "must be >= 0");
   if (spec.memory_bytes < 0) return Bad(f + ".memory_bytes", "must be >= 0");
+  RETURN_IF_ERROR(ValidateLabels(spec.labels, limits, f + ".labels"));
   for (const auto& [key, value] : spec.labels) {
+    // Values name topology domains, joined by '/' into domain paths.
     if (value.empty() || value.find('/') != std::string::npos) {
-      return Bad(absl::StrCat(f, ".labels[", key, "]"),
+      return Bad(absl::StrCat(f, ".labels[", QuoteForError(key), "]"),
                  "must be non-empty and hold no '/'");
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status ValidateQueue(const Queue& queue, absl::string_view field) {
+absl::Status ValidateQueue(const Queue& queue, const LimitsConfig& limits,
+                           absl::string_view field) {
   const std::string f(field);
-  if (absl::Status s = ValidateName(queue.name.value(), f + ".name"); !s.ok()) {
-    return s;
+  RETURN_IF_ERROR(ValidateQueueName(queue.name.value(), f + ".name"));
+  if (!queue.parent.empty()) {
+    RETURN_IF_ERROR(ValidateQueueName(queue.parent.value(), f + ".parent"));
   }
   if (queue.parent == queue.name) {
     return Bad(f + ".parent", "a queue cannot be its own parent");
@@ -194,25 +310,76 @@ absl::Status ValidateQueue(const Queue& queue, absl::string_view field) {
   if (!std::isfinite(queue.weight) || queue.weight < 0) {
     return Bad(f + ".weight", "must be a finite number >= 0");
   }
+  const int64_t max = limits.max_quota_gpus;
+  if (queue.nominal_gpus.size() > static_cast<size_t>(limits.max_labels)) {
+    return Bad(f + ".nominal_gpus",
+               absl::StrCat("at most ", limits.max_labels, " GPU models, not ",
+                            queue.nominal_gpus.size()));
+  }
   for (const auto& [model, gpus] : queue.nominal_gpus) {
-    if (gpus < 0) {
-      return Bad(absl::StrCat(f, ".nominal_gpus[", model, "]"), "must be >= 0");
+    const std::string path =
+        absl::StrCat(f, ".nominal_gpus[", QuoteForError(model), "]");
+    RETURN_IF_ERROR(ValidateName(model, path));
+    if (gpus < 0 || gpus > max) {
+      return Bad(path, absl::StrCat("must be in 0..", max));
     }
   }
-  if (queue.borrowing_limit_gpus < -1) {
-    return Bad(f + ".borrowing_limit_gpus", "must be >= -1 (-1 = unlimited)");
+  if (queue.borrowing_limit_gpus < -1 || queue.borrowing_limit_gpus > max) {
+    return Bad(f + ".borrowing_limit_gpus",
+               absl::StrCat("must be -1 (unlimited) or in 0..", max));
   }
-  if (queue.lending_limit_gpus < -1) {
-    return Bad(f + ".lending_limit_gpus", "must be >= -1 (-1 = unlimited)");
+  if (queue.lending_limit_gpus < -1 || queue.lending_limit_gpus > max) {
+    return Bad(f + ".lending_limit_gpus",
+               absl::StrCat("must be -1 (unlimited) or in 0..", max));
   }
   return absl::OkStatus();
 }
+
+namespace {
+
+absl::Status InRange(int64_t value, int64_t low, int64_t high,
+                     const std::string& field) {
+  if (value >= low && value <= high) return absl::OkStatus();
+  return Bad(field, absl::StrCat("must be in ", low, "..", high));
+}
+
+absl::Status ValidateLimits(const LimitsConfig& l, const std::string& f) {
+  RETURN_IF_ERROR(InRange(l.max_labels, 1, 1024, f + ".max_labels"));
+  RETURN_IF_ERROR(
+      InRange(l.max_label_key_bytes, 1, 1024, f + ".max_label_key_bytes"));
+  RETURN_IF_ERROR(InRange(l.max_label_value_bytes, 1, 64 << 10,
+                          f + ".max_label_value_bytes"));
+  // Gang ids the scheduler makes ("g-000042") must stay valid ids.
+  RETURN_IF_ERROR(InRange(l.max_id_bytes, 32, 4096, f + ".max_id_bytes"));
+  RETURN_IF_ERROR(
+      InRange(l.max_message_bytes, 64, 64 << 10, f + ".max_message_bytes"));
+  RETURN_IF_ERROR(
+      InRange(l.max_quota_gpus, 1, kMaxQuotaGpus, f + ".max_quota_gpus"));
+  RETURN_IF_ERROR(InRange(l.max_pending_gangs_per_queue, 1, 10'000'000,
+                          f + ".max_pending_gangs_per_queue"));
+  if (!std::isfinite(l.requests_per_second) || l.requests_per_second <= 0 ||
+      l.requests_per_second > 1e9) {
+    return Bad(f + ".requests_per_second", "must be in (0, 1e9]");
+  }
+  RETURN_IF_ERROR(
+      InRange(l.request_burst, 1, 1'000'000'000, f + ".request_burst"));
+  RETURN_IF_ERROR(InRange(l.watch_streams_per_principal, 1, 65536,
+                          f + ".watch_streams_per_principal"));
+  RETURN_IF_ERROR(InRange(l.watch_stream_buffer_bytes, int64_t{64} << 10,
+                          int64_t{1} << 30, f + ".watch_stream_buffer_bytes"));
+  RETURN_IF_ERROR(InRange(l.watch_total_buffer_bytes,
+                          l.watch_stream_buffer_bytes, int64_t{64} << 30,
+                          f + ".watch_total_buffer_bytes"));
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   const std::string f(field);
   for (const auto& [name, priority] : config.priority_classes) {
     const std::string path = absl::StrCat(f, ".priority_classes");
-    if (absl::Status s = ValidateName(name, path); !s.ok()) return s;
+    if (absl::Status s = ValidateQueueName(name, path); !s.ok()) return s;
   }
   std::set<std::string> levels;
   for (size_t i = 0; i < config.topology_levels.size(); ++i) {
@@ -223,7 +390,7 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
       return Bad(path, "\"node\" is the implicit last level; do not list it");
     }
     if (!levels.insert(level).second) {
-      return Bad(path, absl::StrCat("duplicate level \"", level, "\""));
+      return Bad(path, absl::StrCat("duplicate level ", QuoteForError(level)));
     }
   }
   if (config.reservation.depth < 0 || config.reservation.depth > 64) {
@@ -249,7 +416,8 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   }
   for (const auto& [model, weight] : config.fair_share.model_weights) {
     if (!std::isfinite(weight) || weight < 0) {
-      return Bad(absl::StrCat(f, ".fair_share.model_weights[", model, "]"),
+      return Bad(absl::StrCat(f, ".fair_share.model_weights[",
+                              QuoteForError(model), "]"),
                  "must be a finite number >= 0");
     }
   }
@@ -289,7 +457,7 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   if (config.startup_grace < absl::ZeroDuration()) {
     return Bad(f + ".node.startup_grace", "must be >= 0");
   }
-  return absl::OkStatus();
+  return ValidateLimits(config.limits, f + ".limits");
 }
 
 }  // namespace phalanx::core

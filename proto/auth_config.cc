@@ -5,7 +5,6 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "core/quote.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
 #include "google/protobuf/util/json_util.h"
@@ -128,7 +127,7 @@ absl::StatusOr<Principal> PrincipalFromProto(const v1::Principal& in,
   }
   ASSIGN_OR_RETURN(out.roles, RolesFromProto(in, field));
   for (int i = 0; i < in.queues_size(); ++i) {
-    RETURN_IF_ERROR(core::ValidateName(
+    RETURN_IF_ERROR(core::ValidateQueueName(
         in.queues(i), absl::StrCat(field, ".queues[", i, "]")));
     out.queues.push_back(in.queues(i));
   }
@@ -137,13 +136,9 @@ absl::StatusOr<Principal> PrincipalFromProto(const v1::Principal& in,
     return Bad(field + ".queues", "ROLE_TENANT needs at least one queue");
   }
   if (in.has_expires_at()) {
-    // The range of google.protobuf.Timestamp: years 1 to 9999.
-    const auto& ts = in.expires_at();
-    if (ts.seconds() < -62135596800 || ts.seconds() > 253402300799 ||
-        ts.nanos() < 0 || ts.nanos() > 999'999'999) {
-      return Bad(field + ".expires_at", "out of range");
-    }
-    out.expires_at = convert::FromProto(ts);
+    ASSIGN_OR_RETURN(
+        out.expires_at,
+        convert::TimestampFromProto(in.expires_at(), field + ".expires_at"));
   }
   RETURN_IF_ERROR(LimitsFromProto(in, field, out));
   return out;

@@ -99,6 +99,43 @@ void ToProto(absl::Time time, google::protobuf::Timestamp* out) {
   out->set_nanos(static_cast<int32_t>(rest));
 }
 
+absl::StatusOr<absl::Time> TimestampFromProto(
+    const google::protobuf::Timestamp& ts, absl::string_view field) {
+  constexpr int64_t kMinSeconds = -62'135'596'800;  // 0001-01-01T00:00:00Z
+  constexpr int64_t kMaxSeconds = 253'402'300'799;  // 9999-12-31T23:59:59Z
+  if (ts.seconds() < kMinSeconds || ts.seconds() > kMaxSeconds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".seconds: ", ts.seconds(), " is outside years 1..9999 (",
+        kMinSeconds, "..", kMaxSeconds, ")"));
+  }
+  if (ts.nanos() < 0 || ts.nanos() > 999'999'999) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".nanos: must be in 0..999999999, not ", ts.nanos()));
+  }
+  return FromProto(ts);
+}
+
+absl::StatusOr<absl::Duration> DurationFromProto(
+    const google::protobuf::Duration& d, absl::string_view field) {
+  constexpr int64_t kMaxSeconds = 315'576'000'000;  // 10000 years
+  if (d.seconds() < -kMaxSeconds || d.seconds() > kMaxSeconds) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".seconds: must be in -", kMaxSeconds, "..",
+                     kMaxSeconds, ", not ", d.seconds()));
+  }
+  if (d.nanos() < -999'999'999 || d.nanos() > 999'999'999) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".nanos: must be in -999999999..999999999, not ", d.nanos()));
+  }
+  if ((d.seconds() > 0 && d.nanos() < 0) ||
+      (d.seconds() < 0 && d.nanos() > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".nanos: must have the sign of seconds (",
+                     d.seconds(), " s, ", d.nanos(), " ns)"));
+  }
+  return FromProto(d);
+}
+
 absl::Duration FromProto(const google::protobuf::Duration& d) {
   return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
 }
@@ -164,8 +201,13 @@ absl::StatusOr<core::GangSpec> GangSpecFromProto(const pb::GangSpec& in,
   out.priority = in.priority();
   out.labels.insert(in.labels().begin(), in.labels().end());
   out.request_id = in.request_id();
-  out.estimated_runtime = FromProto(in.estimated_runtime());
-  out.max_runtime = FromProto(in.max_runtime());
+  ASSIGN_OR_RETURN(
+      out.estimated_runtime,
+      DurationFromProto(in.estimated_runtime(),
+                        absl::StrCat(field, ".estimated_runtime")));
+  ASSIGN_OR_RETURN(
+      out.max_runtime,
+      DurationFromProto(in.max_runtime(), absl::StrCat(field, ".max_runtime")));
   out.allow_mixed_models = in.allow_mixed_models();
   out.priority_class = in.priority_class();
   for (int i = 0; i < in.pod_sets_size(); ++i) {
@@ -301,7 +343,10 @@ absl::StatusOr<core::Node> NodeFromProto(const pb::Node& in,
   }
   out.state_reason = in.state_reason();
   if (in.has_drain_deadline()) {
-    out.drain_deadline = FromProto(in.drain_deadline());
+    ASSIGN_OR_RETURN(
+        out.drain_deadline,
+        TimestampFromProto(in.drain_deadline(),
+                           absl::StrCat(field, ".drain_deadline")));
   }
   return out;
 }
@@ -348,38 +393,47 @@ void ToProto(const core::Queue& in, pb::Queue* out) {
 absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
                                              absl::string_view field) {
   core::Config out;
+  const std::string f(field);
+  // Sets `*to` from a duration field that is set; unset keeps the default.
+  auto duration = [&f](bool has, const google::protobuf::Duration& d,
+                       absl::string_view path,
+                       absl::Duration* to) -> absl::Status {
+    if (!has) return absl::OkStatus();
+    ASSIGN_OR_RETURN(*to, DurationFromProto(d, absl::StrCat(f, ".", path)));
+    return absl::OkStatus();
+  };
   out.topology_levels.assign(in.topology_levels().begin(),
                              in.topology_levels().end());
-  if (in.has_cycle_interval())
-    out.cycle_interval = FromProto(in.cycle_interval());
+  RETURN_IF_ERROR(duration(in.has_cycle_interval(), in.cycle_interval(),
+                           "cycle_interval", &out.cycle_interval));
   const pb::RetentionConfig& r = in.retention();
   if (r.finished_gangs() != 0)
     out.retention.finished_gangs = r.finished_gangs();
-  if (r.has_finished_gang_age()) {
-    out.retention.finished_gang_age = FromProto(r.finished_gang_age());
-  }
+  RETURN_IF_ERROR(duration(r.has_finished_gang_age(), r.finished_gang_age(),
+                           "retention.finished_gang_age",
+                           &out.retention.finished_gang_age));
   if (r.events() != 0) out.retention.events = r.events();
   if (r.audit_records() != 0) out.retention.audit_records = r.audit_records();
-  if (r.has_audit_age()) out.retention.audit_age = FromProto(r.audit_age());
-  if (in.watch().has_bookmark_interval()) {
-    out.watch.bookmark_interval = FromProto(in.watch().bookmark_interval());
-  }
+  RETURN_IF_ERROR(duration(r.has_audit_age(), r.audit_age(),
+                           "retention.audit_age", &out.retention.audit_age));
+  RETURN_IF_ERROR(duration(
+      in.watch().has_bookmark_interval(), in.watch().bookmark_interval(),
+      "watch.bookmark_interval", &out.watch.bookmark_interval));
   if (in.watch().max_lag_events() != 0) {
     out.watch.max_lag_events = in.watch().max_lag_events();
   }
-  if (in.idempotency().has_retention()) {
-    out.idempotency_retention = FromProto(in.idempotency().retention());
-  }
-  if (in.node().has_heartbeat_timeout()) {
-    out.heartbeat_timeout = FromProto(in.node().heartbeat_timeout());
-  }
-  if (in.node().has_startup_grace()) {
-    out.startup_grace = FromProto(in.node().startup_grace());
-  }
-  ASSIGN_OR_RETURN(
-      out.admission.ordering,
-      OrderingFromProto(in.admission().ordering(),
-                        absl::StrCat(field, ".admission.ordering")));
+  RETURN_IF_ERROR(
+      duration(in.idempotency().has_retention(), in.idempotency().retention(),
+               "idempotency.retention", &out.idempotency_retention));
+  RETURN_IF_ERROR(duration(in.node().has_heartbeat_timeout(),
+                           in.node().heartbeat_timeout(),
+                           "node.heartbeat_timeout", &out.heartbeat_timeout));
+  RETURN_IF_ERROR(duration(in.node().has_startup_grace(),
+                           in.node().startup_grace(), "node.startup_grace",
+                           &out.startup_grace));
+  ASSIGN_OR_RETURN(out.admission.ordering,
+                   OrderingFromProto(in.admission().ordering(),
+                                     absl::StrCat(f, ".admission.ordering")));
   out.admission.strict_fifo = in.admission().strict_fifo();
   const pb::ReservationConfig& reservation = in.reservation();
   if (reservation.disabled()) {
@@ -388,34 +442,64 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
     out.reservation.depth = reservation.depth();
   }
   out.reservation.min_priority = reservation.min_priority();
-  if (reservation.has_after()) {
-    out.reservation.after = FromProto(reservation.after());
-  }
+  RETURN_IF_ERROR(duration(reservation.has_after(), reservation.after(),
+                           "reservation.after", &out.reservation.after));
   out.placement.first_fit = in.placement().first_fit();
   const pb::PreemptionConfig& preemption = in.preemption();
   out.preemption.enabled = preemption.enabled();
-  if (preemption.has_grace_period()) {
-    out.preemption.grace_period = FromProto(preemption.grace_period());
-  }
-  if (preemption.has_min_runtime()) {
-    out.preemption.min_runtime = FromProto(preemption.min_runtime());
-  }
-  if (preemption.has_horizon()) {
-    out.preemption.horizon = FromProto(preemption.horizon());
-  }
-  if (in.lifecycle().has_start_timeout()) {
-    out.start_timeout = FromProto(in.lifecycle().start_timeout());
-  }
+  RETURN_IF_ERROR(duration(preemption.has_grace_period(),
+                           preemption.grace_period(), "preemption.grace_period",
+                           &out.preemption.grace_period));
+  RETURN_IF_ERROR(duration(preemption.has_min_runtime(),
+                           preemption.min_runtime(), "preemption.min_runtime",
+                           &out.preemption.min_runtime));
+  RETURN_IF_ERROR(duration(preemption.has_horizon(), preemption.horizon(),
+                           "preemption.horizon", &out.preemption.horizon));
+  RETURN_IF_ERROR(duration(in.lifecycle().has_start_timeout(),
+                           in.lifecycle().start_timeout(),
+                           "lifecycle.start_timeout", &out.start_timeout));
   const pb::FairShareConfig& fs = in.fair_share();
-  if (fs.has_half_life()) out.fair_share.half_life = FromProto(fs.half_life());
-  if (fs.has_sample_interval()) {
-    out.fair_share.sample_interval = FromProto(fs.sample_interval());
-  }
+  RETURN_IF_ERROR(duration(fs.has_half_life(), fs.half_life(),
+                           "fair_share.half_life", &out.fair_share.half_life));
+  RETURN_IF_ERROR(duration(fs.has_sample_interval(), fs.sample_interval(),
+                           "fair_share.sample_interval",
+                           &out.fair_share.sample_interval));
   out.fair_share.enabled = !fs.disabled();
   out.fair_share.model_weights.insert(fs.model_weights().begin(),
                                       fs.model_weights().end());
   out.priority_classes.insert(in.priority_classes().begin(),
                               in.priority_classes().end());
+  // Limits: 0 keeps the default; ValidateConfig checks the ranges.
+  const pb::LimitsConfig& l = in.limits();
+  core::LimitsConfig& limits = out.limits;
+  if (l.max_labels() != 0) limits.max_labels = l.max_labels();
+  if (l.max_label_key_bytes() != 0) {
+    limits.max_label_key_bytes = l.max_label_key_bytes();
+  }
+  if (l.max_label_value_bytes() != 0) {
+    limits.max_label_value_bytes = l.max_label_value_bytes();
+  }
+  if (l.max_id_bytes() != 0) limits.max_id_bytes = l.max_id_bytes();
+  if (l.max_message_bytes() != 0) {
+    limits.max_message_bytes = l.max_message_bytes();
+  }
+  if (l.max_quota_gpus() != 0) limits.max_quota_gpus = l.max_quota_gpus();
+  if (l.max_pending_gangs_per_queue() != 0) {
+    limits.max_pending_gangs_per_queue = l.max_pending_gangs_per_queue();
+  }
+  if (l.requests_per_second() != 0) {
+    limits.requests_per_second = l.requests_per_second();
+  }
+  if (l.request_burst() != 0) limits.request_burst = l.request_burst();
+  if (l.watch_streams_per_principal() != 0) {
+    limits.watch_streams_per_principal = l.watch_streams_per_principal();
+  }
+  if (l.watch_stream_buffer_bytes() != 0) {
+    limits.watch_stream_buffer_bytes = l.watch_stream_buffer_bytes();
+  }
+  if (l.watch_total_buffer_bytes() != 0) {
+    limits.watch_total_buffer_bytes = l.watch_total_buffer_bytes();
+  }
   out.version = in.version();
   return out;
 }
@@ -465,6 +549,21 @@ void ToProto(const core::Config& in, pb::Config* out) {
       in.fair_share.model_weights.begin(), in.fair_share.model_weights.end());
   out->mutable_priority_classes()->insert(in.priority_classes.begin(),
                                           in.priority_classes.end());
+  pb::LimitsConfig* limits = out->mutable_limits();
+  limits->set_max_labels(in.limits.max_labels);
+  limits->set_max_label_key_bytes(in.limits.max_label_key_bytes);
+  limits->set_max_label_value_bytes(in.limits.max_label_value_bytes);
+  limits->set_max_id_bytes(in.limits.max_id_bytes);
+  limits->set_max_message_bytes(in.limits.max_message_bytes);
+  limits->set_max_quota_gpus(in.limits.max_quota_gpus);
+  limits->set_max_pending_gangs_per_queue(
+      in.limits.max_pending_gangs_per_queue);
+  limits->set_requests_per_second(in.limits.requests_per_second);
+  limits->set_request_burst(in.limits.request_burst);
+  limits->set_watch_streams_per_principal(
+      in.limits.watch_streams_per_principal);
+  limits->set_watch_stream_buffer_bytes(in.limits.watch_stream_buffer_bytes);
+  limits->set_watch_total_buffer_bytes(in.limits.watch_total_buffer_bytes);
   out->set_version(in.version);
 }
 

@@ -20,11 +20,21 @@ namespace phalanx::convert {
 
 namespace pb = ::phalanx::v1;
 
-// Time.
+// Time. The plain FromProto forms trust their input (stored records, which
+// ToProto wrote); what clients send goes through the checked forms.
 absl::Time FromProto(const google::protobuf::Timestamp& ts);
 void ToProto(absl::Time time, google::protobuf::Timestamp* out);
 absl::Duration FromProto(const google::protobuf::Duration& d);
 void ToProto(absl::Duration duration, google::protobuf::Duration* out);
+// InvalidArgument naming `field` unless `ts` is a valid Timestamp: seconds
+// within 0001-01-01..9999-12-31 UTC, nanos in 0..999999999.
+absl::StatusOr<absl::Time> TimestampFromProto(
+    const google::protobuf::Timestamp& ts, absl::string_view field);
+// InvalidArgument naming `field` unless `d` is a valid, normalised Duration:
+// |seconds| <= 315576000000 (10000 years), |nanos| <= 999999999, and nanos
+// zero or of the sign of seconds.
+absl::StatusOr<absl::Duration> DurationFromProto(
+    const google::protobuf::Duration& d, absl::string_view field);
 
 // Enums. FromProto fails for UNSPECIFIED (where meaningless) and unknown
 // values.

@@ -83,5 +83,148 @@ TEST(ConvertTest, NodeDrainDeadlineRoundTrips) {
   EXPECT_EQ(*NodeFromProto(without, "node"), node);
 }
 
+google::protobuf::Duration Dur(int64_t seconds, int32_t nanos) {
+  google::protobuf::Duration d;
+  d.set_seconds(seconds);
+  d.set_nanos(nanos);
+  return d;
+}
+
+google::protobuf::Timestamp Ts(int64_t seconds, int32_t nanos) {
+  google::protobuf::Timestamp ts;
+  ts.set_seconds(seconds);
+  ts.set_nanos(nanos);
+  return ts;
+}
+
+TEST(ConvertTest, DurationsInRangeAndNormalised) {
+  constexpr int64_t kMax = 315'576'000'000;
+  struct Case {
+    google::protobuf::Duration d;
+    std::string error;  // "" = accepted
+  };
+  const Case cases[] = {
+      {Dur(1, 999'999'999), ""},
+      {Dur(-1, -999'999'999), ""},
+      {Dur(0, -5), ""},
+      {Dur(kMax - 1, 0), ""},
+      {Dur(kMax, 0), ""},
+      {Dur(kMax + 1, 0),
+       "d.seconds: must be in -315576000000..315576000000, not "
+       "315576000001"},
+      {Dur(-kMax - 1, 0),
+       "d.seconds: must be in -315576000000..315576000000, not "
+       "-315576000001"},
+      {Dur(int64_t{1} << 62, 0),
+       "d.seconds: must be in -315576000000..315576000000, not "
+       "4611686018427387904"},
+      {Dur(1, 1'000'000'000),
+       "d.nanos: must be in -999999999..999999999, not 1000000000"},
+      {Dur(1, -999'999'999),
+       "d.nanos: must have the sign of seconds (1 s, -999999999 ns)"},
+      {Dur(-1, 1), "d.nanos: must have the sign of seconds (-1 s, 1 ns)"},
+  };
+  for (const Case& c : cases) {
+    auto result = DurationFromProto(c.d, "d");
+    if (c.error.empty()) {
+      ASSERT_TRUE(result.ok()) << c.d.ShortDebugString() << result.status();
+      EXPECT_EQ(*result, FromProto(c.d));
+    } else {
+      EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_EQ(result.status().message(), c.error) << c.d.ShortDebugString();
+    }
+  }
+}
+
+TEST(ConvertTest, TimestampsInRange) {
+  constexpr int64_t kMin = -62'135'596'800;
+  constexpr int64_t kMax = 253'402'300'799;
+  for (const auto& ts : {Ts(kMin, 0), Ts(kMin + 1, 0), Ts(kMax - 1, 0),
+                         Ts(kMax, 999'999'999), Ts(0, 0)}) {
+    auto result = TimestampFromProto(ts, "t");
+    ASSERT_TRUE(result.ok()) << ts.ShortDebugString() << result.status();
+    EXPECT_EQ(*result, FromProto(ts));
+  }
+  EXPECT_EQ(TimestampFromProto(Ts(kMax + 1, 0), "t").status().message(),
+            "t.seconds: 253402300800 is outside years 1..9999 "
+            "(-62135596800..253402300799)");
+  EXPECT_EQ(TimestampFromProto(Ts(kMin - 1, 0), "t").status().message(),
+            "t.seconds: -62135596801 is outside years 1..9999 "
+            "(-62135596800..253402300799)");
+  EXPECT_EQ(TimestampFromProto(Ts(int64_t{1} << 62, 0), "t").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TimestampFromProto(Ts(5, -1), "t").status().message(),
+            "t.nanos: must be in 0..999999999, not -1");
+  EXPECT_EQ(TimestampFromProto(Ts(5, 1'000'000'000), "t").status().message(),
+            "t.nanos: must be in 0..999999999, not 1000000000");
+}
+
+TEST(ConvertTest, RequestDurationsAndTimestampsNameTheField) {
+  pb::GangSpec spec;
+  *spec.mutable_max_runtime() = Dur(1, -999'999'999);
+  EXPECT_EQ(GangSpecFromProto(spec, "spec").status().message(),
+            "spec.max_runtime.nanos: must have the sign of seconds (1 s, "
+            "-999999999 ns)");
+  spec.clear_max_runtime();
+  *spec.mutable_estimated_runtime() = Dur(int64_t{1} << 62, 0);
+  EXPECT_EQ(GangSpecFromProto(spec, "spec").status().message(),
+            "spec.estimated_runtime.seconds: must be in "
+            "-315576000000..315576000000, not 4611686018427387904");
+  pb::Config config;
+  *config.mutable_preemption()->mutable_grace_period() = Dur(-1, 5);
+  EXPECT_EQ(ConfigFromProto(config, "config").status().message(),
+            "config.preemption.grace_period.nanos: must have the sign of "
+            "seconds (-1 s, 5 ns)");
+  pb::Node node;
+  *node.mutable_drain_deadline() = Ts(int64_t{-1} << 62, 0);
+  EXPECT_EQ(NodeFromProto(node, "nodes[4]").status().message(),
+            "nodes[4].drain_deadline.seconds: -4611686018427387904 is outside "
+            "years 1..9999 (-62135596800..253402300799)");
+}
+
+TEST(ConvertTest, LimitsDefaultWhenUnsetAndRoundTrip) {
+  pb::Config proto;
+  auto defaults = ConfigFromProto(proto, "config");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->limits, core::LimitsConfig());
+  EXPECT_EQ(defaults->limits.max_labels, 32);
+  EXPECT_EQ(defaults->limits.max_label_key_bytes, 63);
+  EXPECT_EQ(defaults->limits.max_label_value_bytes, 256);
+  EXPECT_EQ(defaults->limits.max_id_bytes, 128);
+  EXPECT_EQ(defaults->limits.max_message_bytes, 1024);
+  EXPECT_EQ(defaults->limits.max_quota_gpus, int64_t{1} << 40);
+  EXPECT_EQ(defaults->limits.max_pending_gangs_per_queue, 100000);
+  EXPECT_EQ(defaults->limits.requests_per_second, 1000);
+  EXPECT_EQ(defaults->limits.request_burst, 2000);
+  EXPECT_EQ(defaults->limits.watch_streams_per_principal, 64);
+  EXPECT_EQ(defaults->limits.watch_stream_buffer_bytes, 4 << 20);
+  EXPECT_EQ(defaults->limits.watch_total_buffer_bytes, 256 << 20);
+
+  core::Config config;
+  core::LimitsConfig& l = config.limits;
+  l.max_labels = 7;
+  l.max_label_key_bytes = 8;
+  l.max_label_value_bytes = 9;
+  l.max_id_bytes = 40;
+  l.max_message_bytes = 100;
+  l.max_quota_gpus = 5000;
+  l.max_pending_gangs_per_queue = 12;
+  l.requests_per_second = 2.5;
+  l.request_burst = 13;
+  l.watch_streams_per_principal = 14;
+  l.watch_stream_buffer_bytes = 1 << 20;
+  l.watch_total_buffer_bytes = 2 << 20;
+  pb::Config out;
+  ToProto(config, &out);
+  EXPECT_EQ(out.limits().max_id_bytes(), 40);
+  EXPECT_EQ(out.limits().requests_per_second(), 2.5);
+  auto back = ConfigFromProto(out, "config");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, config);
+  // Negative values are kept for ValidateConfig to refuse by name.
+  proto.mutable_limits()->set_max_labels(-1);
+  EXPECT_EQ(ConfigFromProto(proto, "config")->limits.max_labels, -1);
+}
+
 }  // namespace
 }  // namespace phalanx::convert

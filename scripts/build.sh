@@ -7,6 +7,7 @@ scripts/setup.sh
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 if [ ! -f build/CMakeCache.txt ]; then
-  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DPHALANX_WERROR=ON
 fi
 cmake --build build -j "$(nproc)" "$@"

@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/quote.h"
+#include "core/validate.h"
 
 namespace phalanx::server {
 namespace {

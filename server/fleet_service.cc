@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/fleet_report.h"
-#include "core/quote.h"
 #include "core/status_macros.h"
+#include "core/validate.h"
 #include "proto/convert.h"
 #include "server/rpc.h"
 
@@ -85,16 +85,19 @@ grpc::ServerUnaryReactor* FleetService::SetNodeState(
     grpc::CallbackServerContext* context,
     const v1::SetNodeStateRequest* request,
     v1::SetNodeStateResponse* response) {
-  if (auto s = RequireNonEmpty(request->node_id(), "node_id"); !s.ok()) {
-    return FinishNow(context, s);
-  }
   auto caller = gate_->Admit(*context, rpc::kSetNodeState, request->node_id());
   if (!caller.ok()) return FinishNow(context, caller.status());
+  if (auto s = CheckId(*loop_, request->node_id(), "node_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
   auto state = convert::NodeStateFromProto(request->state(), "state");
   if (!state.ok()) return FinishNow(context, state.status());
   std::optional<absl::Time> drain_deadline;
   if (request->has_drain_deadline()) {
-    drain_deadline = convert::FromProto(request->drain_deadline());
+    auto deadline = convert::TimestampFromProto(request->drain_deadline(),
+                                                "drain_deadline");
+    if (!deadline.ok()) return FinishNow(context, deadline.status());
+    drain_deadline = *deadline;
   }
   return RunOnLoop(
       *loop_, context,
@@ -125,11 +128,11 @@ grpc::ServerUnaryReactor* FleetService::SetNodeState(
 grpc::ServerUnaryReactor* FleetService::RemoveNode(
     grpc::CallbackServerContext* context, const v1::RemoveNodeRequest* request,
     v1::RemoveNodeResponse*) {
-  if (auto s = RequireNonEmpty(request->node_id(), "node_id"); !s.ok()) {
-    return FinishNow(context, s);
-  }
   auto caller = gate_->Admit(*context, rpc::kRemoveNode, request->node_id());
   if (!caller.ok()) return FinishNow(context, caller.status());
+  if (auto s = CheckId(*loop_, request->node_id(), "node_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
   return RunOnLoop(
       *loop_, context,
       Audited(
@@ -146,8 +149,7 @@ grpc::ServerUnaryReactor* FleetService::Heartbeat(
   std::vector<core::NodeId> ids;
   for (int i = 0; i < request->node_ids_size(); ++i) {
     const std::string field = absl::StrCat("node_ids[", i, "]");
-    if (auto s = RequireNonEmpty(request->node_ids(i), field.c_str());
-        !s.ok()) {
+    if (auto s = CheckId(*loop_, request->node_ids(i), field); !s.ok()) {
       return FinishNow(context, s);
     }
     ids.emplace_back(request->node_ids(i));

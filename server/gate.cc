@@ -4,7 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/quote.h"
+#include "core/validate.h"
 
 namespace phalanx::server {
 namespace {
@@ -76,6 +76,12 @@ void RateLimiter::SetDefaults(double requests_per_second, int64_t burst) {
   absl::MutexLock lock(&mu_);
   rate_ = requests_per_second;
   burst_ = burst;
+}
+
+void Gate::OnApplied(const core::Mutation&, const core::Scheduler& scheduler,
+                     absl::Duration, int) {
+  const core::LimitsConfig& limits = scheduler.config().limits;
+  limiter_.SetDefaults(limits.requests_per_second, limits.request_burst);
 }
 
 absl::StatusOr<Caller> Gate::Admit(const grpc::ServerContextBase& context,

@@ -117,7 +117,8 @@ class RateLimiter {
   absl::flat_hash_map<std::string, Bucket> buckets_ ABSL_GUARDED_BY(mu_);
 };
 
-class Gate {
+// Also a batch observer: the config's limits set the default request rate.
+class Gate : public BatchObserver {
  public:
   // `denials` and `audit` may be null.
   Gate(const Authenticator* authenticator, DenialCounter* denials,
@@ -145,6 +146,11 @@ class Gate {
              absl::string_view summary);
 
   bool auth_enabled() const { return authenticator_->enabled(); }
+
+  void OnApplied(const core::Mutation& mutation,
+                 const core::Scheduler& scheduler, absl::Duration cycle,
+                 int commands) override;
+  void OnDurable(const core::Mutation&, absl::Duration, int) override {}
   RateLimiter& rate_limiter() { return limiter_; }
 
  private:

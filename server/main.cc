@@ -282,7 +282,7 @@ int Serve() {
   metrics.SetAuditDropped([log = audit->get()] { return log->dropped(); });
   Gate gate(authenticator->get(), &metrics, audit->get());
   SchedulerLoop loop(*std::move(scheduler), store->get(),
-                     {audit->get(), &hub, &metrics});
+                     {audit->get(), &gate, &hub, &metrics});
   SchedulerService scheduler_service(&loop, &hub, &gate);
   FleetService fleet_service(&loop, &gate);
   AdminService admin_service(&loop, &gate, audit->get());

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "core/validate.h"
 #include "server/status.h"
 
 namespace phalanx::server {
@@ -44,6 +45,11 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpc(status));
   return reactor;
+}
+
+absl::Status CheckId(const SchedulerLoop& loop, absl::string_view id,
+                     absl::string_view field) {
+  return core::ValidateId(id, loop.view()->limits, field);
 }
 
 absl::Status RequireNonEmpty(const std::string& value, const char* field) {

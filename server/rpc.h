@@ -42,6 +42,12 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 // InvalidArgument "<field>: must not be empty" when `value` is empty.
 absl::Status RequireNonEmpty(const std::string& value, const char* field);
 
+// Checks an id a request names (gang_id, node_id), before anything else is
+// done with it: InvalidArgument naming `field` when it is empty, longer than
+// the configuration's limits.max_id_bytes or not printable ASCII.
+absl::Status CheckId(const SchedulerLoop& loop, absl::string_view id,
+                     absl::string_view field);
+
 }  // namespace phalanx::server
 
 #endif  // PHALANX_SERVER_RPC_H_

@@ -16,6 +16,7 @@ SchedulerLoop::SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
       observers_(std::move(observers)) {
   auto view = std::make_shared<View>();
   view->revision = scheduler_->revision();
+  view->limits = scheduler_->config().limits;
   std::vector<core::GangPtr> all;
   for (const auto& [id, gang] : scheduler_->gangs()) all.push_back(gang);
   view->gangs = view->gangs.Apply(all, {});
@@ -136,6 +137,7 @@ absl::Duration SchedulerLoop::CommitAndPublish(const core::Mutation& mutation) {
       !mutation.queues_put.empty() || !mutation.queues_deleted.empty();
   std::shared_ptr<const QueueParents> queues =
       queues_changed ? QueueTree() : nullptr;
+  view->limits = scheduler_->config().limits;
   absl::MutexLock lock(&mu_);
   view->queue_parents = queues ? std::move(queues) : view_->queue_parents;
   view->gangs = view_->gangs.Apply(mutation.gangs_put, mutation.gangs_deleted);

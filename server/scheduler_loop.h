@@ -41,6 +41,8 @@ struct View {
   // Each queue's parent ("" at the top), for authorization scopes; shared
   // between views until the queues change.
   std::shared_ptr<const QueueParents> queue_parents;
+  // The configuration's limits, for checks made before a call is queued.
+  core::LimitsConfig limits;
 };
 
 // Observes each batch (metrics, watch fan-out). Both run on the loop thread.

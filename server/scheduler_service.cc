@@ -3,8 +3,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "core/quote.h"
 #include "core/status_macros.h"
+#include "core/validate.h"
 #include "proto/convert.h"
 #include "server/rpc.h"
 #include "server/status.h"
@@ -36,8 +36,9 @@ absl::StatusOr<core::GangReport> ReportFromProto(
                      convert::GangStateFromProto(request.state(), "state"));
   }
   if (request.has_last_checkpoint_time()) {
-    report.last_checkpoint_time =
-        convert::FromProto(request.last_checkpoint_time());
+    ASSIGN_OR_RETURN(report.last_checkpoint_time,
+                     convert::TimestampFromProto(request.last_checkpoint_time(),
+                                                 "last_checkpoint_time"));
   }
   report.preemption_acknowledged = request.preemption_acknowledged();
   report.message = request.message();
@@ -129,11 +130,11 @@ grpc::ServerUnaryReactor* SchedulerService::SubmitGang(
 grpc::ServerUnaryReactor* SchedulerService::CancelGang(
     grpc::CallbackServerContext* context, const v1::CancelGangRequest* request,
     v1::CancelGangResponse* response) {
-  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
-    return FinishNow(context, s);
-  }
   auto caller = gate_->Admit(*context, rpc::kCancelGang, request->gang_id());
   if (!caller.ok()) return FinishNow(context, caller.status());
+  if (auto s = CheckId(*loop_, request->gang_id(), "gang_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
   auto gang = VisibleGang(*caller, rpc::kCancelGang, request->gang_id());
   if (!gang.ok()) return FinishNow(context, gang.status());
   return RunOnLoop(
@@ -152,11 +153,11 @@ grpc::ServerUnaryReactor* SchedulerService::CancelGang(
 grpc::ServerUnaryReactor* SchedulerService::GetGang(
     grpc::CallbackServerContext* context, const v1::GetGangRequest* request,
     v1::GetGangResponse* response) {
-  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
-    return FinishNow(context, s);
-  }
   auto caller = gate_->Admit(*context, rpc::kGetGang, request->gang_id());
   if (!caller.ok()) return FinishNow(context, caller.status());
+  if (auto s = CheckId(*loop_, request->gang_id(), "gang_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
   std::shared_ptr<const View> view = loop_->view();
   auto gang = VisibleGang(*caller, rpc::kGetGang, request->gang_id(), *view);
   if (!gang.ok()) return FinishNow(context, gang.status());
@@ -231,11 +232,11 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerService::WatchGangs(
 grpc::ServerUnaryReactor* SchedulerService::ReportGang(
     grpc::CallbackServerContext* context, const v1::ReportGangRequest* request,
     v1::ReportGangResponse* response) {
-  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
-    return FinishNow(context, s);
-  }
   auto caller = gate_->Admit(*context, rpc::kReportGang, request->gang_id());
   if (!caller.ok()) return FinishNow(context, caller.status());
+  if (auto s = CheckId(*loop_, request->gang_id(), "gang_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
   auto gang = VisibleGang(*caller, rpc::kReportGang, request->gang_id());
   if (!gang.ok()) return FinishNow(context, gang.status());
   auto report = ReportFromProto(*request);
@@ -255,11 +256,11 @@ grpc::ServerUnaryReactor* SchedulerService::ReportGang(
 grpc::ServerUnaryReactor* SchedulerService::ExplainGang(
     grpc::CallbackServerContext* context, const v1::ExplainGangRequest* request,
     v1::ExplainGangResponse* response) {
-  if (auto s = RequireNonEmpty(request->gang_id(), "gang_id"); !s.ok()) {
-    return FinishNow(context, s);
-  }
   auto caller = gate_->Admit(*context, rpc::kExplainGang, request->gang_id());
   if (!caller.ok()) return FinishNow(context, caller.status());
+  if (auto s = CheckId(*loop_, request->gang_id(), "gang_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
   auto gang = VisibleGang(*caller, rpc::kExplainGang, request->gang_id());
   if (!gang.ok()) return FinishNow(context, gang.status());
   return RunOnLoop(

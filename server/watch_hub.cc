@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/quote.h"
+#include "core/validate.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "phalanx/v1/scheduler.pb.h"
 #include "proto/convert.h"
@@ -190,8 +190,8 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   std::vector<HubEventPtr> ReadStore(int64_t after, int limit,
                                      int64_t max_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto events = hub_->store_->ReadEvents(after, limit,
-                                           static_cast<size_t>(max_bytes));
+    auto events =
+        hub_->store_->ReadEvents(after, limit, static_cast<size_t>(max_bytes));
     if (!events.ok()) {
       EndLocked(ToGrpc(events.status()));
       return {};

@@ -31,10 +31,14 @@ class RocksDbStoreTest : public ::testing::Test {
     return std::move(*store);
   }
 
-  // A scheduler with 4 nodes, queue "llm", and one admitted 2-pod gang.
+  // A scheduler with 4 nodes, queue "llm", one admitted 2-pod gang, and
+  // non-default limits.
   static std::unique_ptr<core::Scheduler> Populated() {
     core::Config config;
     config.topology_levels = {"block", "rack"};
+    config.limits.max_labels = 7;  // non-default limits persist too
+    config.limits.max_pending_gangs_per_queue = 9;
+    config.limits.requests_per_second = 12.5;
     auto s = std::make_unique<core::Scheduler>(config);
     EXPECT_TRUE(s->UpsertNodes(MakeNodes(1, 2, 2)).ok());
     core::Queue queue;

@@ -1,5 +1,7 @@
 // Bad input gets the code of DESIGN §8 and a message naming the field;
 // nothing is stored and the daemon keeps serving.
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -168,6 +170,269 @@ TEST_F(ValidationTest, BadNodesAreRejectedAllOrNothing) {
   v1::ListNodesResponse nodes;
   ASSERT_TRUE(fleet->ListNodes(&list_context, {}, &nodes).ok());
   EXPECT_EQ(nodes.nodes_size(), 8);
+}
+
+// The hostile inputs of the security review: each is refused with the code
+// and a message naming the field, and nothing changes (same revision, same
+// config version, same queues).
+class HostileInputTest : public ValidationTest {
+ protected:
+  int64_t Revision() {
+    grpc::ClientContext context;
+    v1::ListGangsResponse response;
+    EXPECT_TRUE(scheduler_->ListGangs(&context, {}, &response).ok());
+    return response.revision();
+  }
+  v1::Config Config() {
+    grpc::ClientContext context;
+    v1::Config config;
+    EXPECT_TRUE(admin_->GetConfig(&context, {}, &config).ok());
+    return config;
+  }
+  std::string Queues() {
+    grpc::ClientContext context;
+    v1::ListQueuesResponse response;
+    EXPECT_TRUE(admin_->ListQueues(&context, {}, &response).ok());
+    return response.SerializeAsString();
+  }
+  grpc::Status Submit(const v1::SubmitGangRequest& request) {
+    grpc::ClientContext context;
+    v1::SubmitGangResponse response;
+    return scheduler_->SubmitGang(&context, request, &response);
+  }
+  grpc::Status Report(const v1::ReportGangRequest& request) {
+    grpc::ClientContext context;
+    v1::ReportGangResponse response;
+    return scheduler_->ReportGang(&context, request, &response);
+  }
+
+  void SetUp() override {
+    ValidationTest::SetUp();
+    admin_ = daemon_->Admin();
+    fleet_ = daemon_->Fleet();
+  }
+
+  std::unique_ptr<v1::Admin::Stub> admin_;
+  std::unique_ptr<v1::Fleet::Stub> fleet_;
+};
+
+TEST_F(HostileInputTest, HugeQuotasAndUpperCaseNamesAreRefused) {
+  const std::string queues = Queues();
+  v1::PutQueueRequest request;
+  request.mutable_queue()->set_name("greedy");
+  request.mutable_queue()->set_weight(1);
+  (*request.mutable_queue()->mutable_nominal_gpus())["H100"] =
+      std::numeric_limits<int64_t>::max();
+  grpc::ClientContext context;
+  v1::Queue response;
+  grpc::Status status = admin_->PutQueue(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "queue.nominal_gpus[\"H100\"]: must be in 0..1099511627776");
+  (*request.mutable_queue()->mutable_nominal_gpus())["H100"] =
+      (int64_t{1} << 40) + 1;
+  grpc::ClientContext again;
+  EXPECT_EQ(admin_->PutQueue(&again, request, &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  request.mutable_queue()->set_name("ABC");
+  request.mutable_queue()->clear_nominal_gpus();
+  grpc::ClientContext upper;
+  status = admin_->PutQueue(&upper, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "queue.name: \"ABC\" may hold only lower-case letters, digits, "
+            "'.', '_' and '-'");
+  EXPECT_EQ(Queues(), queues);
+  EXPECT_EQ(Revision(), 0);
+  // The most a quota may be is accepted.
+  request.mutable_queue()->set_name("big");
+  (*request.mutable_queue()->mutable_nominal_gpus())["H100"] = int64_t{1} << 40;
+  grpc::ClientContext at_limit;
+  EXPECT_TRUE(admin_->PutQueue(&at_limit, request, &response).ok());
+}
+
+TEST_F(HostileInputTest, LevelsStayWhileARackGangIsAdmitted) {
+  const v1::Gang gang = SubmitOk(*scheduler_, SubmitRequest("a", 2, 8, "rack"));
+  ASSERT_EQ(gang.state(), v1::GANG_STATE_ADMITTED);
+  const v1::Config before = Config();
+  const int64_t revision = Revision();
+  v1::UpdateConfigRequest request;
+  *request.mutable_config() = before;
+  request.mutable_config()->clear_topology_levels();
+  request.mutable_config()->add_topology_levels("rack");
+  request.mutable_config()->add_topology_levels("block");
+  grpc::ClientContext context;
+  v1::Config response;
+  grpc::Status status = admin_->UpdateConfig(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(status.error_message(),
+            "config.topology_levels: gang " + gang.id() +
+                " is ADMITTED under a topology constraint placed on the "
+                "current levels; change them when no such gang holds GPUs");
+  EXPECT_EQ(Config().SerializeAsString(), before.SerializeAsString());
+  EXPECT_EQ(Revision(), revision);
+}
+
+TEST_F(HostileInputTest, BadDurationsTimestampsAndCheckpoints) {
+  v1::SubmitGangRequest runtime = SubmitRequest("a", 1, 8);
+  runtime.mutable_spec()->mutable_max_runtime()->set_seconds(1);
+  runtime.mutable_spec()->mutable_max_runtime()->set_nanos(-999'999'999);
+  grpc::Status status = Submit(runtime);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "spec.max_runtime.nanos: must have the sign of seconds (1 s, "
+            "-999999999 ns)");
+  EXPECT_EQ(StoredGangs(), 0);
+
+  // Fill the fleet, so the next gang stays PENDING.
+  const v1::Gang running = SubmitOk(*scheduler_, SubmitRequest("a", 8, 8));
+  ASSERT_EQ(running.state(), v1::GANG_STATE_ADMITTED);
+  const v1::Gang pending = SubmitOk(*scheduler_, SubmitRequest("a", 1, 8));
+  ASSERT_EQ(pending.state(), v1::GANG_STATE_PENDING);
+  const int64_t revision = Revision();
+  v1::ReportGangRequest report;
+  report.set_gang_id(pending.id());
+  *report.mutable_last_checkpoint_time() = running.admit_time();
+  status = Report(report);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "last_checkpoint_time: gang " + pending.id() +
+                " is PENDING; only an ADMITTED, RUNNING or PREEMPTING gang "
+                "checkpoints");
+  report.set_gang_id(running.id());
+  for (int64_t seconds : {int64_t{1} << 62, -(int64_t{1} << 62)}) {
+    report.mutable_last_checkpoint_time()->set_seconds(seconds);
+    status = Report(report);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(),
+                ::testing::StartsWith("last_checkpoint_time.seconds: "));
+  }
+  *report.mutable_last_checkpoint_time() = running.admit_time();
+  report.mutable_last_checkpoint_time()->set_nanos(-1);
+  EXPECT_EQ(Report(report).error_message(),
+            "last_checkpoint_time.nanos: must be in 0..999999999, not -1");
+  // A day from now, or before the admission: in range, but not a checkpoint
+  // of this run.
+  *report.mutable_last_checkpoint_time() = running.admit_time();
+  report.mutable_last_checkpoint_time()->set_seconds(
+      running.admit_time().seconds() + 86400);
+  EXPECT_THAT(Report(report).error_message(),
+              ::testing::HasSubstr(" is in the future (now "));
+  report.mutable_last_checkpoint_time()->set_seconds(
+      running.admit_time().seconds() - 1);
+  EXPECT_THAT(Report(report).error_message(),
+              ::testing::HasSubstr(" is before the gang's admission at "));
+  EXPECT_EQ(Revision(), revision);
+  EXPECT_FALSE(GetOk(*scheduler_, running.id()).has_last_checkpoint_time());
+  // The admission time itself is a checkpoint of this run.
+  *report.mutable_last_checkpoint_time() = running.admit_time();
+  EXPECT_TRUE(Report(report).ok());
+}
+
+TEST_F(HostileInputTest, HugeIdsLabelsAndReasonsAreRefusedWithShortErrors) {
+  const std::string huge(1 << 20, 'g');
+  grpc::ClientContext get_context;
+  v1::GetGangRequest get;
+  get.set_gang_id(huge);
+  v1::GetGangResponse got;
+  grpc::Status status = scheduler_->GetGang(&get_context, get, &got);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "gang_id: longer than 128 bytes (1048576)");
+  get.set_gang_id(std::string(128, 'g'));
+  grpc::ClientContext at_limit;
+  status = scheduler_->GetGang(&at_limit, get, &got);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(status.error_message(),
+            "gang_id: no gang \"" + std::string(64, 'g') + "\"... (128 bytes)");
+  v1::CancelGangRequest cancel;
+  cancel.set_gang_id("g 1");
+  grpc::ClientContext cancel_context;
+  v1::CancelGangResponse cancelled;
+  EXPECT_EQ(scheduler_->CancelGang(&cancel_context, cancel, &cancelled)
+                .error_message(),
+            "gang_id: \"g 1\" may hold only printable ASCII without spaces");
+
+  v1::SubmitGangRequest labelled = SubmitRequest("a", 1, 8);
+  (*labelled.mutable_spec()->mutable_labels())["blob"] =
+      std::string(3 << 20, 'x');
+  status = Submit(labelled);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "spec.labels[\"blob\"]: value longer than 256 bytes");
+  labelled.mutable_spec()->clear_labels();
+  (*labelled.mutable_spec()->mutable_labels())[std::string(3 << 20, 'k')] = "v";
+  status = Submit(labelled);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "spec.labels[\"" + std::string(64, 'k') +
+                                        "\"... (3145728 bytes)]: key longer "
+                                        "than 63 bytes");
+  EXPECT_EQ(StoredGangs(), 0);
+
+  v1::UpsertNodesRequest nodes;
+  v1::Node* node = nodes.add_nodes();
+  node->set_id("extra-1");
+  node->set_gpu_model("H100");
+  node->set_gpu_count(8);
+  (*node->mutable_labels())["block"] = "b0";
+  (*node->mutable_labels())["rack"] = "b0-r0";
+  (*node->mutable_labels())["note"] = std::string(3 << 20, 'x');
+  grpc::ClientContext upsert_context;
+  v1::UpsertNodesResponse upserted;
+  status = fleet_->UpsertNodes(&upsert_context, nodes, &upserted);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "nodes[0].labels[\"note\"]: value longer than 256 bytes");
+
+  v1::SetNodeStateRequest cordon;
+  cordon.set_node_id("node-000");
+  cordon.set_state(v1::NODE_STATE_CORDONED);
+  cordon.set_reason(std::string(1025, 'r'));
+  grpc::ClientContext cordon_context;
+  v1::SetNodeStateResponse cordoned;
+  status = fleet_->SetNodeState(&cordon_context, cordon, &cordoned);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "reason: longer than 1024 bytes (1025)");
+
+  grpc::ClientContext list_context;
+  v1::ListNodesResponse listed;
+  ASSERT_TRUE(fleet_->ListNodes(&list_context, {}, &listed).ok());
+  EXPECT_EQ(listed.nodes_size(), 8);
+  for (const v1::Node& n : listed.nodes()) {
+    EXPECT_EQ(n.state(), v1::NODE_STATE_READY) << n.id();
+  }
+  EXPECT_EQ(Revision(), 0);
+}
+
+TEST_F(HostileInputTest, PendingGangsPerQueueAreBounded) {
+  v1::UpdateConfigRequest update;
+  *update.mutable_config() = Config();
+  update.mutable_config()->mutable_limits()->set_max_pending_gangs_per_queue(2);
+  grpc::ClientContext update_context;
+  v1::Config updated;
+  ASSERT_TRUE(admin_->UpdateConfig(&update_context, update, &updated).ok());
+  EXPECT_EQ(updated.limits().max_pending_gangs_per_queue(), 2);
+  EXPECT_EQ(updated.limits().max_labels(), 32);  // the others keep defaults
+
+  SubmitOk(*scheduler_, SubmitRequest("a", 8, 8));  // fills the fleet
+  SubmitOk(*scheduler_, SubmitRequest("a", 1, 8));
+  SubmitOk(*scheduler_, SubmitRequest("a", 1, 8));
+  const int64_t revision = Revision();
+  grpc::Status status = Submit(SubmitRequest("a", 1, 8));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(status.error_message(),
+            "spec.queue: queue \"a\" has 2 pending gangs, the most "
+            "limits.max_pending_gangs_per_queue allows");
+  EXPECT_EQ(Revision(), revision);
+  EXPECT_EQ(StoredGangs(), 3);
+  EXPECT_TRUE(Submit(SubmitRequest("b", 1, 8)).ok());  // another queue
+
+  update.mutable_config()->set_version(updated.version());
+  update.mutable_config()->mutable_limits()->set_max_id_bytes(8);
+  grpc::ClientContext bad_context;
+  status = admin_->UpdateConfig(&bad_context, update, &updated);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "config.limits.max_id_bytes: must be in 32..4096");
 }
 
 TEST(IdempotencyTest, RepeatedRequestIdReturnsTheFirstGang) {
