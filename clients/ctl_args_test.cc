@@ -60,6 +60,28 @@ TEST(ParseCommandLineTest, TimeoutAcceptsADuration) {
             absl::Minutes(1));
 }
 
+TEST(ParseCommandLineTest, AuditAndTheNewFlags) {
+  Invocation audit = Parse({"audit", "--all", "--page-size", "50"});
+  ASSERT_TRUE(audit.error.ok()) << audit.error;
+  EXPECT_EQ(audit.command->path, "audit");
+  EXPECT_EQ(audit.flags.Get("all"), "true");
+  EXPECT_EQ(audit.flags.Get("page-size"), "50");
+  EXPECT_EQ(Parse({"audit", "extra"}).error.code(),
+            absl::StatusCode::kInvalidArgument);
+
+  Invocation submit = Parse({"submit", "--queue", "a", "--pods", "1", "--gpus",
+                             "8", "--priority-class", "batch"});
+  ASSERT_TRUE(submit.error.ok()) << submit.error;
+  EXPECT_EQ(submit.flags.Get("priority-class"), "batch");
+  Invocation dryrun = Parse({"dryrun", "--priority-class", "batch"});
+  EXPECT_TRUE(dryrun.error.ok()) << dryrun.error;
+
+  Invocation put =
+      Parse({"queues", "put", "--name", "a", "--max-priority", "-5"});
+  ASSERT_TRUE(put.error.ok()) << put.error;
+  EXPECT_EQ(put.flags.Get("max-priority"), "-5");
+}
+
 TEST(ParseCommandLineTest, SubcommandWithArgumentAndFlag) {
   Invocation inv = Parse({"nodes", "cordon", "n-1", "--reason", "maint"});
   ASSERT_TRUE(inv.error.ok()) << inv.error;

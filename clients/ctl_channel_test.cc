@@ -1,6 +1,7 @@
 // The connection of phalanxctl as a server sees it: a real gRPC server on a
 // loopback port, in this process, records the metadata and the TLS peer of
-// each call that RunCommand makes (the daemon does not check tokens yet).
+// each call that RunCommand makes (tests/ctl_test.cc runs it against a
+// daemon with --auth).
 #include "clients/ctl_channel.h"
 
 #include <stdlib.h>

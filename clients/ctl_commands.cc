@@ -1,5 +1,6 @@
 #include "clients/ctl_commands.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -413,6 +414,55 @@ int ConfigSet(Session& s) {
                                       config.version(), "\n"));
 }
 
+// Appends audit pages to `all` while --all asks for more and the server
+// makes progress. Sets `*stop` to why it stopped.
+grpc::Status FetchAudit(Session& s, const AuditQuery& query,
+                        v1::ListAuditRecordsResponse* all,
+                        PageFollower::Next* stop) {
+  v1::ListAuditRecordsRequest request = query.request;
+  PageFollower follower;
+  for (;;) {
+    v1::ListAuditRecordsResponse page;
+    grpc::Status status =
+        Call(s, s.admin(), &v1::Admin::Stub::ListAuditRecords, request, &page);
+    if (!status.ok()) return status;
+    for (v1::AuditRecord& record : *page.mutable_records()) {
+      *all->add_records() = std::move(record);
+    }
+    all->set_dropped(std::max(all->dropped(), page.dropped()));
+    all->set_next_page_token(page.next_page_token());
+    *stop = follower.After(page.next_page_token(), page.records().empty());
+    if (!query.all || *stop != PageFollower::Next::kFetch) {
+      return grpc::Status::OK;
+    }
+    request.set_page_token(page.next_page_token());
+  }
+}
+
+int Audit(Session& s) {
+  absl::StatusOr<AuditQuery> query = BuildAuditQuery(s.inv().flags);
+  if (!query.ok()) return s.UsageError(query.status());
+  v1::ListAuditRecordsResponse all;
+  PageFollower::Next stop = PageFollower::Next::kDone;
+  grpc::Status status = FetchAudit(s, *query, &all, &stop);
+  if (!status.ok()) return s.RpcError(status);
+  if (!s.json() && all.records().empty()) s.err() << "No audit records.\n";
+  const int code = s.Print(all, AuditText(all));
+  if (!query->all && !all.next_page_token().empty()) {
+    s.err() << "(more records: --all, or --page-token "
+            << SafeText(all.next_page_token()) << ")\n";
+  } else if (query->all && stop == PageFollower::Next::kPageLimit) {
+    s.err() << "phalanxctl: stopped after " << kMaxAuditPages
+            << " pages; more records remain (--page-token "
+            << SafeText(all.next_page_token()) << ")\n";
+  } else if (query->all && stop == PageFollower::Next::kNoProgress) {
+    s.err() << "phalanxctl: the server repeated a page token or sent an "
+               "empty page with one; stopped\n";
+    return kExitRpcError;
+  }
+  return code;
+}
+
 using Handler = int (*)(Session&);
 
 const std::map<std::string, Handler, std::less<>>& Handlers() {
@@ -438,6 +488,7 @@ const std::map<std::string, Handler, std::less<>>& Handlers() {
       {"queues delete", &QueuesDelete},
       {"config get", &ConfigGet},
       {"config set", &ConfigSet},
+      {"audit", &Audit},
   };
   return *handlers;
 }

@@ -143,7 +143,7 @@ absl::Status SetDuration(const FlagValues& flags, absl::string_view name,
   return absl::OkStatus();
 }
 
-// Fills priority, request id, name label and run times.
+// Fills priority, priority class, request id, name label and run times.
 absl::Status FillSpecOptions(const FlagValues& flags, v1::GangSpec* spec) {
   if (flags.Has("priority")) {
     absl::StatusOr<int64_t> priority =
@@ -151,6 +151,7 @@ absl::Status FillSpecOptions(const FlagValues& flags, v1::GangSpec* spec) {
     if (!priority.ok()) return priority.status();
     spec->set_priority(static_cast<int32_t>(*priority));
   }
+  spec->set_priority_class(flags.Get("priority-class"));
   spec->set_request_id(flags.Get("request-id"));
   if (flags.Has("name")) (*spec->mutable_labels())["name"] = flags.Get("name");
   absl::Status status =
@@ -216,6 +217,12 @@ absl::Status FillQueueOptions(const FlagValues& flags, v1::Queue* queue) {
     if (!limit.ok()) return limit.status();
     if (name == "borrowing-limit") queue->set_borrowing_limit_gpus(*limit);
     if (name == "lending-limit") queue->set_lending_limit_gpus(*limit);
+  }
+  if (flags.Has("max-priority")) {
+    absl::StatusOr<int64_t> max =
+        IntFlag(flags, "max-priority", kInt32Min, kInt32Max);
+    if (!max.ok()) return max.status();
+    queue->set_max_priority(static_cast<int32_t>(*max));
   }
   return absl::OkStatus();
 }
@@ -328,10 +335,10 @@ absl::StatusOr<v1::NodeState> ParseNodeState(absl::string_view name) {
 absl::StatusOr<v1::GangSpec> BuildSpec(const FlagValues& flags,
                                        absl::string_view file_text) {
   if (!flags.Has("file")) return SpecFromFlags(flags);
-  absl::Status status =
-      CheckFileAlone(flags, {"queue", "pods", "gpus", "level", "mode",
-                             "priority", "request-id", "name", "models",
-                             "slice", "estimated-runtime", "max-runtime"});
+  absl::Status status = CheckFileAlone(
+      flags, {"queue", "pods", "gpus", "level", "mode", "priority",
+              "priority-class", "request-id", "name", "models", "slice",
+              "estimated-runtime", "max-runtime"});
   if (!status.ok()) return status;
   return ParseJson<v1::GangSpec>(file_text, flags.Get("file"));
 }
@@ -454,9 +461,9 @@ absl::StatusOr<v1::SetNodeStateRequest> BuildSetNodeStateRequest(
 absl::StatusOr<v1::Queue> BuildQueue(const FlagValues& flags,
                                      absl::string_view file_text) {
   if (!flags.Has("file")) return QueueFromFlags(flags);
-  absl::Status status =
-      CheckFileAlone(flags, {"name", "parent", "weight", "nominal", "held",
-                             "borrowing-limit", "lending-limit"});
+  absl::Status status = CheckFileAlone(
+      flags, {"name", "parent", "weight", "nominal", "held", "borrowing-limit",
+              "lending-limit", "max-priority"});
   if (!status.ok()) return status;
   return ParseJson<v1::Queue>(file_text, flags.Get("file"));
 }
@@ -474,6 +481,34 @@ absl::StatusOr<v1::UpdateConfigRequest> BuildUpdateConfigRequest(
     request.set_expected_version(*version);
   }
   return request;
+}
+
+absl::StatusOr<AuditQuery> BuildAuditQuery(const FlagValues& flags) {
+  AuditQuery query;
+  query.all = flags.Get("all") == "true";
+  if (flags.Has("page-size")) {
+    absl::StatusOr<int64_t> size =
+        IntFlag(flags, "page-size", 1, kMaxAuditPageSize);
+    if (!size.ok()) return size.status();
+    query.request.set_page_size(static_cast<int32_t>(*size));
+  } else if (query.all) {
+    query.request.set_page_size(kMaxAuditPageSize);
+  }
+  query.request.set_page_token(flags.Get("page-token"));
+  return query;
+}
+
+PageFollower::PageFollower(int max_pages) : max_pages_(max_pages) {}
+
+PageFollower::Next PageFollower::After(const std::string& next_page_token,
+                                       bool page_empty) {
+  ++pages_;
+  if (next_page_token.empty()) return Next::kDone;
+  if (!seen_.insert(next_page_token).second || page_empty) {
+    return Next::kNoProgress;
+  }
+  if (pages_ >= max_pages_) return Next::kPageLimit;
+  return Next::kFetch;
 }
 
 }  // namespace phalanx::ctl

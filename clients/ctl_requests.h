@@ -6,6 +6,7 @@
 #define PHALANX_CLIENTS_CTL_REQUESTS_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,8 @@ absl::StatusOr<v1::GangSpec> BuildSpec(const FlagValues& flags,
                                        absl::string_view file_text);
 
 // A one-pod-set GangSpec from --queue, --pods, --gpus (required) and the
-// optional --level, --mode, --priority, --request-id, --name (label "name"),
+// optional --level, --mode, --priority, --priority-class, --request-id,
+// --name (label "name"),
 // --models, --estimated-runtime and --max-runtime. The pod set is named
 // "workers"; --level without --mode means REQUIRED.
 absl::StatusOr<v1::GangSpec> SpecFromFlags(const FlagValues& flags);
@@ -95,14 +97,53 @@ absl::StatusOr<v1::SetNodeStateRequest> BuildSetNodeStateRequest(
 
 // `queues put`: the JSON Queue `file_text` when --file was given, else a
 // queue from --name (required), --parent, --weight, --nominal, --held,
-// --borrowing-limit and --lending-limit. PutQueue replaces the whole queue:
-// what is not given takes its default.
+// --borrowing-limit, --lending-limit and --max-priority (left unset, i.e. no
+// limit, when not given). PutQueue replaces the whole queue: what is not
+// given takes its default.
 absl::StatusOr<v1::Queue> BuildQueue(const FlagValues& flags,
                                      absl::string_view file_text);
 
 // `config set`: the JSON Config `file_text` and --expected-version.
 absl::StatusOr<v1::UpdateConfigRequest> BuildUpdateConfigRequest(
     const FlagValues& flags, absl::string_view file_text);
+
+// Most audit records ListAuditRecords returns per page, and the most pages
+// `audit --all` fetches.
+inline constexpr int32_t kMaxAuditPageSize = 1000;
+inline constexpr int kMaxAuditPages = 10000;
+
+// `audit`: the first page's request and whether to follow next_page_token.
+struct AuditQuery {
+  v1::ListAuditRecordsRequest request;
+  bool all = false;  // --all
+};
+// --page-size (1..1000; default: the server's, or 1000 with --all),
+// --page-token and --all.
+absl::StatusOr<AuditQuery> BuildAuditQuery(const FlagValues& flags);
+
+// Decides, page after page, whether a paged listing goes on, so that a
+// server that repeats a token (or returns empty pages with tokens) cannot
+// make the client loop. Thread-compatible.
+class PageFollower {
+ public:
+  enum class Next {
+    kDone,        // the last page: next_page_token is empty
+    kFetch,       // fetch the page of next_page_token
+    kNoProgress,  // the token was seen before, or came with an empty page
+    kPageLimit,   // `max_pages` pages were fetched; more remain
+  };
+  explicit PageFollower(int max_pages = kMaxAuditPages);
+  // Call once per page fetched, with its next_page_token and whether it held
+  // no record.
+  Next After(const std::string& next_page_token, bool page_empty);
+  // Pages seen so far.
+  int pages() const { return pages_; }
+
+ private:
+  const int max_pages_;
+  int pages_ = 0;
+  std::set<std::string> seen_;
+};
 
 }  // namespace phalanx::ctl
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "clients/ctl_args.h"
 #include "clients/ctl_format.h"
@@ -48,17 +49,18 @@ void ExpectInvalid(const absl::Status& status, const std::string& text) {
 
 TEST(SpecFromFlagsTest, EveryFlag) {
   absl::StatusOr<v1::GangSpec> spec = SpecFromFlags(
-      Flags({"submit", "--queue",       "llm",       "--pods",
-             "32",     "--gpus",        "8",         "--level",
-             "rack",   "--mode",        "preferred", "--priority",
-             "5",      "--request-id",  "r-1",       "--name",
-             "llama",  "--models",      "H100,H200", "--estimated-runtime",
-             "3600s",  "--max-runtime", "2h",        "--slice",
-             "8@rack"}));
+      Flags({"submit", "--queue",          "llm",       "--pods",
+             "32",     "--gpus",           "8",         "--level",
+             "rack",   "--mode",           "preferred", "--priority",
+             "5",      "--request-id",     "r-1",       "--name",
+             "llama",  "--models",         "H100,H200", "--estimated-runtime",
+             "3600s",  "--max-runtime",    "2h",        "--slice",
+             "8@rack", "--priority-class", "production"}));
   ASSERT_TRUE(spec.ok()) << spec.status();
   ExpectProtoEq(*spec, TextProto<v1::GangSpec>(R"pb(
     queue: "llm"
     priority: 5
+    priority_class: "production"
     labels { key: "name" value: "llama" }
     request_id: "r-1"
     estimated_runtime { seconds: 3600 }
@@ -351,7 +353,8 @@ TEST(BuildQueueTest, FromFlags) {
   absl::StatusOr<v1::Queue> queue = BuildQueue(
       Flags({"queues", "put", "--name", "llm", "--parent", "research",
              "--weight", "2.5", "--nominal", "H100=64,H200=32", "--held",
-             "true", "--borrowing-limit", "-1", "--lending-limit", "8"}),
+             "true", "--borrowing-limit", "-1", "--lending-limit", "8",
+             "--max-priority", "-3"}),
       "");
   ASSERT_TRUE(queue.ok()) << queue.status();
   ExpectProtoEq(*queue, TextProto<v1::Queue>(R"pb(
@@ -363,7 +366,113 @@ TEST(BuildQueueTest, FromFlags) {
     borrowing_limit_gpus: -1
     lending_limit_gpus: 8
     held: true
+    max_priority: -3
   )pb"));
+}
+
+TEST(BuildQueueTest, MaxPriorityStaysUnsetWithoutTheFlag) {
+  absl::StatusOr<v1::Queue> queue =
+      BuildQueue(Flags({"queues", "put", "--name", "llm"}), "");
+  ASSERT_TRUE(queue.ok()) << queue.status();
+  EXPECT_FALSE(queue->has_max_priority());
+
+  absl::StatusOr<v1::Queue> zero = BuildQueue(
+      Flags({"queues", "put", "--name", "llm", "--max-priority", "0"}), "");
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  EXPECT_TRUE(zero->has_max_priority());
+  EXPECT_EQ(zero->max_priority(), 0);
+
+  for (const char* bad : {"x", "1.5", "2147483648", ""}) {
+    ExpectInvalid(BuildQueue(Flags({"queues", "put", "--name", "llm",
+                                    "--max-priority", bad}),
+                             "")
+                      .status(),
+                  "--max-priority: want an integer");
+  }
+  ExpectInvalid(
+      BuildQueue(
+          Flags({"queues", "put", "-f", "q.json", "--max-priority", "3"}), "{}")
+          .status(),
+      "-f cannot be combined with --max-priority");
+}
+
+TEST(BuildSpecTest, PriorityClassFromFlagsOnly) {
+  ExpectInvalid(BuildSpec(Flags({"submit", "-f", "s.json", "--priority-class",
+                                 "production"}),
+                          "{}")
+                    .status(),
+                "-f cannot be combined with --priority-class");
+  absl::StatusOr<v1::GangSpec> file = BuildSpec(
+      Flags({"submit", "-f", "s.json"}), R"({"priority_class": "batch"})");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->priority_class(), "batch");
+}
+
+TEST(BuildAuditQueryTest, PageSizeTokenAndAll) {
+  absl::StatusOr<AuditQuery> plain = BuildAuditQuery(Flags({"audit"}));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->all);
+  EXPECT_EQ(plain->request.page_size(), 0);  // the server's default
+  EXPECT_EQ(plain->request.page_token(), "");
+
+  absl::StatusOr<AuditQuery> all = BuildAuditQuery(Flags({"audit", "--all"}));
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(all->all);
+  EXPECT_EQ(all->request.page_size(), kMaxAuditPageSize);
+
+  absl::StatusOr<AuditQuery> sized = BuildAuditQuery(
+      Flags({"audit", "--page-size", "5", "--page-token", "42", "--all"}));
+  ASSERT_TRUE(sized.ok()) << sized.status();
+  EXPECT_EQ(sized->request.page_size(), 5);
+  EXPECT_EQ(sized->request.page_token(), "42");
+
+  for (const char* bad : {"0", "-1", "1001", "x"}) {
+    ExpectInvalid(
+        BuildAuditQuery(Flags({"audit", "--page-size", bad})).status(),
+        "--page-size: want an integer in [1, 1000]");
+  }
+}
+
+TEST(PageFollowerTest, FollowsUntilTheLastPage) {
+  PageFollower follower;
+  EXPECT_EQ(follower.After("10", false), PageFollower::Next::kFetch);
+  EXPECT_EQ(follower.After("20", false), PageFollower::Next::kFetch);
+  EXPECT_EQ(follower.After("", false), PageFollower::Next::kDone);
+  EXPECT_EQ(follower.pages(), 3);
+  PageFollower empty_log;
+  EXPECT_EQ(empty_log.After("", true), PageFollower::Next::kDone);
+}
+
+TEST(PageFollowerTest, NeverLoopsOnARepeatedToken) {
+  PageFollower follower;
+  EXPECT_EQ(follower.After("10", false), PageFollower::Next::kFetch);
+  EXPECT_EQ(follower.After("20", false), PageFollower::Next::kFetch);
+  EXPECT_EQ(follower.After("10", false), PageFollower::Next::kNoProgress);
+
+  PageFollower same;
+  EXPECT_EQ(same.After("7", false), PageFollower::Next::kFetch);
+  EXPECT_EQ(same.After("7", false), PageFollower::Next::kNoProgress);
+
+  PageFollower empty_page;
+  EXPECT_EQ(empty_page.After("7", true), PageFollower::Next::kNoProgress);
+}
+
+TEST(PageFollowerTest, StopsAtThePageLimit) {
+  PageFollower follower(3);
+  EXPECT_EQ(follower.After("1", false), PageFollower::Next::kFetch);
+  EXPECT_EQ(follower.After("2", false), PageFollower::Next::kFetch);
+  EXPECT_EQ(follower.After("3", false), PageFollower::Next::kPageLimit);
+
+  // The default bound: a server that hands out new tokens forever.
+  PageFollower endless;
+  int fetched = 1;
+  while (endless.After(absl::StrCat(fetched), false) ==
+             PageFollower::Next::kFetch &&
+         fetched < 2 * kMaxAuditPages) {
+    ++fetched;
+  }
+  EXPECT_EQ(fetched, kMaxAuditPages);
+  EXPECT_EQ(endless.pages(), kMaxAuditPages);
 }
 
 TEST(BuildQueueTest, FromFileAndErrors) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -96,9 +97,11 @@ Table GangFields(const v1::Gang& gang, absl::Time now) {
   const v1::GangSpec& spec = gang.spec();
   table.AddRow({"ID:", gang.id()});
   table.AddRow({"Queue:", spec.queue()});
+  AddIfSet(&table, "Owner", gang.owner());
   table.AddRow({"State:", GangStateName(gang.state())});
   AddIfSet(&table, "Reason", gang.reason());
   table.AddRow({"Priority:", absl::StrCat(spec.priority())});
+  AddIfSet(&table, "Priority class", spec.priority_class());
   AddIfSet(&table, "Request ID", spec.request_id());
   AddIfSet(&table, "Labels", JoinMap(spec.labels()));
   table.AddRow({"Submitted:", TimeAndAge(&gang.submit_time(), now)});
@@ -161,14 +164,15 @@ std::string NodeStateName(v1::NodeState state) {
 
 std::string GangsTable(
     const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now) {
-  Table table(
-      {"ID", "QUEUE", "STATE", "PRIO", "PODS", "GPUS", "AGE", "REASON"});
+  Table table({"ID", "QUEUE", "OWNER", "STATE", "PRIO", "PODS", "GPUS", "AGE",
+               "REASON"});
   for (const v1::Gang& gang : gangs) {
     const std::string age =
         gang.has_submit_time()
             ? HumanDuration(now - FromProto(gang.submit_time()))
             : "-";
-    table.AddRow({gang.id(), gang.spec().queue(), GangStateName(gang.state()),
+    table.AddRow({gang.id(), gang.spec().queue(), OrDash(gang.owner()),
+                  GangStateName(gang.state()),
                   absl::StrCat(gang.spec().priority()),
                   absl::StrCat(TotalPods(gang.spec())),
                   absl::StrCat(TotalGpus(gang.spec())), age, gang.reason()});
@@ -285,7 +289,7 @@ std::string TopologyText(const v1::GetTopologyResponse& response) {
 std::string QueuesTable(
     const google::protobuf::RepeatedPtrField<v1::Queue>& queues) {
   Table table({"NAME", "PARENT", "WEIGHT", "NOMINAL", "USED", "BORROWED",
-               "PENDING", "ACTIVE", "SCORE", "HELD"});
+               "PENDING", "ACTIVE", "SCORE", "MAX PRIO", "HELD"});
   for (const v1::Queue& queue : queues) {
     const v1::QueueStatus& status = queue.status();
     table.AddRow({queue.name(), OrDash(queue.parent()),
@@ -295,9 +299,45 @@ std::string QueuesTable(
                   absl::StrCat(status.pending_gangs()),
                   absl::StrCat(status.active_gangs()),
                   absl::StrFormat("%.3g", status.fair_share_score()),
+                  queue.has_max_priority() ? absl::StrCat(queue.max_priority())
+                                           : std::string("-"),
                   queue.held() ? "yes" : "no"});
   }
   return table.Render();
+}
+
+std::string AuditMethodName(absl::string_view method) {
+  absl::string_view rest = method;
+  if (!absl::ConsumePrefix(&rest, "/phalanx.v1.")) return std::string(method);
+  const size_t slash = rest.find('/');
+  if (slash == absl::string_view::npos || slash == 0 ||
+      slash + 1 == rest.size() ||
+      rest.find('/', slash + 1) != absl::string_view::npos) {
+    return std::string(method);
+  }
+  return std::string(rest.substr(slash + 1));
+}
+
+std::string AuditTable(
+    const google::protobuf::RepeatedPtrField<v1::AuditRecord>& records) {
+  Table table({"TIME", "PRINCIPAL", "METHOD", "TARGET", "OUTCOME", "SUMMARY"});
+  for (const v1::AuditRecord& record : records) {
+    table.AddRow({record.has_time() ? FormatUtc(FromProto(record.time())) : "-",
+                  OrDash(record.principal()), AuditMethodName(record.method()),
+                  OrDash(record.target()), OrDash(record.outcome()),
+                  record.summary()});
+  }
+  return table.Render();
+}
+
+std::string AuditText(const v1::ListAuditRecordsResponse& response) {
+  std::string out =
+      response.records().empty() ? "" : AuditTable(response.records());
+  if (response.dropped() > 0) {
+    absl::StrAppend(&out, "dropped: ", response.dropped(),
+                    " (records over the per-principal audit rate)\n");
+  }
+  return out;
 }
 
 std::string WatchHeader() {

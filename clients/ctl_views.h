@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "google/protobuf/repeated_field.h"
 #include "phalanx/v1/admin.pb.h"
@@ -19,7 +20,8 @@ std::string GangStateName(v1::GangState state);
 // "READY", "CORDONED", ...
 std::string NodeStateName(v1::NodeState state);
 
-// One row per gang: ID QUEUE STATE PRIO PODS GPUS AGE REASON.
+// One row per gang: ID QUEUE OWNER STATE PRIO PODS GPUS AGE REASON (OWNER
+// "-" when the daemon runs without --auth).
 std::string GangsTable(
     const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now);
 
@@ -50,9 +52,22 @@ std::string NodesTable(
 std::string TopologyText(const v1::GetTopologyResponse& response);
 
 // One row per queue: NAME PARENT WEIGHT NOMINAL USED BORROWED PENDING ACTIVE
-// SCORE HELD.
+// SCORE MAX PRIO ("-" when unset) HELD.
 std::string QueuesTable(
     const google::protobuf::RepeatedPtrField<v1::Queue>& queues);
+
+// The short name of an audited gRPC method: "/phalanx.v1.Admin/PutQueue"
+// -> "PutQueue"; any other form is returned whole (still to be escaped).
+std::string AuditMethodName(absl::string_view method);
+
+// One row per audit record, in the order given: TIME PRINCIPAL ("-" when
+// unauthenticated) METHOD TARGET OUTCOME SUMMARY.
+std::string AuditTable(
+    const google::protobuf::RepeatedPtrField<v1::AuditRecord>& records);
+
+// AuditTable of the response's records (nothing when there are none), then
+// "dropped: N (...)" when the server dropped N records.
+std::string AuditText(const v1::ListAuditRecordsResponse& response);
 
 // The header line of `watch`, then one line per event (fixed-width columns,
 // since a stream cannot be aligned after the fact). Both end in '\n'.

@@ -78,11 +78,13 @@ TEST(GangsTableTest, OneRowPerGang) {
   v1::ListGangsResponse list;
   *list.add_gangs() = AdmittedGang();
   *list.add_gangs() = PendingGang();
+  list.mutable_gangs(0)->set_owner("team-llm");
   EXPECT_EQ(GangsTable(list.gangs(), kNow),
-            "ID        QUEUE  STATE     PRIO  PODS  GPUS  AGE  REASON\n"
-            "g-000042  llm    ADMITTED  5     2     8     5m\n"
-            "g-000043  batch  PENDING   0     1     4     30s  no node with 4 "
-            "free GPUs\n");
+            "ID        QUEUE  OWNER     STATE     PRIO  PODS  GPUS  AGE  "
+            "REASON\n"
+            "g-000042  llm    team-llm  ADMITTED  5     2     8     5m\n"
+            "g-000043  batch  -         PENDING   0     1     4     30s  no "
+            "node with 4 free GPUs\n");
 }
 
 TEST(GangDetailsTest, FieldsPodSetsAndPlacement) {
@@ -112,6 +114,21 @@ TEST(GangDetailsTest, PendingGangShowsReasonAndNoPlacement) {
   EXPECT_THAT(text, HasSubstr("TOPOLOGY  SLICE"));
   EXPECT_THAT(text, HasSubstr("  w     1     4         -       any"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("Placement")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("Owner")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("Priority class")));
+}
+
+TEST(GangDetailsTest, OwnerAndPriorityClass) {
+  v1::Gang gang = PendingGang();
+  gang.set_owner("team-a");
+  gang.mutable_spec()->set_priority(1000);
+  gang.mutable_spec()->set_priority_class("production");
+  const std::string text = GangDetails(gang, kNow);
+  EXPECT_THAT(text, HasSubstr("Queue:           batch\n"
+                              "Owner:           team-a\n"
+                              "State:           PENDING\n"));
+  EXPECT_THAT(text, HasSubstr("Priority:        1000\n"
+                              "Priority class:  production\n"));
 }
 
 TEST(WatchLineTest, FixedColumns) {
@@ -206,15 +223,21 @@ TEST(QueuesTableTest, QuotaAndUsage) {
         fair_share_score: 0.5625
       }
     }
-    queues { name: "batch" parent: "research" weight: 0.5 held: true }
+    queues {
+      name: "batch"
+      parent: "research"
+      weight: 0.5
+      held: true
+      max_priority: 0
+    }
   )pb");
   EXPECT_EQ(QueuesTable(queues.queues()),
             "NAME   PARENT    WEIGHT  NOMINAL  USED     BORROWED  PENDING  "
-            "ACTIVE  SCORE  HELD\n"
+            "ACTIVE  SCORE  MAX PRIO  HELD\n"
             "llm    -         2       H100=64  H100=72  8         3        4 "
-            "      0.562  no\n"
+            "      0.562  -         no\n"
             "batch  research  0.5     -        -        0         0        0 "
-            "      0      yes\n");
+            "      0      0         yes\n");
 }
 
 TEST(TopologyTextTest, SummaryDomainsAndLevels) {
@@ -388,6 +411,82 @@ TEST(HostileTextTest, EveryViewEscapesServerStrings) {
   domain->set_level(kHostile);
   topology.add_levels_fragmentation()->set_level(kHostile);
   ExpectTerminalSafe(TopologyText(topology), "TopologyText");
+
+  gang.set_owner(kHostile);
+  *gangs.Mutable(0) = gang;
+  ExpectTerminalSafe(GangsTable(gangs, kNow), "GangsTable owner");
+  ExpectTerminalSafe(GangDetails(gang, kNow), "GangDetails owner");
+  EXPECT_THAT(GangDetails(gang, kNow),
+              ::testing::ContainsRegex(R"(Owner: +\\x1b\]0;pwned)"));
+}
+
+TEST(AuditMethodNameTest, ShortNameOfOurMethodsOnly) {
+  EXPECT_EQ(AuditMethodName("/phalanx.v1.Admin/PutQueue"), "PutQueue");
+  EXPECT_EQ(AuditMethodName("/phalanx.v1.Scheduler/CancelGang"), "CancelGang");
+  for (const char* whole :
+       {"", "/grpc.health.v1.Health/Check", "/phalanx.v1.Admin/",
+        "/phalanx.v1./PutQueue", "/phalanx.v1.Admin", "/phalanx.v1.A/b/c",
+        "unknown"}) {
+    EXPECT_EQ(AuditMethodName(whole), whole);
+  }
+}
+
+v1::ListAuditRecordsResponse AuditPage() {
+  v1::ListAuditRecordsResponse response =
+      TextProto<v1::ListAuditRecordsResponse>(R"pb(
+        records {
+          principal: "team-a"
+          method: "/phalanx.v1.Admin/PutQueue"
+          target: "a"
+          outcome: "PERMISSION_DENIED"
+          summary: "role TENANT may not call PutQueue"
+          sequence: 7
+        }
+        records {
+          method: "/phalanx.v1.Admin/GetConfig"
+          outcome: "UNAUTHENTICATED"
+          sequence: 8
+        }
+      )pb");
+  *response.mutable_records(0)->mutable_time() = ToProto(kNow);
+  return response;
+}
+
+TEST(AuditTextTest, OneRowPerRecordInOrder) {
+  EXPECT_EQ(AuditText(AuditPage()),
+            "TIME                  PRINCIPAL  METHOD     TARGET  OUTCOME       "
+            "     SUMMARY\n"
+            "2024-05-01T12:00:03Z  team-a     PutQueue   a       "
+            "PERMISSION_DENIED  role TENANT may not call PutQueue\n"
+            "-                     -          GetConfig  -       "
+            "UNAUTHENTICATED\n");
+}
+
+TEST(AuditTextTest, DroppedRecordsAreCounted) {
+  v1::ListAuditRecordsResponse response = AuditPage();
+  response.set_dropped(12);
+  EXPECT_THAT(AuditText(response),
+              ::testing::EndsWith("UNAUTHENTICATED\ndropped: 12 (records over "
+                                  "the per-principal audit rate)\n"));
+  response.clear_records();
+  EXPECT_EQ(AuditText(response),
+            "dropped: 12 (records over the per-principal audit rate)\n");
+  EXPECT_EQ(AuditText(v1::ListAuditRecordsResponse()), "");
+}
+
+TEST(AuditTextTest, HostileFieldsAreEscapedAndBounded) {
+  v1::ListAuditRecordsResponse response = AuditPage();
+  v1::AuditRecord* record = response.add_records();
+  record->set_principal(kHostile);
+  record->set_method("/phalanx.v1.Admin/" + kHostile);
+  record->set_target(kHostile);
+  record->set_outcome(kHostile);
+  record->set_summary(kHostile + std::string(1 << 20, 's'));
+  const std::string text = AuditText(response);
+  ExpectTerminalSafe(text, "AuditText");
+  EXPECT_THAT(text, HasSubstr("\\x1b]0;pwned\\x07|\\x1b[2J"));
+  EXPECT_LT(text.size(), 2000u);
+  EXPECT_THAT(text, ::testing::EndsWith("ss\xe2\x80\xa6\n"));
 }
 
 TEST(HugeFieldTest, NodesTableStaysBoundedWithAHugeLabel) {

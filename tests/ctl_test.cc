@@ -6,14 +6,20 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/auth_client.h"
 #include "tests/daemon.h"
 
 namespace phalanx::testing {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -221,8 +227,9 @@ TEST(CtlTest, TokensAreSentButNeverShown) {
   const std::string token = "tok-7c1e.secret";
   const std::string file = daemon->WriteFile("token", token + "\n");
 
-  // The daemon does not check tokens yet: these only show that a token on
-  // loopback does not break a call and is not printed.
+  // This daemon runs without --auth (every caller is an admin): these only
+  // show that a token on loopback does not break a call and is not printed.
+  // CtlAuthTest checks tokens against a daemon that verifies them.
   const std::vector<CtlResult> runs = {
       Ctl(server, "--token " + token + " topology"),
       Ctl(server, "topology", "PHALANX_TOKEN=" + token),
@@ -243,6 +250,189 @@ TEST(CtlTest, TokensAreSentButNeverShown) {
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.output, HasSubstr("--token TOKEN"));
   EXPECT_THAT(help.output, Not(HasSubstr(token)));
+}
+
+// The first line of `text` that holds every one of `parts`, or "".
+std::string LineWith(const std::string& text,
+                     const std::vector<std::string>& parts) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    bool all = true;
+    for (const std::string& part : parts) {
+      all = all && absl::StrContains(line, part);
+    }
+    if (all) return std::string(line);
+  }
+  return "";
+}
+
+constexpr char kAdminToken[] = "ctl-admin-token-0123456789";
+constexpr char kTenantToken[] = "ctl-tenant-a-token-0123456789";
+
+// Starts a demo daemon with --auth: "ops" (ADMIN) and "team-a" (TENANT of
+// queue a), plus `extra_args`.
+std::unique_ptr<DaemonProcess> StartAuthDaemon(
+    std::vector<std::string> extra_args = {}) {
+  auto daemon = StartDemoDaemon(std::move(extra_args));
+  daemon->AddArgs(
+      {"--auth=" +
+       daemon->WriteFile(
+           "auth.json",
+           AuthJson({
+               PrincipalJson("ops", kAdminToken, {"ROLE_ADMIN"}),
+               PrincipalJson("team-a", kTenantToken, {"ROLE_TENANT"}, {"a"}),
+           }))});
+  return daemon;
+}
+
+TEST(CtlAuthTest, TheAuditShowsARefusalAndGetShowsTheOwner) {
+  auto daemon = StartAuthDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  const std::string admin =
+      "--token-file " + daemon->WriteFile("admin.token", kAdminToken);
+  const std::string tenant =
+      "--token-file " + daemon->WriteFile("tenant.token", kTenantToken);
+
+  CtlResult submit =
+      Ctl(server, tenant + " submit --queue a --pods 1 --gpus 8");
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  EXPECT_THAT(submit.output, ContainsRegex("g-000001 +a +team-a "));
+
+  CtlResult refused = Ctl(server, tenant + " queues put --name a --weight 5");
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("PERMISSION_DENIED"));
+  CtlResult tenant_audit = Ctl(server, tenant + " audit");
+  EXPECT_EQ(tenant_audit.exit_code, 1) << tenant_audit.output;
+  EXPECT_THAT(tenant_audit.output, HasSubstr("PERMISSION_DENIED"));
+  CtlResult anonymous = Ctl(server, "audit");
+  EXPECT_EQ(anonymous.exit_code, 1) << anonymous.output;
+  EXPECT_THAT(anonymous.output, HasSubstr("UNAUTHENTICATED"));
+
+  // Refusals reach the log with the next batch, about a cycle (0.2 s) later.
+  std::string refusal;
+  std::string anonymous_refusal;
+  CtlResult audit;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    if (attempt > 0) absl::SleepFor(absl::Milliseconds(100));
+    audit = Ctl(server, admin + " audit --all --page-size 1");
+    ASSERT_EQ(audit.exit_code, 0) << audit.output;
+    refusal =
+        LineWith(audit.output, {"team-a", "PutQueue", "PERMISSION_DENIED"});
+    anonymous_refusal =
+        LineWith(audit.output, {"ListAuditRecords", "UNAUTHENTICATED"});
+    if (!refusal.empty() && !anonymous_refusal.empty()) break;
+  }
+  ASSERT_FALSE(refusal.empty()) << audit.output;
+  EXPECT_THAT(refusal, ContainsRegex("^[0-9T:-]+Z +team-a +PutQueue +a +"
+                                     "PERMISSION_DENIED"));
+  EXPECT_THAT(anonymous_refusal,
+              ContainsRegex("^[0-9T:-]+Z +- +ListAuditRecords +[^ ]+ +"
+                            "UNAUTHENTICATED"));
+  EXPECT_THAT(audit.output, HasSubstr("TIME "));
+  EXPECT_THAT(audit.output, Not(HasSubstr("more records")));
+  // --all followed the tokens: page size 1, yet every record (oldest first).
+  EXPECT_LT(audit.output.find("PutQueue"), audit.output.find("UNAUTHENTICATED"))
+      << audit.output;
+
+  CtlResult first = Ctl(server, admin + " audit --page-size 1");
+  EXPECT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_THAT(first.output,
+              HasSubstr("(more records: --all, or --page-token "));
+
+  CtlResult json = Ctl(server, admin + " -o json audit");
+  EXPECT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_THAT(json.output,
+              HasSubstr(R"("method": "/phalanx.v1.Admin/PutQueue")"));
+  EXPECT_THAT(json.output, HasSubstr(R"("principal": "team-a")"));
+  EXPECT_THAT(json.output, HasSubstr(R"("outcome": "PERMISSION_DENIED")"));
+
+  CtlResult get = Ctl(server, admin + " get g-000001");
+  EXPECT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_THAT(get.output, ContainsRegex("Owner: +team-a\n"));
+  CtlResult list = Ctl(server, tenant + " list");
+  EXPECT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_THAT(list.output, ContainsRegex("ID +QUEUE +OWNER +STATE"));
+  EXPECT_THAT(list.output, ContainsRegex("g-000001 +a +team-a +"));
+  for (const CtlResult* run : {&submit, &refused, &audit, &json, &get}) {
+    EXPECT_THAT(run->output, Not(HasSubstr(kAdminToken)));
+    EXPECT_THAT(run->output, Not(HasSubstr(kTenantToken)));
+  }
+}
+
+TEST(CtlAuthTest, TlsAndATokenAsInTheReadme) {
+  auto daemon = StartAuthDaemon();
+  const std::string token_file =
+      daemon->WriteFile("admin.token", std::string(kAdminToken) + "\n");
+  const std::string dir = token_file.substr(0, token_file.rfind('/'));
+  TestPki pki(dir);
+  pki.MakeCa("ca");
+  pki.MakeCert("server", "phalanx.internal", "ca");
+  daemon->AddArgs({"--tls-cert=" + pki.Path("server.crt"),
+                   "--tls-key=" + pki.Path("server.key")});
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  const std::string tls = "--tls-ca " + pki.Path("ca.crt");
+
+  CtlResult nodes =
+      Ctl(server, tls + " --token-file " + token_file + " nodes list");
+  EXPECT_EQ(nodes.exit_code, 0) << nodes.output;
+  EXPECT_THAT(nodes.output, HasSubstr("node-000"));
+  CtlResult audit =
+      Ctl(server, tls + " audit", "PHALANX_TOKEN=" + std::string(kAdminToken));
+  EXPECT_EQ(audit.exit_code, 0) << audit.output;
+  CtlResult no_token = Ctl(server, tls + " audit");
+  EXPECT_EQ(no_token.exit_code, 1) << no_token.output;
+  EXPECT_THAT(no_token.output, HasSubstr("UNAUTHENTICATED"));
+  CtlResult plain = Ctl(server, "--token-file " + token_file + " nodes list");
+  EXPECT_EQ(plain.exit_code, 3) << plain.output;
+}
+
+TEST(CtlTest, PriorityClassesAndTheQueuesMaxPriority) {
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  std::string config = DemoConfigJson();
+  config.insert(config.rfind('}'),
+                R"(,"priorityClasses":{"production":1000,"batch":0})");
+  CtlResult set =
+      Ctl(server, "config set -f " + daemon->WriteFile("classes.json", config));
+  ASSERT_EQ(set.exit_code, 0) << set.output;
+  CtlResult get_config = Ctl(server, "config get");
+  EXPECT_EQ(get_config.exit_code, 0) << get_config.output;
+  EXPECT_THAT(get_config.output, HasSubstr(R"("production": 1000)"));
+
+  CtlResult submit = Ctl(server,
+                         "submit --queue a --pods 1 --gpus 8 "
+                         "--priority-class production");
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  CtlResult get = Ctl(server, "get g-000001");
+  EXPECT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_THAT(get.output, ContainsRegex("Priority: +1000\n"));
+  EXPECT_THAT(get.output, ContainsRegex("Priority class: +production\n"));
+  EXPECT_THAT(get.output, Not(HasSubstr("Owner:")));  // no --auth
+
+  CtlResult capped = Ctl(server, "queues put --name b --max-priority 5");
+  EXPECT_EQ(capped.exit_code, 0) << capped.output;
+  EXPECT_THAT(capped.output, ContainsRegex("MAX PRIO +HELD"));
+  CtlResult uncapped = Ctl(server, "queues put --name a --weight 1");
+  EXPECT_EQ(uncapped.exit_code, 0) << uncapped.output;
+  CtlResult queues = Ctl(server, "queues list");
+  EXPECT_EQ(queues.exit_code, 0) << queues.output;
+  EXPECT_THAT(queues.output, ContainsRegex("\na +.* - +no\n"));
+  EXPECT_THAT(queues.output, ContainsRegex("\nb +.* 5 +no\n"));
+  CtlResult json = Ctl(server, "-o json queues list");
+  EXPECT_THAT(json.output, HasSubstr(R"("max_priority": 5)"));
+
+  CtlResult above = Ctl(server,
+                        "submit --queue b --pods 1 --gpus 8 "
+                        "--priority-class production");
+  EXPECT_EQ(above.exit_code, 1) << above.output;
+  EXPECT_THAT(above.output, HasSubstr("PERMISSION_DENIED"));
+  CtlResult unknown = Ctl(server,
+                          "submit --queue a --pods 1 --gpus 8 "
+                          "--priority-class nope");
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.output;
+  EXPECT_THAT(unknown.output, HasSubstr("priority_class"));
 }
 
 }  // namespace
