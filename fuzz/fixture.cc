@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/stubs/logging.h"
 #include "phalanx/storage/v1/records.pb.h"
 #include "phalanx/v1/types.pb.h"
 #include "proto/convert.h"
@@ -69,20 +70,28 @@ const char kBaseQueuesJson[] = R"({"queues": [
 
 absl::Time StartTime() { return absl::FromUnixSeconds(1'700'000'000); }
 
+const convert::StartupFiles& BaseFiles() {
+  static const convert::StartupFiles* files = [] {
+    auto* files = new convert::StartupFiles;
+    auto config = convert::ConfigFromJson(kBaseConfigJson);
+    if (!config.ok()) Die("config", config.status());
+    auto fleet = convert::FleetFromJson(kBaseFleetJson);
+    if (!fleet.ok()) Die("fleet", fleet.status());
+    auto queues = convert::QueuesFromJson(kBaseQueuesJson);
+    if (!queues.ok()) Die("queues", queues.status());
+    files->config = *std::move(config);
+    files->fleet = *std::move(fleet);
+    files->queues = *std::move(queues);
+    return files;
+  }();
+  return *files;
+}
+
 std::unique_ptr<core::Scheduler> BaseScheduler(absl::Time now) {
   auto scheduler = core::Scheduler::Restore(core::LoadedState(), now);
   if (!scheduler.ok()) Die("restore", scheduler.status());
-  convert::StartupFiles files;
-  auto config = convert::ConfigFromJson(kBaseConfigJson);
-  if (!config.ok()) Die("config", config.status());
-  auto fleet = convert::FleetFromJson(kBaseFleetJson);
-  if (!fleet.ok()) Die("fleet", fleet.status());
-  auto queues = convert::QueuesFromJson(kBaseQueuesJson);
-  if (!queues.ok()) Die("queues", queues.status());
-  files.config = *config;
-  files.fleet = *fleet;
-  files.queues = *queues;
-  if (absl::Status s = convert::ApplyStartupFiles(**scheduler, files, now);
+  if (absl::Status s =
+          convert::ApplyStartupFiles(**scheduler, BaseFiles(), now);
       !s.ok()) {
     Die("apply", s);
   }
@@ -136,3 +145,10 @@ void CheckStorageRoundTrip(const core::Mutation& m) {
 }
 
 }  // namespace phalanx::fuzz
+
+// libFuzzer calls this once before the first input: protobuf's log of every
+// invalid UTF-8 string it parses would cost more than the input itself.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}

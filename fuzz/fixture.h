@@ -18,6 +18,7 @@
 #include "core/state_store.h"
 #include "google/protobuf/message.h"
 #include "proto/convert.h"
+#include "proto/startup_files.h"
 
 namespace phalanx::fuzz {
 
@@ -31,6 +32,9 @@ absl::Time StartTime();
 extern const char kBaseConfigJson[];
 extern const char kBaseFleetJson[];
 extern const char kBaseQueuesJson[];
+
+// The base files parsed (once; later calls return the same files).
+const convert::StartupFiles& BaseFiles();
 
 // A scheduler recovered from an empty store with the base files applied, as
 // phalanxd starts on a fresh data directory. Aborts if the base is rejected.

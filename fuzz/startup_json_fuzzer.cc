@@ -25,27 +25,26 @@
 namespace phalanx::fuzz {
 namespace {
 
-// The base files, with the fuzzed one parsed from `json`; nullopt when
-// `json` does not parse (the daemon exits with the parser's message).
-std::optional<convert::StartupFiles> Files(absl::string_view json) {
-  convert::StartupFiles files;
-  files.config = *convert::ConfigFromJson(kBaseConfigJson);
-  files.fleet = *convert::FleetFromJson(kBaseFleetJson);
-  files.queues = *convert::QueuesFromJson(kBaseQueuesJson);
+// The member of `files` the fuzzed file replaces.
+auto& Fuzzed(convert::StartupFiles& files) {
   if constexpr (PHALANX_FUZZ_FILE == 0) {
-    auto config = convert::ConfigFromJson(json);
-    if (!config.ok()) return std::nullopt;
-    files.config = *std::move(config);
+    return files.config;
   } else if constexpr (PHALANX_FUZZ_FILE == 1) {
-    auto fleet = convert::FleetFromJson(json);
-    if (!fleet.ok()) return std::nullopt;
-    files.fleet = *std::move(fleet);
+    return files.fleet;
   } else {
-    auto queues = convert::QueuesFromJson(json);
-    if (!queues.ok()) return std::nullopt;
-    files.queues = *std::move(queues);
+    return files.queues;
   }
-  return files;
+}
+
+// Parses the fuzzed file as phalanxd does.
+auto Parse(absl::string_view json) {
+  if constexpr (PHALANX_FUZZ_FILE == 0) {
+    return convert::ConfigFromJson(json);
+  } else if constexpr (PHALANX_FUZZ_FILE == 1) {
+    return convert::FleetFromJson(json);
+  } else {
+    return convert::QueuesFromJson(json);
+  }
 }
 
 // As server/startup.cc's RecoverAndApply: restore, apply, commit.
@@ -72,9 +71,14 @@ absl::Status Start(core::MemoryStore& store, const convert::StartupFiles& files,
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace phalanx;
-  auto files =
-      fuzz::Files(absl::string_view(reinterpret_cast<const char*>(data), size));
-  if (!files) return 0;
+  auto parsed =
+      fuzz::Parse(absl::string_view(reinterpret_cast<const char*>(data), size));
+  if (!parsed.ok()) return 0;  // phalanxd exits naming the parse error
+  // The base files with the fuzzed one in its place (kept between inputs:
+  // copying the base fleet each time would cost more than the input).
+  static convert::StartupFiles* files =
+      new convert::StartupFiles(fuzz::BaseFiles());
+  fuzz::Fuzzed(*files) = *std::move(parsed);
   core::MemoryStore store;
   const absl::Time now = fuzz::StartTime();
   if (!fuzz::Start(store, *files, now).ok()) return 0;

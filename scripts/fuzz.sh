@@ -40,8 +40,11 @@ run() {
   local t="$1"
   mkdir -p "$out/work/$t"
   # The first corpus folder collects what the run finds (kept between
-  # runs); the seeds are only read.
+  # runs); the seeds are only read. -entropic=0: libFuzzer 14's entropic
+  # scheduler spent two thirds of the time here updating feature
+  # frequencies (3.8k against 11.6k exec/s on record_fuzzer).
   if "$out/$t" -max_total_time="$seconds" -max_len="${max_len[$t]}" \
+    -entropic=0 \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$out/artifacts/$t-" \
     "$out/work/$t" "$out/seeds/$t" >"$out/logs/$t.log" 2>&1; then
