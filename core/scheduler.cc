@@ -43,6 +43,11 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
         absl::StrCat("refusing to start: ", why));
   };
   for (const Node& node : state.nodes) {
+    // A stored node passed validation when it was written; one that no
+    // longer does (a damaged store) must not size the free index.
+    if (absl::Status st = ValidateNodeSpec(node.spec, "node"); !st.ok()) {
+      return refuse(st.message());
+    }
     if (absl::Status st = s.fleet_.CheckUpsert(node.spec); !st.ok()) {
       return refuse(
           absl::StrCat("node ", node.spec.id.value(), ": ", st.message()));

@@ -216,6 +216,19 @@ TEST_F(SchedulerTest, RestoreRefusesAGpuHeldTwice) {
   EXPECT_THAT(restored.status().message(), HasSubstr("refusing to start"));
 }
 
+// Found by fuzz/record_fuzzer: a damaged node record with 2^30 GPUs made
+// Restore size the free index by it and run out of memory.
+TEST_F(SchedulerTest, RestoreRefusesANodeThatFailsValidation) {
+  MemoryStore store;
+  ASSERT_TRUE(store.Commit(scheduler_.TakeMutation()).ok());
+  LoadedState state = *store.LoadAll();
+  ASSERT_FALSE(state.nodes.empty());
+  state.nodes[0].spec.gpu_count = 1 << 30;
+  auto restored = Scheduler::Restore(state, now_);
+  EXPECT_EQ(restored.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(restored.status().message(), HasSubstr("node.gpu_count"));
+}
+
 TEST_F(SchedulerTest, RetentionTrimsFinishedGangs) {
   Config config = scheduler_.config();
   config.retention.finished_gangs = 1;
