@@ -84,6 +84,11 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
         absl::StrCat("refusing to start: ", why));
   };
   for (const Node& node : state.nodes) {
+    // A stored node passed validation when it was written; one that no
+    // longer does (a damaged store) must not size the free index.
+    if (absl::Status st = ValidateNodeSpec(node.spec, "node"); !st.ok()) {
+      return refuse(st.message());
+    }
     if (absl::Status st = s.fleet_.CheckUpsert(node.spec); !st.ok()) {
       return refuse(
           absl::StrCat("node ", node.spec.id.value(), ": ", st.message()));
@@ -98,6 +103,17 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
     s.queues_[queue.name] = std::move(queue);
   }
   for (Gang& gang : state.gangs) {
+    // Placement requires the levels a waiting gang names to exist (Submit
+    // and UpdateConfig keep it so; a damaged record need not).
+    for (size_t i = 0; i < gang.spec.pod_sets.size() && !IsFinal(gang.state);
+         ++i) {
+      if (absl::Status st = s.CheckLevels(gang.spec.pod_sets[i],
+                                          absl::StrCat("pod_sets[", i, "]"));
+          !st.ok()) {
+        return refuse(
+            absl::StrCat("gang ", gang.id.value(), ": ", st.message()));
+      }
+    }
     if (!s.queues_.contains(gang.spec.queue) && !IsFinal(gang.state)) {
       return refuse(absl::StrCat("gang ", gang.id.value(),
                                  " is in unknown queue ",

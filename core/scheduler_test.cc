@@ -216,6 +216,34 @@ TEST_F(SchedulerTest, RestoreRefusesAGpuHeldTwice) {
   EXPECT_THAT(restored.status().message(), HasSubstr("refusing to start"));
 }
 
+// Found by fuzz/record_fuzzer: a damaged node record with 2^30 GPUs made
+// Restore size the free index by it and run out of memory.
+TEST_F(SchedulerTest, RestoreRefusesANodeThatFailsValidation) {
+  MemoryStore store;
+  ASSERT_TRUE(store.Commit(scheduler_.TakeMutation()).ok());
+  LoadedState state = *store.LoadAll();
+  ASSERT_FALSE(state.nodes.empty());
+  state.nodes[0].spec.gpu_count = 1 << 30;
+  auto restored = Scheduler::Restore(state, now_);
+  EXPECT_EQ(restored.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(restored.status().message(), HasSubstr("node.gpu_count"));
+}
+
+// Found by fuzz/record_fuzzer: a stored gang REQUIRED at a level the fleet
+// does not have aborted the first cycle after Restore (placement's check).
+TEST_F(SchedulerTest, RestoreRefusesAGangAtAnUnknownLevel) {
+  MemoryStore store;
+  Submit(Spec("llm").Pods(1, 8));
+  ASSERT_TRUE(store.Commit(scheduler_.TakeMutation()).ok());
+  LoadedState state = *store.LoadAll();
+  ASSERT_EQ(state.gangs.size(), 1u);
+  state.gangs[0].spec.pod_sets[0].topology = {TopologyMode::kRequired, ""};
+  auto restored = Scheduler::Restore(state, now_);
+  EXPECT_EQ(restored.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(restored.status().message(),
+              HasSubstr("pod_sets[0].topology.level: unknown level"));
+}
+
 TEST_F(SchedulerTest, RetentionTrimsFinishedGangs) {
   Config config = scheduler_.config();
   config.retention.finished_gangs = 1;

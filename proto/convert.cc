@@ -87,16 +87,17 @@ absl::Time FromProto(const google::protobuf::Timestamp& ts) {
   return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
 }
 
+// Whole seconds (floored) and the nanoseconds past them: exact for every
+// finite time, so what is stored reads back as it was (absl::ToUnixNanos
+// saturates past the year 2262). The infinite times keep their seconds
+// saturated with 999999999 nanoseconds.
 void ToProto(absl::Time time, google::protobuf::Timestamp* out) {
-  const int64_t nanos = absl::ToUnixNanos(time);
-  int64_t seconds = nanos / 1'000'000'000;
-  int64_t rest = nanos % 1'000'000'000;
-  if (rest < 0) {
-    rest += 1'000'000'000;
-    --seconds;
-  }
+  const int64_t seconds = absl::ToUnixSeconds(time);
+  const absl::Duration rest = time - absl::FromUnixSeconds(seconds);
   out->set_seconds(seconds);
-  out->set_nanos(static_cast<int32_t>(rest));
+  out->set_nanos(rest < absl::Seconds(1)
+                     ? static_cast<int32_t>(absl::ToInt64Nanoseconds(rest))
+                     : 999'999'999);
 }
 
 absl::StatusOr<absl::Time> TimestampFromProto(
@@ -140,10 +141,22 @@ absl::Duration FromProto(const google::protobuf::Duration& d) {
   return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
 }
 
+// Whole seconds (toward zero) and the nanoseconds past them, of the same
+// sign: exact for every finite duration (absl::ToInt64Nanoseconds saturates
+// past 292 years). The infinite durations keep their seconds saturated.
 void ToProto(absl::Duration duration, google::protobuf::Duration* out) {
-  const int64_t nanos = absl::ToInt64Nanoseconds(duration);
-  out->set_seconds(nanos / 1'000'000'000);
-  out->set_nanos(static_cast<int32_t>(nanos % 1'000'000'000));
+  const int64_t seconds = absl::ToInt64Seconds(duration);
+  const absl::Duration rest = duration - absl::Seconds(seconds);
+  int64_t nanos = 0;
+  if (rest >= absl::Seconds(1)) {
+    nanos = 999'999'999;
+  } else if (rest <= absl::Seconds(-1)) {
+    nanos = -999'999'999;
+  } else {
+    nanos = absl::ToInt64Nanoseconds(rest);
+  }
+  out->set_seconds(seconds);
+  out->set_nanos(static_cast<int32_t>(nanos));
 }
 
 absl::StatusOr<core::GangState> GangStateFromProto(int value,

@@ -26,6 +26,33 @@ TEST(ConvertTest, GangRoundTrips) {
   EXPECT_EQ(*back, gang);
 }
 
+// Found by fuzz/request_fuzzer: a report's checkpoint time past the year
+// 2262 was stored as the saturated nanosecond count and read back as
+// another time.
+TEST(ConvertTest, TimesAndDurationsRoundTripExactlyFarOut) {
+  for (absl::Time time :
+       {absl::UnixEpoch(), absl::FromUnixNanos(-1),
+        absl::FromUnixMillis(1'700'000'000'123),
+        absl::FromUnixSeconds(9'223'372'036'854) + absl::Nanoseconds(5),
+        absl::FromUnixSeconds(-62'135'596'800)}) {
+    google::protobuf::Timestamp ts;
+    ToProto(time, &ts);
+    EXPECT_GE(ts.nanos(), 0);
+    EXPECT_LT(ts.nanos(), 1'000'000'000);
+    EXPECT_EQ(FromProto(ts), time) << ts.DebugString();
+  }
+  for (absl::Duration d : {absl::ZeroDuration(), absl::Nanoseconds(-1),
+                           absl::Seconds(-3) - absl::Milliseconds(7),
+                           absl::Hours(24 * 365 * 1000) + absl::Nanoseconds(1),
+                           -absl::Hours(24 * 365 * 1000)}) {
+    google::protobuf::Duration proto;
+    ToProto(d, &proto);
+    EXPECT_FALSE(proto.seconds() > 0 && proto.nanos() < 0);
+    EXPECT_FALSE(proto.seconds() < 0 && proto.nanos() > 0);
+    EXPECT_EQ(FromProto(proto), d) << proto.DebugString();
+  }
+}
+
 TEST(ConvertTest, UnknownEnumValuesNameTheField) {
   pb::GangSpec spec;
   spec.add_pod_sets()->mutable_topology()->set_mode(

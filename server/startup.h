@@ -1,6 +1,7 @@
 // Start-up of phalanxd: reading the --config, --fleet and --queues files
-// (the proto3 JSON form of the API's own messages) and recovering or creating
-// the scheduler from the store. Runs before any thread starts.
+// (the proto3 JSON form of the API's own messages; parsed and applied by
+// proto/startup_files.h) and recovering or creating the scheduler from the
+// store. Runs before any thread starts.
 #ifndef PHALANX_SERVER_STARTUP_H_
 #define PHALANX_SERVER_STARTUP_H_
 
@@ -11,17 +12,11 @@
 #include "absl/status/statusor.h"
 #include "core/scheduler.h"
 #include "core/state_store.h"
-#include "phalanx/v1/admin.pb.h"
-#include "phalanx/v1/fleet.pb.h"
-#include "phalanx/v1/types.pb.h"
+#include "proto/startup_files.h"
 
 namespace phalanx::server {
 
-struct StartupFiles {
-  std::optional<v1::Config> config;
-  std::optional<v1::UpsertNodesRequest> fleet;
-  std::optional<v1::ListQueuesResponse> queues;
-};
+using StartupFiles = convert::StartupFiles;
 
 // Reads the files whose paths are non-empty. Errors name the file.
 absl::StatusOr<StartupFiles> ReadStartupFiles(const std::string& config_path,
