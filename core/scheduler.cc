@@ -83,10 +83,18 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
     return absl::FailedPreconditionError(
         absl::StrCat("refusing to start: ", why));
   };
+  // A stored node passed validation when it was written; one that no longer
+  // does (a damaged store) must not size the free index. Sizes are checked
+  // against the widest limits a config may set, so nodes stored under
+  // looser limits than today's still load.
+  LimitsConfig widest;
+  widest.max_labels = 1024;
+  widest.max_label_key_bytes = 1024;
+  widest.max_label_value_bytes = 65536;
+  widest.max_id_bytes = 4096;
   for (const Node& node : state.nodes) {
-    // A stored node passed validation when it was written; one that no
-    // longer does (a damaged store) must not size the free index.
-    if (absl::Status st = ValidateNodeSpec(node.spec, "node"); !st.ok()) {
+    if (absl::Status st = ValidateNodeSpec(node.spec, widest, "node");
+        !st.ok()) {
       return refuse(st.message());
     }
     if (absl::Status st = s.fleet_.CheckUpsert(node.spec); !st.ok()) {
