@@ -300,3 +300,68 @@ TEST(SchedulerDeterminismTest, SameCommandsGiveSamePlacements) {
 
 }  // namespace
 }  // namespace phalanx::core
+
+namespace phalanx::core {
+namespace {
+
+class PriorityRulesTest : public SchedulerTest {
+ protected:
+  PriorityRulesTest() {
+    Config config = LevelsConfig();
+    config.priority_classes = {{"production", 1000}, {"batch", 0}};
+    EXPECT_TRUE(scheduler_.UpdateConfig(config, std::nullopt).ok());
+    Queue capped;
+    capped.name = QueueName("capped");
+    capped.max_priority = 100;
+    EXPECT_TRUE(scheduler_.PutQueue(capped).ok());
+    scheduler_.TakeMutation();
+  }
+
+  absl::Status SubmitStatus(GangSpec spec) {
+    return scheduler_.Submit(std::move(spec), now_, "owner").status();
+  }
+};
+
+TEST_F(PriorityRulesTest, APriorityClassSetsThePriority) {
+  GangSpec spec = Spec("llm").Pods(1, 8);
+  spec.priority_class = "production";
+  auto result = scheduler_.Submit(spec, now_, "team-a");
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->gang->spec.priority, 1000);
+  EXPECT_EQ(result->gang->spec.priority_class, "production");
+  EXPECT_EQ(result->gang->owner, "team-a");
+}
+
+TEST_F(PriorityRulesTest, UnknownOrContradictedClassesAreRefused) {
+  GangSpec unknown = Spec("llm").Pods(1, 8);
+  unknown.priority_class = "urgent";
+  EXPECT_THAT(SubmitStatus(unknown).message(),
+              HasSubstr("spec.priority_class: no priority class \"urgent\""));
+  GangSpec contradicted = Spec("llm").Pods(1, 8);
+  contradicted.priority_class = "batch";
+  contradicted.priority = 5;
+  EXPECT_EQ(SubmitStatus(contradicted).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(scheduler_.TakeMutation().empty());
+}
+
+TEST_F(PriorityRulesTest, MaxPriorityRefusesGangsAboveIt) {
+  GangSpec at = Spec("capped").Pods(1, 8);
+  at.priority = 100;
+  EXPECT_TRUE(SubmitStatus(at).ok());
+  scheduler_.TakeMutation();
+  GangSpec above = Spec("capped").Pods(1, 8);
+  above.priority = 101;
+  const absl::Status status = SubmitStatus(above);
+  EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(status.message(), HasSubstr("max_priority 100"));
+  GangSpec by_class = Spec("capped").Pods(1, 8);
+  by_class.priority_class = "production";
+  EXPECT_EQ(SubmitStatus(by_class).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(scheduler_.DryRun(by_class).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(scheduler_.TakeMutation().empty());
+}
+
+}  // namespace
+}  // namespace phalanx::core

@@ -43,6 +43,7 @@ class DaemonProcess {
   void ReadOutput(int wait_ms = 100);
 
   const std::string& data_dir() const { return data_dir_; }
+  pid_t pid() const { return pid_; }
   const std::string& address() const { return address_; }
   int metrics_port() const { return metrics_port_; }
   const std::string& output() const { return output_; }
