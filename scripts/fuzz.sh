@@ -27,9 +27,9 @@ cmake --build "$build" -j "${FUZZ_BUILD_JOBS:-$(nproc)}" --target phalanx_fuzz
 declare -A max_len=(
   [request_fuzzer]=4096 [record_fuzzer]=2048
   [config_json_fuzzer]=4096 [fleet_json_fuzzer]=8192
-  [queues_json_fuzzer]=4096)
+  [queues_json_fuzzer]=4096 [auth_json_fuzzer]=4096)
 targets=(${FUZZ_TARGETS:-request_fuzzer record_fuzzer config_json_fuzzer \
-  fleet_json_fuzzer queues_json_fuzzer})
+  fleet_json_fuzzer queues_json_fuzzer auth_json_fuzzer})
 
 out="$build/fuzz"
 mkdir -p "$out/artifacts" "$out/logs"
