@@ -54,8 +54,8 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     pending_status_ = grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,
         absl::StrCat("watch stream stalled (no write taken for ",
-                     absl::FormatDuration(stall), "); resume from revision ",
-                     next_ - 1 - static_cast<int64_t>(backlog_.size())));
+                     absl::FormatDuration(stall),
+                     "); resume from the last revision received"));
     if (context_ != nullptr) context_->TryCancel();
   }
 
