@@ -51,11 +51,11 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void EndIfStalled(absl::Duration stall) {
     absl::MutexLock lock(&mu_);
     if (!writing_ || finished_ || absl::Now() - last_write_ < stall) return;
-    pending_status_ = grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("watch stream stalled (no write taken for ",
-                     absl::FormatDuration(stall),
-                     "); resume from the last revision received"));
+    pending_status_ =
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     absl::StrCat("watch stream stalled (no write taken for ",
+                                  absl::FormatDuration(stall),
+                                  "); resume from the last revision received"));
     if (context_ != nullptr) context_->TryCancel();
   }
 
