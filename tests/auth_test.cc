@@ -565,6 +565,31 @@ TEST_F(AuthTest, RefusalsAndAdminChangesAreAudited) {
   }
 }
 
+TEST_F(AuthTest, MalformedCredentialsAreRefused) {
+  const std::vector<std::vector<std::string>> headers = {
+      {"Bearer"},
+      {"Bearer "},
+      {std::string("bearer ") + kAdmin},
+      {std::string("Basic ") + kAdmin},
+      {std::string(kAdmin)},
+      {std::string("Bearer ") + kAdmin + " "},
+      {std::string("Bearer ") + kAdmin, std::string("Bearer ") + kAdmin},
+      {std::string("Bearer ") + kViewer, std::string("Bearer ") + kAdmin},
+  };
+  for (const auto& values : headers) {
+    grpc::ClientContext context;
+    for (const std::string& value : values) {
+      context.AddMetadata("authorization", value);
+    }
+    v1::PutQueueRequest request;
+    request.mutable_queue()->set_name("z");
+    v1::Queue response;
+    EXPECT_EQ(stubs_.admin->PutQueue(&context, request, &response).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED)
+        << values.front() << " (" << values.size() << " headers)";
+  }
+}
+
 TEST_F(AuthTest, NoTokenOrHashReachesTheLog) {
   auto context = WithToken(kWrong);
   v1::Config response;
