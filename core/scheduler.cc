@@ -122,6 +122,21 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
             absl::StrCat("gang ", gang.id.value(), ": ", st.message()));
       }
     }
+    // A waiting gang's shape passed validation when it was submitted; a
+    // damaged record (a pod set of 0 pods) would break placement's
+    // invariants. Only the shape is checked (not labels, ids or the queue's
+    // name, which do not reach placement), so gangs stored under looser
+    // limits than today's still load.
+    if (!IsFinal(gang.state)) {
+      GangSpec shape = gang.spec;
+      shape.labels.clear();
+      shape.request_id.clear();
+      shape.queue = QueueName("stored");
+      if (absl::Status st = ValidateGangSpec(shape, widest, "spec"); !st.ok()) {
+        return refuse(
+            absl::StrCat("gang ", gang.id.value(), ": ", st.message()));
+      }
+    }
     if (!s.queues_.contains(gang.spec.queue) && !IsFinal(gang.state)) {
       return refuse(absl::StrCat("gang ", gang.id.value(),
                                  " is in unknown queue ",

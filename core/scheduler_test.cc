@@ -365,3 +365,24 @@ TEST_F(PriorityRulesTest, MaxPriorityRefusesGangsAboveIt) {
 
 }  // namespace
 }  // namespace phalanx::core
+
+namespace phalanx::core {
+namespace {
+
+// Found by record_fuzzer: a damaged stored gang with a pod set of 0 pods
+// broke placement's invariant (a CHECK in PackLeastFree) on the first cycle.
+TEST_F(SchedulerTest, RestoreRefusesAWaitingGangOfNoPods) {
+  MemoryStore store;
+  Submit(Spec("llm").Pods(1, 8));
+  ASSERT_TRUE(store.Commit(scheduler_.TakeMutation()).ok());
+  LoadedState state = *store.LoadAll();
+  ASSERT_EQ(state.gangs.size(), 1u);
+  state.gangs[0].spec.pod_sets[0].count = 0;
+  state.gangs[0].spec.pod_sets[0].gpus = 58;
+  auto restored = Scheduler::Restore(state, now_);
+  EXPECT_EQ(restored.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(restored.status().message(), HasSubstr("gang g-000001"));
+}
+
+}  // namespace
+}  // namespace phalanx::core
