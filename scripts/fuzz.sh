@@ -7,7 +7,8 @@
 # binary with that file as its only argument).
 #
 # Environment: FUZZ_JOBS (parallel targets, default 1), FUZZ_TARGETS (a
-# space-separated subset), FUZZ_BUILD_JOBS (default nproc).
+# space-separated subset), FUZZ_BUILD_JOBS (default nproc), FUZZ_SEED
+# (libFuzzer -seed; default 0 = random, CI uses 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
@@ -44,7 +45,7 @@ run() {
   # scheduler spent two thirds of the time here updating feature
   # frequencies (3.8k against 11.6k exec/s on record_fuzzer).
   if "$out/$t" -max_total_time="$seconds" -max_len="${max_len[$t]}" \
-    -entropic=0 \
+    -entropic=0 -seed="${FUZZ_SEED:-0}" \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$out/artifacts/$t-" \
     "$out/work/$t" "$out/seeds/$t" >"$out/logs/$t.log" 2>&1; then
