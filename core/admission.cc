@@ -1,4 +1,4 @@
-// The admission cycle (DESIGN §4): Scheduler::RunCycle and its helpers.
+// The admission cycle (docs/design.md §4): Scheduler::RunCycle and its helpers.
 #include <algorithm>
 #include <functional>
 #include <tuple>

@@ -1,4 +1,4 @@
-// FairShareLedger: Admission Fair Sharing (DESIGN §5). Per queue and GPU
+// FairShareLedger: Admission Fair Sharing (docs/design.md §5). Per queue and GPU
 // model, a decayed usage U — an exponential moving average of the GPUs the
 // queue holds — and the score that orders queues (lower goes first).
 // Deterministic and clock-free: time is an argument. Owned by the Scheduler;

@@ -1,5 +1,5 @@
 // Fleet: the nodes in fleet order (by topology path, then id), what each has
-// allocated, and the topology tree over them (DESIGN §3). Every domain covers
+// allocated, and the topology tree over them (docs/design.md §3). Every domain covers
 // a contiguous range of nodes, so capacities are sums over ranges. Owned by
 // the Scheduler; not thread-safe.
 #ifndef PHALANX_CORE_FLEET_H_

@@ -1,4 +1,4 @@
-// The domain model of DESIGN §3 as plain values: nodes, queues, gang specs,
+// The domain model of docs/design.md §3 as plain values: nodes, queues, gang specs,
 // gangs, events and configuration. No behaviour beyond small helpers; the
 // Scheduler owns instances. Values are thread-compatible; a `GangPtr` points
 // to an immutable gang that may be shared between snapshots.
@@ -187,7 +187,7 @@ struct PlacementConfig {
   bool operator==(const PlacementConfig&) const = default;
 };
 
-// Admission Fair Sharing (DESIGN §5).
+// Admission Fair Sharing (docs/design.md §5).
 struct FairShareConfig {
   // Off: every queue scores 0, so ordering is priority, then age.
   bool enabled = true;
@@ -198,7 +198,7 @@ struct FairShareConfig {
   bool operator==(const FairShareConfig&) const = default;
 };
 
-// Reservations with backfill (DESIGN §4 step 5).
+// Reservations with backfill (docs/design.md §4 step 5).
 struct ReservationConfig {
   // Most reservations at once; 0 turns reservations off.
   int depth = 1;
@@ -209,7 +209,7 @@ struct ReservationConfig {
   bool operator==(const ReservationConfig&) const = default;
 };
 
-// Preemption (DESIGN §4 step 6).
+// Preemption (docs/design.md §4 step 6).
 struct PreemptionConfig {
   bool enabled = false;
   // Victims are PREEMPTING this long (checkpoint now) unless they
@@ -308,7 +308,7 @@ struct RequestRecord {
   absl::Time expires;
 };
 
-// Decayed fair-share usage of one queue (DESIGN §5).
+// Decayed fair-share usage of one queue (docs/design.md §5).
 struct LedgerEntry {
   std::map<std::string, double> usage;  // by GPU model
   absl::Time updated;

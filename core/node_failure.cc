@@ -1,4 +1,4 @@
-// Node failure and drain deadlines (DESIGN §3, §6): gangs leave a node that
+// Node failure and drain deadlines (docs/design.md §3, §6): gangs leave a node that
 // failed, or a draining node whose deadline passed, by repair in place when
 // their topology constraints allow (only their pods on that node move), else
 // by eviction and requeue in their old place in line.

@@ -1,4 +1,4 @@
-// The pending gangs, grouped into equivalence classes (DESIGN §4 speed
+// The pending gangs, grouped into equivalence classes (docs/design.md §4 speed
 // rules). Gangs of the same queue and priority with the same pod sets succeed
 // or fail alike on the same capacity, except for backfill: a gang may use
 // reserved nodes only when its estimated runtime is short enough, so within a

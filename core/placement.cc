@@ -366,7 +366,7 @@ class PodSetPlacer {
             fleet_.LevelIndex(set_.topology.level) < depth);
   }
 
-  // Slices (DESIGN §6): `slice.size` pods inside one domain at
+  // Slices (docs/design.md §6): `slice.size` pods inside one domain at
   // `slice.level`. The best-fitting domain at the constraint's level (walking
   // up for PREFERRED; the fleet for UNCONSTRAINED) is sized in whole slices,
   // and slices are spread like pods: the largest parts first, the tightest

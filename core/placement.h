@@ -1,4 +1,4 @@
-// Placement (DESIGN §6): where a gang's pods go on a Fleet, all or nothing.
+// Placement (docs/design.md §6): where a gang's pods go on a Fleet, all or nothing.
 // REQUIRED picks the best-fitting domain at the level and descends into it;
 // PREFERRED walks up a level at a time; UNCONSTRAINED packs the least-free
 // nodes first. Pure functions over a Fleet; not thread-safe with writers of

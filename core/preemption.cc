@@ -1,4 +1,4 @@
-// Preemption (DESIGN §4 step 6). A gang that does not fit may preempt
+// Preemption (docs/design.md §4 step 6). A gang that does not fit may preempt
 // lower-priority gangs of its own queue, or reclaim its nominal quota from
 // gangs of sibling queues that borrow. Victims are chosen by the work they
 // would lose (GPU-seconds since their last checkpoint), gangs younger than

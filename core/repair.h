@@ -1,4 +1,4 @@
-// Repair in place (DESIGN §6 "Node failure"): new places for only those pods
+// Repair in place (docs/design.md §6 "Node failure"): new places for only those pods
 // of a gang that sit on nodes it must leave (failed, or drained past their
 // deadline), such that every pod set's topology constraint still holds:
 //   REQUIRED level L     — inside the domain at L that holds the pod set's

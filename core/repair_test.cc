@@ -1,4 +1,4 @@
-// Node failure and drain deadlines (DESIGN §3, §6): repair in place, or
+// Node failure and drain deadlines (docs/design.md §3, §6): repair in place, or
 // eviction and requeue in the old place in line.
 #include "core/repair.h"
 

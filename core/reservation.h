@@ -1,4 +1,4 @@
-// Reservations with backfill (DESIGN §4 step 5). When a gang at the head of
+// Reservations with backfill (docs/design.md §4 step 5). When a gang at the head of
 // the order does not fit, PlanReservation picks the domain where it can start
 // soonest — with runtime estimates, the domain whose running gangs' expected
 // ends free enough GPUs earliest; without, the one that needs the least

@@ -1,5 +1,5 @@
 // Scheduler: the whole scheduling state and its commands, as pure logic
-// (DESIGN §3–§4). Commands validate, change state and record what changed;
+// (docs/design.md §3–§4). Commands validate, change state and record what changed;
 // RunCycle admits pending gangs all or nothing; TakeMutation hands the
 // changes to the caller to persist. Time is always an argument.
 //
@@ -141,7 +141,7 @@ class Scheduler {
   const FairShareLedger& ledger() const { return ledger_; }
   // Reservations made by the last cycle, in order.
   const std::vector<Reservation>& reservations() const { return reservations_; }
-  // Bumped whenever a pending gang could newly fit (DESIGN §4 speed rules).
+  // Bumped whenever a pending gang could newly fit (docs/design.md §4 speed rules).
   int64_t capacity_epoch() const { return capacity_epoch_; }
   // Gangs moved off failed or drained nodes since this process started, by
   // (outcome: "repaired" | "evicted", cause: "unhealthy" | "drain_deadline");
@@ -231,7 +231,7 @@ class Scheduler {
   void CheckHeartbeats(absl::Time now);
   void ArmTimers(const Gang& gang);
 
-  // node_failure.cc (DESIGN §6 "Node failure")
+  // node_failure.cc (docs/design.md §6 "Node failure")
   enum class VacateCause { kUnhealthy, kDrainDeadline };
   // Moves every gang off the nodes at `slots` (and any UNHEALTHY node),
   // highest priority first: repaired in place when its constraints allow,

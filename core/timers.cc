@@ -1,4 +1,4 @@
-// Lifecycle timers (DESIGN §3) and node liveness (DESIGN §6): a crashed
+// Lifecycle timers (docs/design.md §3) and node liveness (docs/design.md §6): a crashed
 // launcher or a dead node cannot hold GPUs forever.
 #include "absl/strings/str_cat.h"
 #include "core/scheduler.h"

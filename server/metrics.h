@@ -1,4 +1,4 @@
-// Metrics: the Prometheus metrics of DESIGN §9, served on /metrics by
+// Metrics: the Prometheus metrics of docs/design.md §9, served on /metrics by
 // prometheus-cpp. Updated by the scheduler loop after each batch (as a
 // BatchObserver) and by an RPC interceptor. Thread-safe (prometheus-cpp
 // metrics are atomic; the loop is the only batch observer caller).

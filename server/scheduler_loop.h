@@ -1,4 +1,4 @@
-// SchedulerLoop: the single writer of DESIGN §2. One thread owns the
+// SchedulerLoop: the single writer of docs/design.md §2. One thread owns the
 // core::Scheduler. RPC handlers enqueue commands; the loop drains every queued
 // command, applies them, runs an admission cycle when something changed (or
 // on the cycle timer), lets each command fill its response, commits

@@ -1,4 +1,4 @@
-// SchedulerService: the phalanx.v1.Scheduler gRPC service (DESIGN §8).
+// SchedulerService: the phalanx.v1.Scheduler gRPC service (docs/design.md §8).
 // Handlers validate and convert, then either read the loop's published view
 // (GetGang, ListGangs) or run a command on the loop. WatchGangs is served raw
 // (serialized bytes), so the watch hub serializes each event once for all

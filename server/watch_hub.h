@@ -1,4 +1,4 @@
-// WatchHub: fans committed events out to WatchGangs streams (DESIGN §8).
+// WatchHub: fans committed events out to WatchGangs streams (docs/design.md §8).
 // The scheduler loop hands each durable batch's events to the hub, which
 // converts and serializes each event once, appends it to a ring of recent
 // events and returns; two fan-out threads then wake the streams (each owns

@@ -1,4 +1,4 @@
-// RocksDbStore: the StateStore of DESIGN §7 on an embedded RocksDB. One column
+// RocksDbStore: the StateStore of docs/design.md §7 on an embedded RocksDB. One column
 // family per kind of record; values are the protobuf messages of proto/.
 // Commit writes one atomic WriteBatch with sync=true, so a mutation is durable
 // when Commit returns OK.

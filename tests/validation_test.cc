@@ -1,4 +1,4 @@
-// Bad input gets the code of DESIGN §8 and a message naming the field;
+// Bad input gets the code of docs/design.md §8 and a message naming the field;
 // nothing is stored and the daemon keeps serving.
 #include <cstdint>
 #include <limits>

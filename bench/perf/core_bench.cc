@@ -1,4 +1,4 @@
-// Google Benchmark suites for core/ (DESIGN §11): admission throughput from
+// Google Benchmark suites for core/ (docs/design.md §11): admission throughput from
 // an empty fleet, sustained admissions in a steady churn, the cycle where
 // nothing changed, placement per shape, and the fair-share ledger.
 //

@@ -1,4 +1,4 @@
-// The start-up files of a benchmark daemon (DESIGN §10 formats, proto3 JSON
+// The start-up files of a benchmark daemon (docs/design.md §10 formats, proto3 JSON
 // of the API's messages): a fleet of the workload's nodes, the team queues
 // and a config with topology levels block/rack. Written once per run.
 #ifndef PHALANX_BENCH_PERF_DAEMON_FILES_H_
