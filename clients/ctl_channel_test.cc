@@ -22,6 +22,7 @@
 #include "clients/ctl_args.h"
 #include "clients/ctl_commands.h"
 #include "clients/ctl_format.h"
+#include "clients/ctl_test_support.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -85,50 +86,14 @@ class RecordingFleet final : public v1::Fleet::Service {
   std::vector<SeenCall> calls_;
 };
 
-// A gRPC server on 127.0.0.1 with `credentials`, serving RecordingFleet.
-class TestServer {
+// A server for the channel's tests: plain text unless given credentials.
+class TestServer : public LoopbackServer<RecordingFleet> {
  public:
   explicit TestServer(std::shared_ptr<grpc::ServerCredentials> credentials =
-                          grpc::InsecureServerCredentials()) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", credentials, &port_);
-    builder.RegisterService(&fleet_);
-    server_ = builder.BuildAndStart();
-  }
-  ~TestServer() { server_->Shutdown(); }
-
-  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
-  RecordingFleet& fleet() { return fleet_; }
-
- private:
-  RecordingFleet fleet_;
-  int port_ = 0;
-  std::unique_ptr<grpc::Server> server_;
+                          grpc::InsecureServerCredentials())
+      : LoopbackServer(std::move(credentials)) {}
+  RecordingFleet& fleet() { return service(); }
 };
-
-struct CtlRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Parses `argv` as phalanxctl would and runs it in this process.
-CtlRun RunCtl(const std::vector<std::string>& argv,
-              const Environment& env = {}) {
-  const Invocation inv = ParseCommandLine(argv, env);
-  CtlRun run;
-  if (!inv.error.ok()) {
-    run.exit_code = kExitUsage;
-    run.err = UsageErrorText(inv.error, inv.command);
-    return run;
-  }
-  std::ostringstream out;
-  std::ostringstream err;
-  run.exit_code = RunCommand(inv, out, err);
-  run.out = out.str();
-  run.err = err.str();
-  return run;
-}
 
 // A temporary directory, removed at the end.
 class TempDir {

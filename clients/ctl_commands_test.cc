@@ -16,6 +16,7 @@
 #include "clients/ctl_args.h"
 #include "clients/ctl_format.h"
 #include "clients/ctl_requests.h"
+#include "clients/ctl_test_support.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -57,43 +58,18 @@ class ScriptedAdmin final : public v1::Admin::Service {
   std::vector<v1::ListAuditRecordsRequest> requests_;
 };
 
-// A plain-text gRPC server on 127.0.0.1 serving ScriptedAdmin.
-class AdminServer {
+// A plain-text server answering ListAuditRecords from a script.
+class AdminServer : public LoopbackServer<ScriptedAdmin> {
  public:
-  explicit AdminServer(Script script) : admin_(std::move(script)) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port_);
-    builder.RegisterService(&admin_);
-    server_ = builder.BuildAndStart();
-  }
-  ~AdminServer() { server_->Shutdown(); }
-
-  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
-  ScriptedAdmin& admin() { return admin_; }
-
- private:
-  ScriptedAdmin admin_;
-  int port_ = 0;
-  std::unique_ptr<grpc::Server> server_;
-};
-
-struct CtlRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
+  explicit AdminServer(Script script)
+      : LoopbackServer(grpc::InsecureServerCredentials(), std::move(script)) {}
+  ScriptedAdmin& admin() { return service(); }
 };
 
 CtlRun RunAudit(const AdminServer& server, std::vector<std::string> argv) {
   argv.insert(argv.begin(), {"--server", server.address()});
-  const Invocation inv = ParseCommandLine(argv, {});
-  EXPECT_TRUE(inv.error.ok()) << inv.error;
-  std::ostringstream out;
-  std::ostringstream err;
-  CtlRun run;
-  run.exit_code = RunCommand(inv, out, err);
-  run.out = out.str();
-  run.err = err.str();
+  CtlRun run = RunCtl(argv);
+  EXPECT_NE(run.exit_code, kExitUsage) << run.err;
   return run;
 }
 
