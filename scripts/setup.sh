@@ -10,7 +10,10 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libabsl-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-grpcio python3-protobuf python3-matplotlib
+  python3-grpcio python3-protobuf python3-matplotlib python3-pytest python3-yaml
+  libcli11-dev nlohmann-json3-dev
+  etcd-server etcd-client golang-etcd-server-dev golang-github-gogo-protobuf-dev
+  golang-github-grpc-ecosystem-grpc-gateway-dev
 )
 
 missing=()
