@@ -55,6 +55,14 @@ ABSL_FLAG(bool, progress, true, "progress bar on stderr for long replays");
 ABSL_FLAG(double, max_policy_seconds, 0,
           "stop a policy's replay after this much wall time and report it "
           "as not finished (0 = no limit)");
+ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Minutes(30),
+          "run time between a job's checkpoints (0 = never); a trace's "
+          "checkpoint_interval_s column overrides it per job");
+ABSL_FLAG(double, node_mtbf_hours, 0,
+          "mean time between failures of one node, hours (0 = no failures)");
+ABSL_FLAG(double, node_repair_hours, 4,
+          "hours a failed node stays UNHEALTHY before it is READY again");
+ABSL_FLAG(uint64_t, failure_seed, 1, "seed of the node failure times");
 ABSL_FLAG(bool, event_log, false,
           "also write events-<policy>.csv: every admission, preemption, "
           "requeue and eviction with the gang's reason");
@@ -117,6 +125,7 @@ absl::StatusOr<std::vector<TraceJob>> LoadJobs(const SimFleet& fleet,
     meta.trace = "synthetic";
     meta.synthetic_seed = options.seed;
     meta.synthetic_days = options.days;
+    meta.synthetic_load = options.load;
     jobs = GenerateSynthetic(options);
   }
   const int64_t max_jobs = absl::GetFlag(FLAGS_max_jobs);
@@ -134,6 +143,11 @@ absl::StatusOr<std::vector<TraceJob>> LoadJobs(const SimFleet& fleet,
 void DescribeRun(const SimFleet& fleet, const Workload& workload,
                  RunMeta& meta) {
   meta.seed = absl::GetFlag(FLAGS_seed);
+  meta.checkpoint_interval_s =
+      absl::ToDoubleSeconds(absl::GetFlag(FLAGS_checkpoint_interval));
+  meta.node_mtbf_hours = absl::GetFlag(FLAGS_node_mtbf_hours);
+  meta.node_repair_hours = absl::GetFlag(FLAGS_node_repair_hours);
+  meta.failure_seed = absl::GetFlag(FLAGS_failure_seed);
   meta.jobs = static_cast<int64_t>(workload.jobs.size());
   meta.teams = static_cast<int64_t>(TeamNames(workload.jobs).size());
   auto [first, last] =
@@ -174,6 +188,10 @@ absl::StatusOr<ReplayResult> ReplayWithProgress(
   ReplayOptions options;
   options.bucket_width = BucketWidth(meta);
   options.record_events = absl::GetFlag(FLAGS_event_log);
+  options.checkpoint_interval = absl::GetFlag(FLAGS_checkpoint_interval);
+  options.node_mtbf = absl::Hours(absl::GetFlag(FLAGS_node_mtbf_hours));
+  options.node_repair = absl::Hours(absl::GetFlag(FLAGS_node_repair_hours));
+  options.failure_seed = absl::GetFlag(FLAGS_failure_seed);
   options.progress = [&](int64_t done, int64_t total) {
     bar.Update(done, total);
     return absl::Now() < deadline;  // one clock read a cycle: negligible
@@ -188,18 +206,13 @@ absl::StatusOr<PolicyOutcome> RunPolicy(const std::string& name,
                                         const RunMeta& meta) {
   core::Config base;
   base.topology_levels = fleet.levels;
-  PolicyChoice choice = PolicyConfig(name, base);
+  absl::StatusOr<core::Config> config = PolicyConfig(name, base);
+  if (!config.ok()) return config.status();
   PolicyOutcome outcome;
   outcome.name = name;
-  if (!choice.config) {
-    outcome.unavailable_reason = choice.unavailable_reason;
-    std::fprintf(stderr, "%-12s unavailable: %s\n", name.c_str(),
-                 choice.unavailable_reason.c_str());
-    return outcome;
-  }
   const absl::Time start = absl::Now();
   absl::StatusOr<ReplayResult> result =
-      ReplayWithProgress(name, *choice.config, fleet, workload, meta, start);
+      ReplayWithProgress(name, *config, fleet, workload, meta, start);
   if (absl::IsCancelled(result.status())) {
     outcome.not_finished = true;
     outcome.unavailable_reason = absl::StrFormat(
@@ -232,11 +245,17 @@ absl::Status Main() {
   std::vector<std::string> names =
       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty());
   for (const std::string& name : names) {
-    const auto& known = PolicyNames();
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
+    if (absl::StatusOr<core::Config> c = PolicyConfig(name, {}); !c.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--policies: unknown policy \"", name, "\""));
+          absl::StrCat("--policies: ", c.status().message()));
     }
+  }
+  if (absl::GetFlag(FLAGS_checkpoint_interval) < absl::ZeroDuration() ||
+      absl::GetFlag(FLAGS_node_mtbf_hours) < 0 ||
+      absl::GetFlag(FLAGS_node_repair_hours) <= 0) {
+    return absl::InvalidArgumentError(
+        "--checkpoint-interval and --node-mtbf-hours must be >= 0, "
+        "--node-repair-hours > 0");
   }
   absl::StatusOr<SimFleet> fleet = LoadFleet();
   if (!fleet.ok()) return fleet.status();

@@ -51,14 +51,34 @@ struct JobRun {
   absl::Time since;  // pending since, or run start
   absl::Duration waited;
   uint32_t generation = 0;  // bumped whenever a run starts or ends
+  absl::Duration interval;  // between checkpoints; 0 = never
+  // Work saved by the last checkpoint (over all runs), and what the current
+  // run started from.
+  absl::Duration saved;
+  absl::Duration run_base;
+  absl::Time last_checkpoint;  // of the current run; its start if none
+  std::vector<core::PodPlacement> placement;  // with check_gpus only
+};
+
+// One node's failure times, drawn from its own seeded stream.
+struct NodeClock {
+  SimRandom random;
+  bool down = false;
 };
 
 // Something due at a time: a completion, an acknowledgement or an idle tick.
 struct Timer {
-  enum Kind { kComplete = 0, kAck = 1, kTick = 2 };
+  enum Kind {
+    kComplete = 0,
+    kAck = 1,
+    kCheckpoint = 2,
+    kNodeFail = 3,
+    kNodeBack = 4,
+    kTick = 5
+  };
   absl::Time at;
   Kind kind;
-  int job;
+  int job;  // the node's index for kNodeFail and kNodeBack
   uint32_t generation;
   bool operator>(const Timer& o) const {
     return std::tie(at, kind, job) > std::tie(o.at, o.kind, o.job);
@@ -76,14 +96,22 @@ class Engine {
   absl::Status Setup();
   std::optional<absl::Time> NextTime() const;
   absl::Status Step(absl::Time now);
-  absl::Status FireTimers(absl::Time now);
+  // Returns whether something other than checkpoints was due.
+  absl::StatusOr<bool> FireTimers(absl::Time now);
+  absl::Status Checkpoint(JobRun& job, int index, absl::Time now);
+  absl::Status NodeEvent(const Timer& timer, absl::Time now);
+  void StartRun(JobRun& job, int index, absl::Time now);
   absl::Status Arrive(absl::Time now);
   void HandleEvent(const core::Event& event);
   void Record(const core::Event& event, int index);
   void OnAdmitted(JobRun& job, int index, const core::Gang& gang,
                   absl::Time now);
   void OnPreempting(JobRun& job, int index, absl::Time now);
-  void OnRunEnded(JobRun& job, absl::Time now, bool kept);
+  void OnRepaired(JobRun& job, int index, const core::Gang& gang,
+                  absl::Time now);
+  // Ends the current run: completed, or thrown back to its last checkpoint.
+  void OnRunEnded(JobRun& job, absl::Time now, bool completed);
+  void TrackGpus(JobRun& job, int index, const core::Gang* gang);
   void AddPending(const JobRun& job, int sign);
   FleetSample Sample() const;
   void MaybeTick(absl::Time now);
@@ -100,6 +128,11 @@ class Engine {
   std::vector<JobRun> jobs_;
   std::vector<int> job_of_seq_;  // gang sequence number -> job index
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>>
+      node_timers_;  // failures and returns; not due once every job is done
+  std::vector<NodeClock> node_clocks_;
+  std::map<std::pair<std::string, int>, int> gpu_holder_;  // check_gpus
+  absl::Status gpu_error_;
   std::map<int, int64_t> pending_multi_node_;  // pods -> GPUs pending
   int64_t pending_ = 0;
   int64_t running_ = 0;
@@ -157,6 +190,21 @@ absl::Status Engine::Setup() {
   for (size_t i = 0; i < teams_.size(); ++i) team_index[teams_[i]] = i;
   for (size_t i = 0; i < jobs_.size(); ++i) {
     jobs_[i].team = team_index.at(workload_.jobs[i].team);
+    jobs_[i].interval = workload_.jobs[i].checkpoint_interval.value_or(
+        options_.checkpoint_interval);
+  }
+  if (options_.node_mtbf > absl::ZeroDuration()) {
+    const absl::Time begin = SubmitAt(workload_, arrival_order_, false);
+    const double mtbf_seconds = absl::ToDoubleSeconds(options_.node_mtbf);
+    for (size_t i = 0; i < fleet_.nodes.size(); ++i) {
+      // A stream per node (seed and index mixed by SplitMix64's constant).
+      node_clocks_.push_back(NodeClock{
+          SimRandom(options_.failure_seed * 0x9E3779B97F4A7C15ull + i + 1)});
+      const absl::Time at =
+          begin +
+          absl::Seconds(node_clocks_[i].random.Exponential(mtbf_seconds));
+      node_timers_.push(Timer{at, Timer::kNodeFail, static_cast<int>(i), 0});
+    }
   }
   scheduler_.TakeMutation();
   return absl::OkStatus();
@@ -170,6 +218,11 @@ std::optional<absl::Time> Engine::NextTime() const {
   if (!timers_.empty() && (!next || timers_.top().at < *next)) {
     next = timers_.top().at;
   }
+  const bool all_done = done_ >= static_cast<int64_t>(jobs_.size());
+  if (!all_done && !node_timers_.empty() &&
+      (!next || node_timers_.top().at < *next)) {
+    next = node_timers_.top().at;
+  }
   return next;
 }
 
@@ -181,6 +234,7 @@ absl::StatusOr<ReplayResult> Engine::Run() {
   for (std::optional<absl::Time> now = NextTime(); now; now = NextTime()) {
     if (last) metrics_.AddInterval(*last, *now, sample);
     if (absl::Status s = Step(*now); !s.ok()) return s;
+    if (!gpu_error_.ok()) return gpu_error_;
     ++result.steps;
     sample = Sample();
     last = now;
@@ -206,23 +260,35 @@ absl::StatusOr<ReplayResult> Engine::Run() {
 }
 
 absl::Status Engine::Step(absl::Time now) {
-  // Completions, then acknowledgements (timer order), then arrivals; then
-  // one admission cycle; then the step's events.
-  if (absl::Status s = FireTimers(now); !s.ok()) return s;
+  // Completions, then acknowledgements, checkpoints, node failures and
+  // returns (timer order), then arrivals; then one admission cycle unless
+  // only checkpoints were due; then the step's events.
+  absl::StatusOr<bool> changed = FireTimers(now);
+  if (!changed.ok()) return changed.status();
+  const size_t arrived = next_arrival_;
   if (absl::Status s = Arrive(now); !s.ok()) return s;
-  scheduler_.RunCycle(now);
+  if (*changed || next_arrival_ != arrived) scheduler_.RunCycle(now);
   core::Mutation mutation = scheduler_.TakeMutation();
   for (const core::Event& event : mutation.events) HandleEvent(event);
   return absl::OkStatus();
 }
 
-absl::Status Engine::FireTimers(absl::Time now) {
+absl::StatusOr<bool> Engine::FireTimers(absl::Time now) {
+  bool changed = false;
   while (!timers_.empty() && timers_.top().at == now) {
     const Timer timer = timers_.top();
     timers_.pop();
-    if (timer.kind == Timer::kTick) continue;
+    if (timer.kind == Timer::kTick) {
+      changed = true;
+      continue;
+    }
     JobRun& job = jobs_[timer.job];
     if (timer.generation != job.generation) continue;  // superseded
+    if (timer.kind == Timer::kCheckpoint) {
+      if (absl::Status s = Checkpoint(job, timer.job, now); !s.ok()) return s;
+      continue;
+    }
+    changed = true;
     core::GangReport report;
     report.gang_id = job.gang;
     if (timer.kind == Timer::kComplete) {
@@ -237,6 +303,69 @@ absl::Status Engine::FireTimers(absl::Time now) {
       return absl::InternalError(absl::StrCat("report for ", job.gang.value(),
                                               ": ", done.status().message()));
     }
+  }
+  while (done_ < static_cast<int64_t>(jobs_.size()) && !node_timers_.empty() &&
+         node_timers_.top().at == now) {
+    const Timer timer = node_timers_.top();
+    node_timers_.pop();
+    if (absl::Status s = NodeEvent(timer, now); !s.ok()) return s;
+    changed = true;
+  }
+  return changed;
+}
+
+// The launcher's checkpoint: reported like the daemon's ReportGang with
+// last_checkpoint_time; the next one is due an interval of run time later,
+// unless the run ends first.
+absl::Status Engine::Checkpoint(JobRun& job, int index, absl::Time now) {
+  core::GangReport report;
+  report.gang_id = job.gang;
+  report.last_checkpoint_time = now;
+  absl::StatusOr<core::GangPtr> done = scheduler_.Report(report, now);
+  if (!done.ok()) {
+    return absl::InternalError(absl::StrCat("checkpoint of ", job.gang.value(),
+                                            ": ", done.status().message()));
+  }
+  metrics_.AddCheckpoint();
+  job.saved = job.run_base + (now - job.since);
+  job.last_checkpoint = now;
+  const absl::Time end =
+      job.since + (workload_.jobs[index].duration - job.run_base);
+  if (now + job.interval < end) {
+    timers_.push(
+        Timer{now + job.interval, Timer::kCheckpoint, index, job.generation});
+  }
+  return absl::OkStatus();
+}
+
+// A node fails (UNHEALTHY: core repairs or evicts its gangs) or comes back
+// (READY), and the next failure is drawn from its stream.
+absl::Status Engine::NodeEvent(const Timer& timer, absl::Time now) {
+  NodeClock& clock = node_clocks_[timer.job];
+  const core::NodeId& id = fleet_.nodes[timer.job].spec.id;
+  const bool fail = timer.kind == Timer::kNodeFail;
+  const int slot = scheduler_.fleet().Find(id);
+  const bool ready = slot >= 0 && scheduler_.fleet().slots()[slot].node.state ==
+                                      core::NodeState::kReady;
+  if (fail && ready) {
+    absl::StatusOr<core::Node> node = scheduler_.SetNodeState(
+        id, core::NodeState::kUnhealthy, "simulated failure", now);
+    if (!node.ok()) return node.status();
+    clock.down = true;
+    metrics_.AddNodeFailure();
+  } else if (!fail && clock.down) {
+    absl::StatusOr<core::Node> node = scheduler_.SetNodeState(
+        id, core::NodeState::kReady, "simulated repair", now);
+    if (!node.ok()) return node.status();
+    clock.down = false;
+  }
+  if (fail) {
+    node_timers_.push(
+        Timer{now + options_.node_repair, Timer::kNodeBack, timer.job, 0});
+  } else {
+    const absl::Duration up = absl::Seconds(
+        clock.random.Exponential(absl::ToDoubleSeconds(options_.node_mtbf)));
+    node_timers_.push(Timer{now + up, Timer::kNodeFail, timer.job, 0});
   }
   return absl::OkStatus();
 }
@@ -290,17 +419,20 @@ void Engine::HandleEvent(const core::Event& event) {
     case core::EventType::kPreempting:
       OnPreempting(job, index, event.time);
       break;
+    case core::EventType::kRepaired:
+      OnRepaired(job, index, *event.gang, event.time);
+      break;
     case core::EventType::kEvicted:
       metrics_.AddEviction();
       [[fallthrough]];
     case core::EventType::kRequeued:
-      OnRunEnded(job, event.time, /*kept=*/false);
+      OnRunEnded(job, event.time, /*completed=*/false);
       job.phase = Phase::kPending;
       job.since = event.time;
       AddPending(job, +1);
       break;
     case core::EventType::kSucceeded:
-      OnRunEnded(job, event.time, /*kept=*/true);
+      OnRunEnded(job, event.time, /*completed=*/true);
       metrics_.AddFinished();
       metrics_.AddWait(job.waited, workload_.jobs[index].gpus,
                        workload_.jobs[index].priority);
@@ -311,7 +443,7 @@ void Engine::HandleEvent(const core::Event& event) {
     case core::EventType::kCancelled:
       if (job.phase == Phase::kPending) AddPending(job, -1);
       if (job.phase == Phase::kRunning || job.phase == Phase::kPreempting) {
-        OnRunEnded(job, event.time, /*kept=*/false);
+        OnRunEnded(job, event.time, /*completed=*/false);
       }
       job.phase = Phase::kDone;
       ++done_;
@@ -348,8 +480,65 @@ void Engine::OnAdmitted(JobRun& job, int index, const core::Gang& gang,
     job.held_gpus += static_cast<int64_t>(pod.gpu_indices.size());
   }
   ++running_;
-  timers_.push(Timer{now + workload_.jobs[index].duration, Timer::kComplete,
-                     index, ++job.generation});
+  TrackGpus(job, index, &gang);
+  StartRun(job, index, now);
+}
+
+// A run from the last checkpoint: its completion, and its first checkpoint
+// when that comes before the end.
+void Engine::StartRun(JobRun& job, int index, absl::Time now) {
+  job.since = now;
+  job.run_base = job.saved;
+  job.last_checkpoint = now;
+  const absl::Time end = now + (workload_.jobs[index].duration - job.saved);
+  timers_.push(Timer{end, Timer::kComplete, index, ++job.generation});
+  if (job.interval > absl::ZeroDuration() && now + job.interval < end) {
+    timers_.push(
+        Timer{now + job.interval, Timer::kCheckpoint, index, job.generation});
+  }
+}
+
+// Repaired in place after a node failure: the job restarts from its last
+// checkpoint on the new placement; the work since then is lost.
+void Engine::OnRepaired(JobRun& job, int index, const core::Gang& gang,
+                        absl::Time now) {
+  if (job.phase != Phase::kRunning) return;
+  metrics_.AddRepair();
+  metrics_.AddRun(job.team, job.held_gpus, job.since, now, job.last_checkpoint);
+  TrackGpus(job, index, nullptr);
+  TrackGpus(job, index, &gang);
+  StartRun(job, index, now);
+}
+
+void Engine::TrackGpus(JobRun& job, int index, const core::Gang* gang) {
+  if (!options_.check_gpus) return;
+  if (gang == nullptr) {
+    for (const core::PodPlacement& pod : job.placement) {
+      for (int gpu : pod.gpu_indices) {
+        gpu_holder_.erase({pod.node.value(), gpu});
+      }
+    }
+    job.placement.clear();
+    return;
+  }
+  job.placement = gang->placement;
+  for (const core::PodPlacement& pod : job.placement) {
+    const int slot = scheduler_.fleet().Find(pod.node);
+    if (slot < 0 || scheduler_.fleet().slots()[slot].node.state ==
+                        core::NodeState::kUnhealthy) {
+      gpu_error_ = absl::InternalError(absl::StrCat(
+          "trace job ", index, " placed on unhealthy node ", pod.node.value()));
+    }
+    for (int gpu : pod.gpu_indices) {
+      auto [it, added] =
+          gpu_holder_.try_emplace({pod.node.value(), gpu}, index);
+      if (!added) {
+        gpu_error_ = absl::InternalError(
+            absl::StrCat("GPU ", gpu, " of ", pod.node.value(),
+                         " held by trace jobs ", it->second, " and ", index));
+      }
+    }
+  }
 }
 
 void Engine::OnPreempting(JobRun& job, int index, absl::Time now) {
@@ -361,8 +550,11 @@ void Engine::OnPreempting(JobRun& job, int index, absl::Time now) {
   timers_.push(Timer{ack, Timer::kAck, index, ++job.generation});
 }
 
-void Engine::OnRunEnded(JobRun& job, absl::Time now, bool kept) {
-  metrics_.AddRun(job.team, job.held_gpus, job.since, now, kept);
+void Engine::OnRunEnded(JobRun& job, absl::Time now, bool completed) {
+  metrics_.AddRun(job.team, job.held_gpus, job.since, now,
+                  completed ? now : job.last_checkpoint);
+  if (!completed) job.saved = job.run_base + (job.last_checkpoint - job.since);
+  TrackGpus(job, 0, nullptr);
   ++job.generation;
   --running_;
 }

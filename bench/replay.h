@@ -1,13 +1,24 @@
-// Replay: runs a workload through core::Scheduler on a virtual clock (issue
-// 4) and measures it. The scheduler never sees true durations, only the
-// estimates; a job runs exactly its duration once admitted; a preempted or
-// evicted job starts again from zero.
+// Replay: runs a workload through core::Scheduler on a virtual clock and
+// measures it. The scheduler never sees true durations, only the estimates;
+// a job runs exactly its duration once admitted, minus the work it saved in
+// checkpoints of earlier runs.
+//
+// The simulated launcher checkpoints every job each checkpoint interval of
+// run time and reports it through Scheduler::Report (the daemon's ReportGang
+// path); a preempted, evicted or failed run resumes from its last
+// checkpoint, and only the work since then is lost. With a node MTBF, every
+// node fails at seeded exponential times and is back after the repair time;
+// failures and returns go through Scheduler::SetNodeState (UNHEALTHY, then
+// READY), so core repairs or evicts the gangs on it. A gang repaired in
+// place restarts from its last checkpoint on its new placement.
 //
 // Each step takes the next timestamp with anything due, applies completions,
 // then preemption acknowledgements (the simulated launcher acknowledges one
-// cycle_interval after PREEMPTING), then arrivals, runs one admission cycle,
-// and reads the step's events from TakeMutation(). The replay ends when every
-// job has finished (or was refused as never fitting).
+// cycle_interval after PREEMPTING), then checkpoints, node failures and
+// returns, then arrivals, runs one admission cycle (not when only
+// checkpoints were due: they free nothing), and reads the step's events from
+// TakeMutation(). The replay ends when every job has finished (or was
+// refused as never fitting).
 //
 // Functions here are pure over their arguments; Replay is single-threaded and
 // deterministic: the same inputs give the same result.
@@ -83,6 +94,19 @@ struct ReplayOptions {
   // events (for looking into a policy; SUCCEEDED and SUBMITTED are implied).
   bool record_events = false;
   ProgressFn progress;  // may be null
+  // Run time between a job's checkpoints (0 = never); a job's
+  // TraceJob::checkpoint_interval overrides it.
+  absl::Duration checkpoint_interval = absl::Minutes(30);
+  // Mean time between failures of one node; 0 = nodes never fail.
+  absl::Duration node_mtbf = absl::ZeroDuration();
+  // How long a failed node stays UNHEALTHY.
+  absl::Duration node_repair = absl::Hours(4);
+  // Seed of the failure times (node i draws from its own stream, so every
+  // policy sees the same failures).
+  uint64_t failure_seed = 1;
+  // Check after every event that no GPU is held by two jobs and none on an
+  // UNHEALTHY node (for tests; costs a map update per placement).
+  bool check_gpus = false;
 };
 
 // Replays `workload` on `fleet` under `config` (its topology_levels must be

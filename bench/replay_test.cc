@@ -1,5 +1,6 @@
 #include "bench/replay.h"
 
+#include "bench/report.h"
 #include "bench/sim_policies.h"
 #include "bench/synthetic.h"
 #include "gmock/gmock.h"
@@ -49,8 +50,9 @@ ReplayOptions Every(absl::Duration bucket, bool events = false) {
 core::Config PolicyOn(const std::string& name, const SimFleet& fleet) {
   core::Config base;
   base.topology_levels = fleet.levels;
-  PolicyChoice choice = PolicyConfig(name, base);
-  return choice.config.value_or(base);
+  absl::StatusOr<core::Config> config = PolicyConfig(name, base);
+  EXPECT_TRUE(config.ok()) << config.status();
+  return config.value_or(base);
 }
 
 TEST(JobSpecTest, SmallJobsAreOnePodLargeOnesWholeNodesInOneDomain) {
@@ -171,18 +173,15 @@ TEST(ReplayTest, FifoHoldsSmallJobsBehindABlockedHeadKueueLikeDoesNot) {
   EXPECT_DOUBLE_EQ(kueue->metrics.wait_seconds->mean, (0 + 99 + 0) / 3.0);
 }
 
-TEST(ReplayTest, PreemptedRunIsLostAndRestartsFromZero) {
+TEST(ReplayTest, PreemptedRunWithoutCheckpointsRestartsFromZero) {
   // One node. A (priority 0) runs from 0; B (priority 1, same queue) comes
   // at 1000 and preempts it; the launcher acknowledges 1 s later, B runs
   // 1001..1501, then A starts again from zero.
   const SimFleet fleet = Fleet(1);
-  core::Config base;
-  base.topology_levels = fleet.levels;
-  const PolicyChoice phalanx = PolicyConfig("phalanx", base);
-  if (!phalanx.config) GTEST_SKIP() << phalanx.unavailable_reason;
   const Workload w = Load({Job(0, 10000, 8), Job(1000, 500, 8, "a", 1)});
-  auto result = Replay(*phalanx.config, fleet, w,
-                       Every(absl::Minutes(1), /*events=*/true));
+  ReplayOptions options = Every(absl::Minutes(1), /*events=*/true);
+  options.checkpoint_interval = absl::ZeroDuration();
+  auto result = Replay(PolicyOn("phalanx", fleet), fleet, w, options);
   ASSERT_TRUE(result.ok()) << result.status();
   std::vector<std::pair<core::EventType, int>> events;
   for (const EventRecord& e : result->events)
@@ -203,6 +202,108 @@ TEST(ReplayTest, PreemptedRunIsLostAndRestartsFromZero) {
   // Window 0..1000: A held all 8 GPUs, but that run was thrown away.
   EXPECT_DOUBLE_EQ(*m.utilization, 1.0);
   EXPECT_DOUBLE_EQ(*m.goodput_utilization, 0.0);
+  EXPECT_EQ(m.checkpoints, 0);
+}
+
+TEST(ReplayTest, PreemptedRunResumesFromItsLastCheckpoint) {
+  // As above, with a checkpoint every 600 s of run time: A checkpoints at
+  // 600, is preempted at 1000 (acknowledged 1001) and loses only 401 s; it
+  // resumes at 1501 with 9,400 s left, checkpointing at 2101, 2701, ...
+  // while that is before its end at 10901 (15 more).
+  const SimFleet fleet = Fleet(1);
+  const Workload w = Load({Job(0, 10000, 8), Job(1000, 500, 8, "a", 1)});
+  ReplayOptions options = Every(absl::Minutes(1), /*events=*/true);
+  options.checkpoint_interval = absl::Seconds(600);
+  auto result = Replay(PolicyOn("phalanx", fleet), fleet, w, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->events.size(), 5u);
+  EXPECT_EQ(result->events[4].type, core::EventType::kAdmitted);
+  EXPECT_EQ(result->events[4].time, T(1501));
+  const PolicyMetrics& m = result->metrics;
+  EXPECT_EQ(m.finished, 2);
+  EXPECT_EQ(m.preemptions, 1);
+  EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 8 * 401 / 3600.0);
+  EXPECT_EQ(m.checkpoints, 1 + 15);
+  // Window 0..1000: 600 s of A's run were kept.
+  EXPECT_DOUBLE_EQ(*m.goodput_utilization, 0.6);
+  // A waited 1001..1501, B 1000..1001.
+  EXPECT_DOUBLE_EQ(m.wait_seconds->mean, (500 + 1) / 2.0);
+}
+
+TEST(ReplayTest, TraceColumnOverridesTheCheckpointInterval) {
+  // A never checkpoints (0 in its column) although the default would.
+  const SimFleet fleet = Fleet(1);
+  TraceJob a = Job(0, 10000, 8);
+  a.checkpoint_interval = absl::ZeroDuration();
+  const Workload w = Load({a, Job(1000, 500, 8, "a", 1)});
+  ReplayOptions options = Every(absl::Minutes(1));
+  options.checkpoint_interval = absl::Seconds(600);
+  auto result = Replay(PolicyOn("phalanx", fleet), fleet, w, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_DOUBLE_EQ(result->metrics.lost_gpu_hours, 8 * 1001 / 3600.0);
+  EXPECT_EQ(result->metrics.checkpoints, 0);
+}
+
+Workload SmallSynthetic(int nodes, double days, uint64_t seed) {
+  SyntheticOptions options;
+  options.seed = seed;
+  options.days = days;
+  options.fleet_gpus = nodes * 8;
+  options.max_gang_gpus = nodes * 8;
+  return Load(GenerateSynthetic(options), seed);
+}
+
+TEST(ReplayTest, NodeFailuresNeverDoubleBookAGpuAndEveryGangFinishes) {
+  // 32 nodes failing every 100 h on average, 4 h each: about 0.3 % of
+  // node-hours down, dozens of failures in 4 days plus the drain.
+  const SimFleet fleet = Fleet(32);
+  const Workload w = SmallSynthetic(32, 4, 5);
+  ReplayOptions options = Every(absl::Minutes(10));
+  options.node_mtbf = absl::Hours(100);
+  options.check_gpus = true;
+  for (const std::string& name : PolicyNames()) {
+    auto result = Replay(PolicyOn(name, fleet), fleet, w, options);
+    ASSERT_TRUE(result.ok()) << name << ": " << result.status();
+    const PolicyMetrics& m = result->metrics;
+    EXPECT_EQ(m.finished, m.jobs - m.rejected) << name;
+    EXPECT_GT(m.node_failures, 10) << name;
+    EXPECT_GT(m.evictions + m.repairs, 0) << name;
+    EXPECT_GT(m.lost_gpu_hours, 0) << name;
+  }
+}
+
+// The summary of every policy, checkpoints and failures on.
+std::string Summary(const SimFleet& fleet, const Workload& w,
+                    const ReplayOptions& options) {
+  RunMeta meta;
+  meta.jobs = static_cast<int64_t>(w.jobs.size());
+  std::vector<PolicyOutcome> outcomes;
+  std::string csvs;
+  for (const std::string& name : PolicyNames()) {
+    auto result = Replay(PolicyOn(name, fleet), fleet, w, options);
+    EXPECT_TRUE(result.ok()) << name << ": " << result.status();
+    if (!result.ok()) return "";
+    PolicyOutcome outcome;
+    outcome.name = name;
+    outcome.metrics = result->metrics;
+    csvs += SeriesCsv(result->series);
+    outcomes.push_back(std::move(outcome));
+  }
+  return SummaryJson(meta, outcomes) + csvs;
+}
+
+TEST(ReplayTest, SameInputsGiveAByteIdenticalSummary) {
+  const SimFleet fleet = Fleet(32);
+  const Workload w = SmallSynthetic(32, 3, 4);
+  ReplayOptions options = Every(absl::Minutes(10));
+  options.node_mtbf = absl::Hours(150);
+  options.checkpoint_interval = absl::Minutes(20);
+  const std::string first = Summary(fleet, w, options);
+  EXPECT_FALSE(first.empty());
+  EXPECT_EQ(first, Summary(fleet, w, options));
+  // And the summary does depend on the failure seed.
+  options.failure_seed = 2;
+  EXPECT_NE(first, Summary(fleet, w, options));
 }
 
 TEST(ReplayTest, SameInputsSameResult) {
@@ -213,12 +314,9 @@ TEST(ReplayTest, SameInputsSameResult) {
   const Workload w = Load(GenerateSynthetic(options), 3);
   const SimFleet fleet = Fleet(64);
   for (const std::string& name : PolicyNames()) {
-    core::Config base;
-    base.topology_levels = fleet.levels;
-    PolicyChoice choice = PolicyConfig(name, base);
-    if (!choice.config) continue;
-    auto a = Replay(*choice.config, fleet, w, Every(absl::Minutes(10)));
-    auto b = Replay(*choice.config, fleet, w, Every(absl::Minutes(10)));
+    const core::Config config = PolicyOn(name, fleet);
+    auto a = Replay(config, fleet, w, Every(absl::Minutes(10)));
+    auto b = Replay(config, fleet, w, Every(absl::Minutes(10)));
     ASSERT_TRUE(a.ok()) << name << ": " << a.status();
     ASSERT_TRUE(b.ok()) << name << ": " << b.status();
     EXPECT_EQ(a->metrics.finished, a->metrics.jobs - a->metrics.rejected)

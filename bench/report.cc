@@ -147,6 +147,18 @@ void WriteMeta(JsonWriter& w, const RunMeta& meta) {
   }
   w.Key("seed");
   w.Int(static_cast<int64_t>(meta.seed));
+  if (meta.synthetic_seed) {
+    w.Key("synthetic_load");
+    w.Double(meta.synthetic_load);
+  }
+  w.Key("checkpoint_interval_s");
+  w.Double(meta.checkpoint_interval_s);
+  w.Key("node_mtbf_hours");
+  w.Double(meta.node_mtbf_hours);
+  w.Key("node_repair_hours");
+  w.Double(meta.node_repair_hours);
+  w.Key("failure_seed");
+  w.Int(static_cast<int64_t>(meta.failure_seed));
   w.Key("estimate_factor");
   w.String("uniform [0.5, 3] x actual, once per job in file order");
   w.Key("jobs");
@@ -240,6 +252,9 @@ void WritePolicy(JsonWriter& w, const PolicyOutcome& outcome) {
   optional("jain_fairness", &PolicyMetrics::jain_fairness);
   integer("preemptions", &PolicyMetrics::preemptions);
   integer("evictions", &PolicyMetrics::evictions);
+  integer("checkpoints", &PolicyMetrics::checkpoints);
+  integer("node_failures", &PolicyMetrics::node_failures);
+  integer("repairs", &PolicyMetrics::repairs);
   number("sim_seconds", &PolicyMetrics::sim_seconds);
   w.EndObject();
 }
@@ -289,6 +304,13 @@ const std::vector<std::pair<std::string, Cell>>& Rows() {
        [](const PolicyMetrics& m) { return Fixed(m.jain_fairness, 3); }},
       {"preemptions",
        [](const PolicyMetrics& m) { return absl::StrCat(m.preemptions); }},
+      {"node failures / repaired / evicted gangs",
+       [](const PolicyMetrics& m) {
+         return absl::StrCat(m.node_failures, " / ", m.repairs, " / ",
+                             m.evictions);
+       }},
+      {"checkpoints",
+       [](const PolicyMetrics& m) { return absl::StrCat(m.checkpoints); }},
       {"sim seconds (wall)",
        [](const PolicyMetrics& m) { return Fixed(m.sim_seconds, 1); }},
   };
@@ -330,6 +352,19 @@ std::string SummaryMarkdown(const RunMeta& meta,
       meta.trace, meta.jobs, meta.teams, Utc(meta.first_submit),
       Utc(meta.last_submit), meta.seed, meta.fleet_source, meta.nodes,
       meta.gpus, meta.gpus_per_node, meta.nodes_per_rack, meta.nodes_per_block);
+  absl::StrAppend(
+      &md, "Checkpoints every ",
+      meta.checkpoint_interval_s > 0
+          ? absl::StrFormat("%g min of run time",
+                            meta.checkpoint_interval_s / 60)
+          : std::string("never"),
+      "; node failures ",
+      meta.node_mtbf_hours > 0
+          ? absl::StrFormat("MTBF %g h, repair %g h, seed %d",
+                            meta.node_mtbf_hours, meta.node_repair_hours,
+                            meta.failure_seed)
+          : std::string("off"),
+      ".\n\n");
   md += "| metric |";
   std::string rule = "| --- |";
   for (const PolicyOutcome& o : outcomes) {

@@ -23,7 +23,12 @@ struct RunMeta {
   std::string trace;  // the trace file, or "synthetic"
   std::optional<uint64_t> synthetic_seed;
   double synthetic_days = 0;
-  uint64_t seed = 0;  // of the runtime estimates
+  double synthetic_load = 0;
+  uint64_t seed = 0;                 // of the runtime estimates
+  double checkpoint_interval_s = 0;  // the default; 0 = never
+  double node_mtbf_hours = 0;        // 0 = nodes never fail
+  double node_repair_hours = 0;
+  uint64_t failure_seed = 0;
   int64_t jobs = 0;
   int64_t teams = 0;
   absl::Time first_submit;

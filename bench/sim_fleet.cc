@@ -1,16 +1,19 @@
 #include "bench/sim_fleet.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "bench/json.h"
 #include "core/validate.h"
+#include "nlohmann/json.hpp"
 
 namespace phalanx::bench {
 namespace {
@@ -19,52 +22,78 @@ absl::Status Bad(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
 }
 
-// The member `camel` or, failing that, `snake` of `object`.
-const JsonValue* Member(const JsonValue& object, absl::string_view camel,
-                        absl::string_view snake) {
-  const JsonValue* value = object.Find(camel);
-  return value != nullptr ? value : object.Find(snake);
+using Json = nlohmann::json;
+
+// The member `camel` or, failing that, `snake` of `object`; nullptr when
+// neither is there.
+const Json* Member(const Json& object, const char* camel, const char* snake) {
+  for (const char* key : {camel, snake}) {
+    auto it = object.find(key);
+    if (it != object.end()) return &*it;
+  }
+  return nullptr;
 }
 
-absl::StatusOr<core::NodeState> ParseState(const JsonValue* value,
-                                           const std::string& field) {
-  if (value == nullptr || value->type == JsonValue::Type::kNull) {
-    return core::NodeState::kReady;
+// A JSON number or a string holding one (proto3 JSON writes int64 as a
+// string); nullopt otherwise.
+std::optional<int64_t> AsInt(const Json& value) {
+  if (value.is_number_integer()) return value.get<int64_t>();
+  if (value.is_number_float()) {
+    const double d = value.get<double>();
+    if (d != std::floor(d) || std::fabs(d) > 9e15) return std::nullopt;
+    return static_cast<int64_t>(d);
   }
+  int64_t n = 0;
+  if (value.is_string() &&
+      absl::SimpleAtoi(value.get_ref<const std::string&>(), &n)) {
+    return n;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<core::NodeState> ParseState(const Json* value,
+                                           const std::string& field) {
+  if (value == nullptr || value->is_null()) return core::NodeState::kReady;
   static const std::pair<const char*, core::NodeState> kNames[] = {
       {"NODE_STATE_UNSPECIFIED", core::NodeState::kReady},
       {"NODE_STATE_READY", core::NodeState::kReady},
       {"NODE_STATE_CORDONED", core::NodeState::kCordoned},
       {"NODE_STATE_DRAINING", core::NodeState::kDraining},
       {"NODE_STATE_UNHEALTHY", core::NodeState::kUnhealthy}};
+  const std::string text =
+      value->is_string() ? value->get<std::string>() : value->dump();
   const std::optional<int64_t> number =
-      value->type == JsonValue::Type::kNumber ? value->AsInt() : std::nullopt;
+      value->is_number() ? AsInt(*value) : std::nullopt;
   for (size_t i = 0; i < std::size(kNames); ++i) {
-    if (value->text == kNames[i].first ||
+    if (text == kNames[i].first ||
         (number && *number == static_cast<int64_t>(i))) {
       return kNames[i].second;
     }
   }
-  return Bad(field, absl::StrCat("unknown node state \"", value->text, "\""));
+  return Bad(field,
+             absl::StrCat("unknown node state \"", text.substr(0, 64), "\""));
 }
 
-absl::StatusOr<core::Node> ParseNode(const JsonValue& json,
+absl::StatusOr<core::Node> ParseNode(const Json& json,
                                      const std::string& field) {
-  if (json.type != JsonValue::Type::kObject) return Bad(field, "not an object");
+  if (!json.is_object()) return Bad(field, "not an object");
   core::Node node;
-  const JsonValue* id = json.Find("id");
-  if (id == nullptr || id->type != JsonValue::Type::kString) {
+  const Json* id = Member(json, "id", "id");
+  if (id == nullptr || !id->is_string()) {
     return Bad(field + ".id", "must be a string");
   }
-  node.spec.id = core::NodeId(id->text);
-  if (const JsonValue* model = Member(json, "gpuModel", "gpu_model")) {
-    node.spec.gpu_model = model->text;
+  node.spec.id = core::NodeId(id->get<std::string>());
+  if (const Json* model = Member(json, "gpuModel", "gpu_model")) {
+    if (!model->is_string()) {
+      return Bad(field + ".gpuModel", "must be a string");
+    }
+    node.spec.gpu_model = model->get<std::string>();
   }
-  auto integer = [&](absl::string_view camel, absl::string_view snake,
+  auto integer = [&](const char* camel, const char* snake,
                      int64_t& out) -> absl::Status {
-    const JsonValue* value = Member(json, camel, snake);
+    const Json* value = Member(json, camel, snake);
     if (value == nullptr) return absl::OkStatus();
-    std::optional<int64_t> n = value->AsInt();
+    std::optional<int64_t> n = AsInt(*value);
     if (!n) return Bad(absl::StrCat(field, ".", camel), "must be an integer");
     out = *n;
     return absl::OkStatus();
@@ -83,13 +112,18 @@ absl::StatusOr<core::Node> ParseNode(const JsonValue& json,
       !s.ok()) {
     return s;
   }
-  if (const JsonValue* labels = json.Find("labels")) {
-    for (const auto& [key, value] : labels->members) {
-      node.spec.labels[key] = value.text;
+  if (const Json* labels = Member(json, "labels", "labels")) {
+    if (!labels->is_object()) return Bad(field + ".labels", "not an object");
+    for (const auto& [key, value] : labels->items()) {
+      if (!value.is_string()) {
+        return Bad(absl::StrCat(field, ".labels.", key.substr(0, 64)),
+                   "must be a string");
+      }
+      node.spec.labels[key] = value.get<std::string>();
     }
   }
   absl::StatusOr<core::NodeState> state =
-      ParseState(json.Find("state"), field + ".state");
+      ParseState(Member(json, "state", "state"), field + ".state");
   if (!state.ok()) return state.status();
   node.state = *state;
   if (absl::Status s =
@@ -178,17 +212,21 @@ absl::StatusOr<SimFleet> MakeFleet(const FleetOptions& options) {
 }
 
 absl::StatusOr<SimFleet> ParseFleetJson(absl::string_view text) {
-  absl::StatusOr<JsonValue> json = ParseJson(text);
-  if (!json.ok()) return json.status();
-  const JsonValue* nodes = json->Find("nodes");
-  if (nodes == nullptr || nodes->type != JsonValue::Type::kArray ||
-      nodes->items.empty()) {
+  // No exceptions: a malformed document parses to a discarded value.
+  const Json json = Json::parse(text.begin(), text.end(), /*cb=*/nullptr,
+                                /*allow_exceptions=*/false);
+  if (json.is_discarded()) {
+    return absl::InvalidArgumentError("not a JSON document");
+  }
+  const Json* nodes =
+      json.is_object() ? Member(json, "nodes", "nodes") : nullptr;
+  if (nodes == nullptr || !nodes->is_array() || nodes->empty()) {
     return Bad("nodes", "must be a non-empty array");
   }
   SimFleet fleet;
-  for (size_t i = 0; i < nodes->items.size(); ++i) {
+  for (size_t i = 0; i < nodes->size(); ++i) {
     absl::StatusOr<core::Node> node =
-        ParseNode(nodes->items[i], absl::StrCat("nodes[", i, "]"));
+        ParseNode((*nodes)[i], absl::StrCat("nodes[", i, "]"));
     if (!node.ok()) return node.status();
     fleet.nodes.push_back(*std::move(node));
   }

@@ -81,6 +81,19 @@ TEST(ParseFleetJsonTest, NamesTheBadField) {
                   .message(),
               HasSubstr("nodes[0].gpuCount"));
   EXPECT_FALSE(ParseFleetJson(R"({"nodes": []})").ok());
+  EXPECT_THAT(ParseFleetJson(R"({"nodes": [{"id": "a", "labels": [1]}]})")
+                  .status()
+                  .message(),
+              HasSubstr("nodes[0].labels"));
+}
+
+TEST(ParseFleetJsonTest, RefusesMalformedJson) {
+  for (const char* bad :
+       {"{", "[1,]", "{\"nodes\" 1}", "\"open", "1 2", "[\"\\ud800\"]", "[]"}) {
+    EXPECT_EQ(ParseFleetJson(bad).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
 }
 
 }  // namespace

@@ -88,16 +88,14 @@ void MetricsAccumulator::AddToSeries(absl::Time from, absl::Time to,
 }
 
 void MetricsAccumulator::AddRun(int team, int64_t gpus, absl::Time start,
-                                absl::Time end, bool kept) {
-  const double in_window = static_cast<double>(gpus) * InWindow(start, end);
+                                absl::Time end, absl::Time kept_until) {
+  const double g = static_cast<double>(gpus);
+  kept_until = std::clamp(kept_until, start, end);
+  const double in_window = g * InWindow(start, end);
   allocated_gpu_seconds_ += in_window;
   received_[team] += in_window;
-  if (kept) {
-    kept_gpu_seconds_ += in_window;
-  } else {
-    lost_gpu_seconds_ +=
-        static_cast<double>(gpus) * absl::ToDoubleSeconds(end - start);
-  }
+  kept_gpu_seconds_ += g * InWindow(start, kept_until);
+  lost_gpu_seconds_ += g * absl::ToDoubleSeconds(end - kept_until);
 }
 
 void MetricsAccumulator::AddJob(int team, int64_t gpus, absl::Time submit,

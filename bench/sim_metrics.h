@@ -71,6 +71,9 @@ struct PolicyMetrics {
   std::optional<double> jain_fairness;
   int64_t preemptions = 0;
   int64_t evictions = 0;
+  int64_t checkpoints = 0;    // reported by the simulated launcher
+  int64_t node_failures = 0;  // nodes set UNHEALTHY
+  int64_t repairs = 0;        // gangs repaired in place after a failure
   double sim_seconds = 0;
 };
 
@@ -84,10 +87,11 @@ class MetricsAccumulator {
 
   // The fleet held `sample` from `from` to `to`.
   void AddInterval(absl::Time from, absl::Time to, const FleetSample& sample);
-  // A run of `gpus` GPUs from `start` to `end`; `kept` = it completed (not
-  // thrown away by preemption or eviction).
+  // A run of `gpus` GPUs from `start` to `end` whose work up to `kept_until`
+  // counts (its end when it completed, its last checkpoint — or its start —
+  // when preemption, eviction or a failure threw the rest away).
   void AddRun(int team, int64_t gpus, absl::Time start, absl::Time end,
-              bool kept);
+              absl::Time kept_until);
   // A job of the trace: its demand, and what it would have received in the
   // window had it started on arrival (`accepted` = Submit took it).
   void AddJob(int team, int64_t gpus, absl::Time submit,
@@ -96,6 +100,9 @@ class MetricsAccumulator {
   void AddWait(absl::Duration wait, int requested_gpus, int priority);
   void AddPreemption() { ++metrics_.preemptions; }
   void AddEviction() { ++metrics_.evictions; }
+  void AddCheckpoint() { ++metrics_.checkpoints; }
+  void AddNodeFailure() { ++metrics_.node_failures; }
+  void AddRepair() { ++metrics_.repairs; }
   void AddFinished() { ++metrics_.finished; }
 
   // The metrics (sim_seconds left 0 for the caller).

@@ -41,13 +41,23 @@ class AccumulatorTest : public ::testing::Test {
 TEST_F(AccumulatorTest, UtilizationAndGoodputCountOnlyTheWindow) {
   // Window 10 h, 10 GPUs: capacity 100 GPU-hours.
   MetricsAccumulator m(T(0), T(10), 10, 2, absl::Hours(1));
-  m.AddRun(0, 4, T(0), T(5), /*kept=*/true);    // 20 GPU-h
-  m.AddRun(1, 8, T(8), T(20), /*kept=*/false);  // 16 in window, 96 lost
-  m.AddRun(1, 8, T(20), T(32), /*kept=*/true);  // outside the window
+  m.AddRun(0, 4, T(0), T(5), T(5));     // completed: 20 GPU-h
+  m.AddRun(1, 8, T(8), T(20), T(8));    // 16 in window, all 96 lost
+  m.AddRun(1, 8, T(20), T(32), T(32));  // outside the window
   const PolicyMetrics p = m.Finish();
   EXPECT_DOUBLE_EQ(*p.utilization, 0.36);
   EXPECT_DOUBLE_EQ(*p.goodput_utilization, 0.20);
   EXPECT_DOUBLE_EQ(p.lost_gpu_hours, 96);
+}
+
+TEST_F(AccumulatorTest, WorkUpToTheLastCheckpointIsKept) {
+  MetricsAccumulator m(T(0), T(10), 10, 1, absl::Hours(1));
+  // 2 GPUs 0..6 h, checkpointed at 4 h: 8 GPU-h kept, 4 lost.
+  m.AddRun(0, 2, T(0), T(6), T(4));
+  const PolicyMetrics p = m.Finish();
+  EXPECT_DOUBLE_EQ(*p.utilization, 0.12);
+  EXPECT_DOUBLE_EQ(*p.goodput_utilization, 0.08);
+  EXPECT_DOUBLE_EQ(p.lost_gpu_hours, 4);
 }
 
 TEST_F(AccumulatorTest, JainComparesReceivedWithStartOnArrival) {
@@ -56,8 +66,8 @@ TEST_F(AccumulatorTest, JainComparesReceivedWithStartOnArrival) {
   // 2 × 10 = 20 (truncated at the window's end) and got 10.
   m.AddJob(0, 4, T(0), absl::Hours(5), true);
   m.AddJob(1, 2, T(0), absl::Hours(30), true);
-  m.AddRun(0, 4, T(0), T(5), true);
-  m.AddRun(1, 2, T(5), T(35), true);
+  m.AddRun(0, 4, T(0), T(5), T(5));
+  m.AddRun(1, 2, T(5), T(35), T(35));
   const PolicyMetrics p = m.Finish();
   EXPECT_DOUBLE_EQ(*p.jain_fairness, *JainIndex({1.0, 0.5}));
   EXPECT_EQ(p.jobs, 2);

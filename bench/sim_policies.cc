@@ -1,151 +1,118 @@
 #include "bench/sim_policies.h"
 
 #include <limits>
-#include <type_traits>
+#include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace phalanx::bench {
 namespace {
 
-// Which configuration fields core::Config has (C is always core::Config; a
-// template, so that a missing field makes a concept false rather than the
-// build fail).
-template <typename C>
-concept HasStrictFifo = requires(C c) {
+using core::Config;
+
+Config Fifo(Config c) {
+  c.admission.ordering = core::Ordering::kSubmitOrder;
   c.admission.strict_fifo = true;
-};
-template <typename C>
-concept HasSubmitOrder = requires(C c) {
-  c.admission.ordering = decltype(c.admission.ordering)::kSubmitOrder;
-};
-template <typename C>
-concept HasFirstFit = requires(C c) {
   c.placement.first_fit = true;
-};
-template <typename C>
-concept HasFairShare = requires(C c) {
-  c.fair_share.half_life;
-};
-template <typename C>
-concept HasFairShareSwitch = requires(C c) {
+  c.fair_share.enabled = false;
+  c.reservation.depth = 0;
+  c.preemption.enabled = false;
+  return c;
+}
+
+// Kueue's ClusterQueue with AdmissionFairSharing: queueOrderingFunc
+// (pkg/queue/cluster_queue.go) compares the LocalQueues' decayed usage
+// first, then priority, then the queue-order timestamp (creation, or the
+// last eviction). One core queue stands for one LocalQueue.
+Config KueueLike(Config c) {
+  c.admission.ordering = core::Ordering::kFairShareFirst;
+  c.admission.strict_fifo = false;  // BestEffortFIFO
+  c.placement.first_fit = false;    // TAS BestFit
   c.fair_share.enabled = true;
-};
-template <typename C>
-concept HasReservation = requires(C c) {
+  c.reservation.depth = 0;       // Kueue holds nothing for a waiting head
+  c.preemption.enabled = false;  // withinClusterQueue / reclaimWithinCohort:
+                                 // Never (the defaults)
+  return c;
+}
+
+// Slurm's sched/backfill as far as core expresses it: jobs by priority
+// (multifactor without the fair-share factor: age breaks ties), and the top
+// pending job gets a reservation that backfilled jobs may not delay.
+Config SlurmLike(Config c) {
+  c.admission.ordering = core::Ordering::kPriorityFairShareAge;
+  c.admission.strict_fifo = false;
+  c.placement.first_fit = false;
+  c.fair_share.enabled = false;
   c.reservation.depth = 1;
-};
-template <typename C>
-concept HasReservationMinPriority = requires(C c) {
-  c.reservation.min_priority = 0;
-};
-template <typename C>
-concept HasReservationAfter = requires(C c) {
+  c.reservation.min_priority = std::numeric_limits<int>::lowest();
   c.reservation.after = absl::ZeroDuration();
-};
-template <typename C>
-concept HasPreemption = requires(C c) {
-  c.preemption.enabled = true;
-};
+  c.preemption.enabled = false;
+  return c;
+}
 
-using Config = core::Config;
+Config Phalanx(Config c) {
+  c.admission.ordering = core::Ordering::kPriorityFairShareAge;
+  c.admission.strict_fifo = false;
+  c.placement.first_fit = false;
+  c.fair_share.enabled = true;
+  c.preemption.enabled = true;  // reservation: core's defaults
+  return c;
+}
 
-// Setters that do nothing when core lacks the field (the policy's "missing"
-// list decides whether that makes it unavailable).
-template <typename C>
-void SetOrderAndFit(C& c, bool fifo) {
-  if constexpr (HasStrictFifo<C>) c.admission.strict_fifo = fifo;
-  if constexpr (HasFirstFit<C>) c.placement.first_fit = fifo;
-  if constexpr (HasSubmitOrder<C>) {
-    using Ordering = decltype(c.admission.ordering);
-    c.admission.ordering =
-        fifo ? Ordering::kSubmitOrder : C().admission.ordering;
+absl::Status BadOverride(absl::string_view part, absl::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("policy override \"", part.substr(0, 64), "\": ", why));
+}
+
+absl::Status ApplyOverride(absl::string_view part, Config& c) {
+  std::vector<absl::string_view> kv = absl::StrSplit(part, '=');
+  if (kv.size() != 2) return BadOverride(part, "expected key=value");
+  const absl::string_view key = kv[0];
+  const absl::string_view value = kv[1];
+  double number = 0;
+  const bool numeric = absl::SimpleAtod(value, &number);
+  auto need_number = [&]() -> absl::Status {
+    return numeric ? absl::OkStatus() : BadOverride(part, "not a number");
+  };
+  if (key == "order") {
+    if (value == "priority") {
+      c.admission.ordering = core::Ordering::kPriorityFairShareAge;
+    } else if (value == "fair_share_first") {
+      c.admission.ordering = core::Ordering::kFairShareFirst;
+    } else if (value == "submit") {
+      c.admission.ordering = core::Ordering::kSubmitOrder;
+    } else {
+      return BadOverride(part, "order is priority, fair_share_first or submit");
+    }
+    return absl::OkStatus();
   }
-}
-
-template <typename C>
-void SetFairShare(C& c, bool on) {
-  if constexpr (HasFairShareSwitch<C>) c.fair_share.enabled = on;
-}
-
-// depth 0 = no reservations. With `every_head`, any head gang may reserve
-// (EASY backfill), whatever its priority or age.
-template <typename C>
-void SetReservations(C& c, int depth, bool every_head) {
-  if constexpr (HasReservation<C>) {
-    if (depth >= 0) c.reservation.depth = depth;
+  if (absl::Status s = need_number(); !s.ok()) return s;
+  if (key == "depth") {
+    c.reservation.depth = static_cast<int>(number);
+  } else if (key == "min_priority") {
+    c.reservation.min_priority = static_cast<int>(number);
+  } else if (key == "after_h") {
+    c.reservation.after = absl::Hours(number);
+  } else if (key == "preempt") {
+    c.preemption.enabled = number != 0;
+  } else if (key == "horizon_h") {
+    c.preemption.horizon = absl::Hours(number);
+  } else if (key == "min_runtime_m") {
+    c.preemption.min_runtime = absl::Minutes(number);
+  } else if (key == "fair") {
+    c.fair_share.enabled = number != 0;
+  } else if (key == "half_life_h") {
+    c.fair_share.half_life = absl::Hours(number);
+  } else {
+    return BadOverride(
+        part, absl::StrCat("unknown key (known: ",
+                           absl::StrJoin(PolicyOverrideKeys(), ", "), ")"));
   }
-  if constexpr (HasReservationMinPriority<C>) {
-    using P = std::remove_cvref_t<decltype(c.reservation.min_priority)>;
-    if (every_head)
-      c.reservation.min_priority = std::numeric_limits<P>::lowest();
-  }
-  if constexpr (HasReservationAfter<C>) {
-    if (every_head) c.reservation.after = absl::ZeroDuration();
-  }
-}
-
-template <typename C>
-void SetPreemption(C& c, bool on) {
-  if constexpr (HasPreemption<C>) c.preemption.enabled = on;
-}
-
-PolicyChoice Unavailable(const std::vector<std::string>& missing) {
-  return {std::nullopt, absl::StrCat("core::Config has no ",
-                                     absl::StrJoin(missing, ", "), " yet")};
-}
-
-PolicyChoice Fifo(Config c) {
-  std::vector<std::string> missing;
-  if (!HasStrictFifo<Config>) missing.push_back("admission.strict_fifo");
-  if (!HasSubmitOrder<Config>) missing.push_back("Ordering::kSubmitOrder");
-  if (!HasFirstFit<Config>) missing.push_back("placement.first_fit");
-  if (!missing.empty()) return Unavailable(missing);
-  SetOrderAndFit(c, /*fifo=*/true);
-  SetFairShare(c, false);
-  SetReservations(c, 0, false);
-  SetPreemption(c, false);
-  return {c, ""};
-}
-
-PolicyChoice KueueLike(Config c) {
-  std::vector<std::string> missing;
-  if (!HasFairShare<Config>) missing.push_back("fair_share");
-  if (!missing.empty()) return Unavailable(missing);
-  SetOrderAndFit(c, /*fifo=*/false);
-  SetFairShare(c, true);
-  SetReservations(c, 0, false);
-  SetPreemption(c, false);
-  return {c, ""};
-}
-
-PolicyChoice SlurmLike(Config c) {
-  std::vector<std::string> missing;
-  if (!HasReservation<Config>) missing.push_back("reservation.depth");
-  // Priority and age only: fair sharing must be off (or absent).
-  if (HasFairShare<Config> && !HasFairShareSwitch<Config>) {
-    missing.push_back("fair_share.enabled");
-  }
-  if (!missing.empty()) return Unavailable(missing);
-  SetOrderAndFit(c, /*fifo=*/false);
-  SetFairShare(c, false);
-  SetReservations(c, 1, /*every_head=*/true);
-  SetPreemption(c, false);
-  return {c, ""};
-}
-
-PolicyChoice Phalanx(Config c) {
-  std::vector<std::string> missing;
-  if (!HasFairShare<Config>) missing.push_back("fair_share");
-  if (!HasReservation<Config>) missing.push_back("reservation.depth");
-  if (!HasPreemption<Config>) missing.push_back("preemption.enabled");
-  if (!missing.empty()) return Unavailable(missing);
-  SetOrderAndFit(c, /*fifo=*/false);
-  SetFairShare(c, true);
-  SetReservations(c, -1, false);  // core's defaults
-  SetPreemption(c, true);
-  return {c, ""};
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -156,13 +123,35 @@ const std::vector<std::string>& PolicyNames() {
   return *names;
 }
 
-PolicyChoice PolicyConfig(absl::string_view name, const core::Config& base) {
-  if (name == "fifo") return Fifo(base);
-  if (name == "kueue-like") return KueueLike(base);
-  if (name == "slurm-like") return SlurmLike(base);
-  if (name == "phalanx") return Phalanx(base);
-  return {std::nullopt, absl::StrCat("unknown policy \"", name, "\" (known: ",
-                                     absl::StrJoin(PolicyNames(), ", "), ")")};
+const std::vector<std::string>& PolicyOverrideKeys() {
+  static const std::vector<std::string>* keys = new std::vector<std::string>{
+      "depth",         "min_priority", "after_h", "preempt",    "horizon_h",
+      "min_runtime_m", "fair",         "order",   "half_life_h"};
+  return *keys;
+}
+
+absl::StatusOr<core::Config> PolicyConfig(absl::string_view spec,
+                                          const core::Config& base) {
+  std::vector<absl::string_view> parts = absl::StrSplit(spec, ':');
+  const absl::string_view name = parts[0];
+  Config c;
+  if (name == "fifo") {
+    c = Fifo(base);
+  } else if (name == "kueue-like") {
+    c = KueueLike(base);
+  } else if (name == "slurm-like") {
+    c = SlurmLike(base);
+  } else if (name == "phalanx") {
+    c = Phalanx(base);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown policy \"", name.substr(0, 64),
+                     "\" (known: ", absl::StrJoin(PolicyNames(), ", "), ")"));
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (absl::Status s = ApplyOverride(parts[i], c); !s.ok()) return s;
+  }
+  return c;
 }
 
 }  // namespace phalanx::bench

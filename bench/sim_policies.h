@@ -1,24 +1,26 @@
-// The policies phalanx-sim compares, each a core::Config (issue 4) — never a
-// separate code path:
+// The policies phalanx-sim compares, each a core::Config — never a separate
+// code path. bench/README.md gives the source of every rule:
 //   fifo        strict submit order (nothing passes a head that does not
-//               fit), first fit
-//   kueue-like  best-fit topology + Admission Fair Sharing; every pending
-//               gang tried in order, skipped when it does not fit
-//               (BestEffortFIFO); no reservations, no preemption
-//   slurm-like  priority and age, EASY backfill with a reservation for the
-//               head job, best-fit tree topology
-//   phalanx     everything of the scheduling-core issue
-// Core is still growing: a policy whose configuration fields core::Config
-// does not have yet is reported unavailable, with the missing fields named.
-// The check is made at compile time, so this file builds against core before
-// and after a field lands. Pure functions; thread-safe.
+//               fit), first fit, no reservations, no preemption
+//   kueue-like  Kueue with Admission Fair Sharing: the LocalQueue's decayed
+//               usage first, then priority, then creation time; every
+//               pending gang tried in that order and skipped when it does
+//               not fit (BestEffortFIFO); best-fit topology; no
+//               reservations; no preemption (Kueue's defaults)
+//   slurm-like  priority and age (fair sharing off), backfill with a
+//               reservation for the top job, best-fit tree topology, no
+//               preemption
+//   phalanx     core's defaults: fair sharing, reservations, preemption
+// A name may carry overrides, `phalanx:depth=3:horizon_h=2`, so that one
+// lever at a time can be measured across the matrix (PolicyOverrideKeys).
+// Pure functions; thread-safe.
 #ifndef PHALANX_BENCH_SIM_POLICIES_H_
 #define PHALANX_BENCH_SIM_POLICIES_H_
 
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/model.h"
 
@@ -27,15 +29,23 @@ namespace phalanx::bench {
 // Known policy names, in the order reports list them.
 const std::vector<std::string>& PolicyNames();
 
-struct PolicyChoice {
-  std::optional<core::Config> config;  // nullopt = unavailable
-  std::string unavailable_reason;      // set when config is nullopt
-};
+// The override keys a policy name accepts after ':' (key=value each):
+//   depth=N            reservation.depth
+//   min_priority=N     reservation.min_priority
+//   after_h=H          reservation.after, hours
+//   preempt=0|1        preemption.enabled
+//   horizon_h=H        preemption.horizon, hours
+//   min_runtime_m=M    preemption.min_runtime, minutes
+//   fair=0|1           fair_share.enabled
+//   order=priority|fair_share_first|submit   admission.ordering
+//   half_life_h=H      fair_share.half_life, hours
+const std::vector<std::string>& PolicyOverrideKeys();
 
-// The configuration of policy `name` built on `base` (topology levels and
-// other fleet-given settings). Unavailable, with the reason, for an unknown
-// name or when core lacks a feature the policy needs.
-PolicyChoice PolicyConfig(absl::string_view name, const core::Config& base);
+// The configuration of policy `spec` ("name" or "name:key=value:...") built
+// on `base` (topology levels and other fleet-given settings).
+// InvalidArgument naming the part for an unknown name, key or value.
+absl::StatusOr<core::Config> PolicyConfig(absl::string_view spec,
+                                          const core::Config& base);
 
 }  // namespace phalanx::bench
 

@@ -2,74 +2,173 @@
 
 #include <limits>
 
+#include "bench/replay.h"
+#include "bench/sim_fleet.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace phalanx::bench {
 namespace {
 
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-TEST(PolicyConfigTest, EveryKnownPolicyIsAConfigOrNamesWhatCoreLacks) {
+TEST(PolicyConfigTest, KeepsTheBaseTopology) {
   core::Config base;
   base.topology_levels = {"block", "rack"};
   for (const std::string& name : PolicyNames()) {
-    const PolicyChoice choice = PolicyConfig(name, base);
-    if (choice.config) {
-      EXPECT_EQ(choice.config->topology_levels, base.topology_levels) << name;
-      EXPECT_TRUE(choice.unavailable_reason.empty()) << name;
-    } else {
-      EXPECT_THAT(choice.unavailable_reason, HasSubstr("core::Config has no"))
-          << name;
-    }
+    absl::StatusOr<core::Config> config = PolicyConfig(name, base);
+    ASSERT_TRUE(config.ok()) << name << ": " << config.status();
+    EXPECT_EQ(config->topology_levels, base.topology_levels) << name;
   }
 }
 
 TEST(PolicyConfigTest, FifoIsStrictSubmitOrderFirstFit) {
-  const PolicyChoice fifo = PolicyConfig("fifo", {});
-  ASSERT_TRUE(fifo.config.has_value()) << fifo.unavailable_reason;
-  EXPECT_TRUE(fifo.config->admission.strict_fifo);
-  EXPECT_EQ(fifo.config->admission.ordering, core::Ordering::kSubmitOrder);
-  EXPECT_TRUE(fifo.config->placement.first_fit);
-  EXPECT_EQ(fifo.config->reservation.depth, 0);
-  EXPECT_FALSE(fifo.config->preemption.enabled);
+  absl::StatusOr<core::Config> fifo = PolicyConfig("fifo", {});
+  ASSERT_TRUE(fifo.ok()) << fifo.status();
+  EXPECT_TRUE(fifo->admission.strict_fifo);
+  EXPECT_EQ(fifo->admission.ordering, core::Ordering::kSubmitOrder);
+  EXPECT_TRUE(fifo->placement.first_fit);
+  EXPECT_EQ(fifo->reservation.depth, 0);
+  EXPECT_FALSE(fifo->preemption.enabled);
 }
 
-TEST(PolicyConfigTest, KueueLikeIsBestEffortBestFit) {
-  const PolicyChoice kueue = PolicyConfig("kueue-like", {});
-  ASSERT_TRUE(kueue.config.has_value()) << kueue.unavailable_reason;
-  EXPECT_FALSE(kueue.config->admission.strict_fifo);
-  EXPECT_EQ(kueue.config->admission.ordering,
-            core::Ordering::kPriorityFairShareAge);
-  EXPECT_FALSE(kueue.config->placement.first_fit);
-  EXPECT_EQ(kueue.config->reservation.depth, 0);
-  EXPECT_FALSE(kueue.config->preemption.enabled);
+TEST(PolicyConfigTest, KueueLikeOrdersByUsageFirstAndSkipsWhatDoesNotFit) {
+  absl::StatusOr<core::Config> kueue = PolicyConfig("kueue-like", {});
+  ASSERT_TRUE(kueue.ok()) << kueue.status();
+  EXPECT_FALSE(kueue->admission.strict_fifo);
+  EXPECT_EQ(kueue->admission.ordering, core::Ordering::kFairShareFirst);
+  EXPECT_TRUE(kueue->fair_share.enabled);
+  EXPECT_FALSE(kueue->placement.first_fit);
+  EXPECT_EQ(kueue->reservation.depth, 0);
+  EXPECT_FALSE(kueue->preemption.enabled);
 }
 
 TEST(PolicyConfigTest, SlurmLikeIsPriorityAgeWithOneReservationForAnyHead) {
-  const PolicyChoice slurm = PolicyConfig("slurm-like", {});
-  ASSERT_TRUE(slurm.config.has_value()) << slurm.unavailable_reason;
-  EXPECT_FALSE(slurm.config->fair_share.enabled);
-  EXPECT_EQ(slurm.config->reservation.depth, 1);
-  EXPECT_EQ(slurm.config->reservation.min_priority,
+  absl::StatusOr<core::Config> slurm = PolicyConfig("slurm-like", {});
+  ASSERT_TRUE(slurm.ok()) << slurm.status();
+  EXPECT_FALSE(slurm->fair_share.enabled);
+  EXPECT_EQ(slurm->admission.ordering, core::Ordering::kPriorityFairShareAge);
+  EXPECT_EQ(slurm->reservation.depth, 1);
+  EXPECT_EQ(slurm->reservation.min_priority,
             std::numeric_limits<int>::lowest());
-  EXPECT_FALSE(slurm.config->preemption.enabled);
-  EXPECT_FALSE(slurm.config->admission.strict_fifo);
+  EXPECT_FALSE(slurm->preemption.enabled);
+  EXPECT_FALSE(slurm->admission.strict_fifo);
 }
 
 TEST(PolicyConfigTest, PhalanxPreemptsAndReserves) {
-  const PolicyChoice phalanx = PolicyConfig("phalanx", {});
-  ASSERT_TRUE(phalanx.config.has_value()) << phalanx.unavailable_reason;
-  EXPECT_TRUE(phalanx.config->preemption.enabled);
-  EXPECT_GE(phalanx.config->reservation.depth, 1);
-  EXPECT_TRUE(phalanx.config->fair_share.enabled);
-  EXPECT_FALSE(phalanx.config->admission.strict_fifo);
+  absl::StatusOr<core::Config> phalanx = PolicyConfig("phalanx", {});
+  ASSERT_TRUE(phalanx.ok()) << phalanx.status();
+  EXPECT_TRUE(phalanx->preemption.enabled);
+  EXPECT_GE(phalanx->reservation.depth, 1);
+  EXPECT_TRUE(phalanx->fair_share.enabled);
+  EXPECT_EQ(phalanx->admission.ordering, core::Ordering::kPriorityFairShareAge);
 }
 
-TEST(PolicyConfigTest, UnknownNameIsUnavailable) {
-  EXPECT_THAT(PolicyConfig("lottery", {}).unavailable_reason,
+TEST(PolicyConfigTest, OverridesChangeOneLeverEach) {
+  absl::StatusOr<core::Config> c = PolicyConfig(
+      "phalanx:depth=3:horizon_h=2:min_runtime_m=5:after_h=1.5:"
+      "order=fair_share_first:preempt=0",
+      {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->reservation.depth, 3);
+  EXPECT_EQ(c->preemption.horizon, absl::Hours(2));
+  EXPECT_EQ(c->preemption.min_runtime, absl::Minutes(5));
+  EXPECT_EQ(c->reservation.after, absl::Minutes(90));
+  EXPECT_EQ(c->admission.ordering, core::Ordering::kFairShareFirst);
+  EXPECT_FALSE(c->preemption.enabled);
+  EXPECT_THAT(PolicyConfig("phalanx:depht=3", {}).status().message(),
+              HasSubstr("unknown key"));
+  EXPECT_THAT(PolicyConfig("phalanx:depth=x", {}).status().message(),
+              HasSubstr("not a number"));
+  EXPECT_THAT(PolicyConfig("phalanx:depth", {}).status().message(),
+              HasSubstr("key=value"));
+}
+
+TEST(PolicyConfigTest, UnknownNameIsRefused) {
+  EXPECT_THAT(PolicyConfig("lottery", {}).status().message(),
               HasSubstr("unknown policy"));
 }
+
+// Kueue's queueOrderingFunc with Admission Fair Sharing: LocalQueue usage,
+// then priority, then creation time. One node; every job takes all of it,
+// so jobs run one after another in admission order. Job 0 (team a) runs
+// first and gives team a usage; jobs 1 and 2 wait behind it.
+struct OrderCase {
+  const char* name;
+  std::vector<TraceJob> jobs;       // jobs[0] is the usage-maker
+  std::vector<int> kueue_order;     // admissions under kueue-like
+  std::vector<int> priority_first;  // under phalanx (priority first)
+};
+
+TraceJob J(double submit, const char* team, int priority) {
+  TraceJob job;
+  job.submit_time = absl::FromUnixSeconds(1700000000) + absl::Seconds(submit);
+  job.duration = absl::Hours(2);
+  job.gpus = 8;
+  job.team = team;
+  job.priority = priority;
+  return job;
+}
+
+class KueueOrderTest : public ::testing::TestWithParam<OrderCase> {};
+
+std::vector<int> AdmissionOrder(const std::string& policy,
+                                const std::vector<TraceJob>& jobs) {
+  FleetOptions options;
+  options.nodes = 1;
+  const SimFleet fleet = *MakeFleet(options);
+  Workload w;
+  w.jobs = jobs;
+  w.estimates.assign(jobs.size(), absl::Hours(2));
+  ReplayOptions replay;
+  replay.record_events = true;
+  replay.checkpoint_interval = absl::ZeroDuration();
+  core::Config base;
+  base.topology_levels = fleet.levels;
+  absl::StatusOr<core::Config> config = PolicyConfig(policy, base);
+  EXPECT_TRUE(config.ok()) << config.status();
+  auto result = Replay(*config, fleet, w, replay);
+  EXPECT_TRUE(result.ok()) << result.status();
+  std::vector<int> order;
+  if (!result.ok()) return order;
+  for (const EventRecord& e : result->events) {
+    if (e.type == core::EventType::kAdmitted) order.push_back(e.job);
+  }
+  return order;
+}
+
+TEST_P(KueueOrderTest, AdmitsInKueuesOrder) {
+  EXPECT_THAT(AdmissionOrder("kueue-like", GetParam().jobs),
+              ElementsAreArray(GetParam().kueue_order));
+  EXPECT_THAT(AdmissionOrder("phalanx", GetParam().jobs),
+              ElementsAreArray(GetParam().priority_first));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, KueueOrderTest,
+    ::testing::Values(
+        // b has no usage: it goes before a's higher priority.
+        OrderCase{"UsageBeforePriority",
+                  {J(0, "a", 0), J(10, "a", 1), J(20, "b", 0)},
+                  {0, 2, 1},
+                  {0, 1, 2}},
+        // Equal usage (one queue): priority, then creation.
+        OrderCase{"PriorityWithinAQueue",
+                  {J(0, "a", 0), J(10, "a", 0), J(20, "a", 1)},
+                  {0, 2, 1},
+                  {0, 2, 1}},
+        // Equal usage and priority: the earlier creation time.
+        OrderCase{"CreationTimeLast",
+                  {J(0, "a", 0), J(20, "c", 0), J(10, "b", 0)},
+                  {0, 2, 1},
+                  {0, 2, 1}},
+        // Lower usage wins even against an older workload.
+        OrderCase{"UsageBeforeAge",
+                  {J(0, "a", 0), J(10, "a", 0), J(20, "b", 0)},
+                  {0, 2, 1},
+                  {0, 2, 1}}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace phalanx::bench

@@ -16,13 +16,15 @@
 namespace phalanx::bench {
 namespace {
 
-// Column indices of the header; -1 = absent (only priority may be absent).
+// Column indices of the header; -1 = absent (only priority and
+// checkpoint_interval_s may be absent).
 struct Columns {
   int timestamp = -1;
   int duration = -1;
   int num_gpus = -1;
   int cluster = -1;
   int priority = -1;
+  int checkpoint_interval = -1;
   size_t required_fields = 0;  // fields a row must have
 };
 
@@ -52,6 +54,9 @@ absl::StatusOr<Columns> ParseHeader(absl::string_view line) {
   }
   if (auto it = index.find("priority"); it != index.end()) {
     columns.priority = it->second;
+  }
+  if (auto it = index.find("checkpoint_interval_s"); it != index.end()) {
+    columns.checkpoint_interval = it->second;
   }
   return columns;
 }
@@ -132,6 +137,18 @@ absl::StatusOr<TraceJob> ParseRow(const std::vector<std::string>& raw,
       return Bad(line, "priority", prio, "is not an integer");
     }
     job.priority = static_cast<int>(*p);
+  }
+  if (columns.checkpoint_interval >= 0 &&
+      static_cast<size_t>(columns.checkpoint_interval) < raw.size() &&
+      !field(columns.checkpoint_interval).empty()) {
+    const absl::string_view text = field(columns.checkpoint_interval);
+    double interval = 0;
+    if (!absl::SimpleAtod(text, &interval) || !std::isfinite(interval) ||
+        interval < 0) {
+      return Bad(line, "checkpoint_interval_s", text,
+                 "is not a number of seconds >= 0");
+    }
+    job.checkpoint_interval = absl::Seconds(interval);
   }
   return job;
 }

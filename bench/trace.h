@@ -5,12 +5,16 @@
 //   num_gpus   GPUs the job asks for (a positive integer)
 //   cluster    the team; one queue each
 //   priority   optional integer (higher first); empty or absent = 0
+//   checkpoint_interval_s  optional: run time between the job's
+//              checkpoints, seconds (0 = never); empty or absent = the
+//              replay's --checkpoint-interval
 // Other columns (gpu_time, ...) are ignored. Fields may be double-quoted.
 // Rows need not be sorted. Pure functions over values; thread-compatible.
 #ifndef PHALANX_BENCH_TRACE_H_
 #define PHALANX_BENCH_TRACE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +32,7 @@ struct TraceJob {
   int gpus = 0;
   std::string team;
   int priority = 0;
+  std::optional<absl::Duration> checkpoint_interval;  // unset = the default
 };
 
 // Parses CSV text into jobs in file order. Blank lines are skipped. Fails with

@@ -44,6 +44,23 @@ TEST(ParseTraceTest, ReadsTheOptionalPriorityColumnInAnyPosition) {
   EXPECT_EQ((*jobs)[1].priority, 0);  // empty = default
 }
 
+TEST(ParseTraceTest, ReadsTheOptionalCheckpointIntervalColumn) {
+  auto jobs = ParseTrace(
+      "timestamp,duration,num_gpus,cluster,checkpoint_interval_s\n"
+      "100,10,1,a,600\n"
+      "100,10,1,a,0\n"
+      "100,10,1,a,\n");
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ((*jobs)[0].checkpoint_interval, absl::Minutes(10));
+  EXPECT_EQ((*jobs)[1].checkpoint_interval, absl::ZeroDuration());  // never
+  EXPECT_FALSE((*jobs)[2].checkpoint_interval.has_value());  // the default
+  auto bad = ParseTrace(
+      "timestamp,duration,num_gpus,cluster,checkpoint_interval_s\n"
+      "100,10,1,a,-1\n");
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("line 2: checkpoint_interval_s"));
+}
+
 TEST(ParseTraceTest, IgnoresUnknownColumnsAndHandlesQuotesAndCrLf) {
   auto jobs = ParseTrace(
       "user,timestamp,duration,num_gpus,cluster,note\r\n"
