@@ -95,7 +95,8 @@ class Engine {
  private:
   absl::Status Setup();
   std::optional<absl::Time> NextTime() const;
-  absl::Status Step(absl::Time now);
+  // Returns whether an admission cycle ran (not for checkpoints only).
+  absl::StatusOr<bool> Step(absl::Time now);
   // Returns whether something other than checkpoints was due.
   absl::StatusOr<bool> FireTimers(absl::Time now);
   absl::Status Checkpoint(JobRun& job, int index, absl::Time now);
@@ -232,12 +233,17 @@ absl::StatusOr<ReplayResult> Engine::Run() {
   std::optional<absl::Time> last;
   FleetSample sample;
   for (std::optional<absl::Time> now = NextTime(); now; now = NextTime()) {
-    if (last) metrics_.AddInterval(*last, *now, sample);
-    if (absl::Status s = Step(*now); !s.ok()) return s;
+    absl::StatusOr<bool> cycled = Step(*now);
+    if (!cycled.ok()) return cycled.status();
     if (!gpu_error_.ok()) return gpu_error_;
-    ++result.steps;
-    sample = Sample();
-    last = now;
+    // A step of checkpoints only changed no capacity: the fleet sample
+    // holds on until the next cycle.
+    if (*cycled) {
+      if (last) metrics_.AddInterval(*last, *now, sample);
+      ++result.steps;
+      sample = Sample();
+      last = now;
+    }
     MaybeTick(*now);
     if (options_.progress &&
         !options_.progress(done_, static_cast<int64_t>(jobs_.size()))) {
@@ -259,7 +265,7 @@ absl::StatusOr<ReplayResult> Engine::Run() {
   return result;
 }
 
-absl::Status Engine::Step(absl::Time now) {
+absl::StatusOr<bool> Engine::Step(absl::Time now) {
   // Completions, then acknowledgements, checkpoints, node failures and
   // returns (timer order), then arrivals; then one admission cycle unless
   // only checkpoints were due; then the step's events.
@@ -267,10 +273,11 @@ absl::Status Engine::Step(absl::Time now) {
   if (!changed.ok()) return changed.status();
   const size_t arrived = next_arrival_;
   if (absl::Status s = Arrive(now); !s.ok()) return s;
-  if (*changed || next_arrival_ != arrived) scheduler_.RunCycle(now);
+  const bool cycle = *changed || next_arrival_ != arrived;
+  if (cycle) scheduler_.RunCycle(now);
   core::Mutation mutation = scheduler_.TakeMutation();
   for (const core::Event& event : mutation.events) HandleEvent(event);
-  return absl::OkStatus();
+  return cycle;
 }
 
 absl::StatusOr<bool> Engine::FireTimers(absl::Time now) {

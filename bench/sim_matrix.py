@@ -12,6 +12,8 @@ import math
 import os
 
 INF = float("inf")
+# Both waits 0: the candidate cannot be lower; counts as met, never worst.
+EQUAL = "0 = 0"
 
 
 def p95(policy, key):
@@ -20,11 +22,11 @@ def p95(policy, key):
 
 
 def ratio(num, den):
-    """num / den with 0/0 = 1 (equal) and x/0 = inf."""
+    """num / den; EQUAL for 0 / 0, inf for x / 0."""
     if num is None or den is None:
         return None
     if den == 0:
-        return 1.0 if num == 0 else INF
+        return EQUAL if num == 0 else INF
     return num / den
 
 
@@ -77,6 +79,8 @@ GOALS = [
 def fmt(v, col):
     if v is None:
         return "–"
+    if v is EQUAL:
+        return EQUAL
     if v == INF:
         return "∞"
     if "Δ" in col and "Jain" in col:
@@ -116,7 +120,7 @@ def candidate_table(cand, rows):
             v = fn(c, k, s)
             if v is not None:
                 values[col].append((v, name))
-            mark = "" if v is None or ok(v) else " ✗"
+            mark = "" if v is None or v is EQUAL or ok(v) else " ✗"
             cells.append(fmt(v, col) + mark)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     worst, met = [], []
@@ -126,9 +130,14 @@ def candidate_table(cand, rows):
             worst.append("–")
             met.append("n/a")
             continue
-        v, where = (min if end == "min" else max)(vs, key=lambda x: x[0])
-        worst.append(f"{fmt(v, col)} ({where})")
-        n_ok = sum(1 for x, _ in vs if ok(x))
+        numbers = [x for x in vs if x[0] is not EQUAL]
+        if numbers:
+            v, where = (min if end == "min" else max)(numbers,
+                                                      key=lambda x: x[0])
+            worst.append(f"{fmt(v, col)} ({where})")
+        else:
+            worst.append(EQUAL)
+        n_ok = sum(1 for x, _ in vs if x is EQUAL or ok(x))
         met.append("**met**" if n_ok == len(vs) else f"missed ({n_ok}/{len(vs)})")
     lines.append("| **worst** | " + " | ".join(worst) + " |")
     lines.append("| **goal** | " + " | ".join(met) + " |")
@@ -187,7 +196,8 @@ def main():
              f"failures, MTBF {args.mtbf_hours:g} h a node, 4 h repair. "
              "K = against kueue-like, S = against slurm-like; ✗ = goal "
              "missed in that cell; – = no such jobs (Philly has no "
-             "priorities).", ""]
+             f"priorities); {EQUAL}: both p95 waits are 0 (met: nothing "
+             "can be lower).", ""]
     for cand in cands:
         lines += candidate_table(cand, rows)
     lines += ["Goals: " + "; ".join(f"{g[0]}: {g[1]}" for g in GOALS) + ".", ""]

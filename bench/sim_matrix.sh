@@ -48,7 +48,8 @@ mkdir -p "$out"
 cells=$out/cells.txt
 : >"$cells"
 # One line a cell: name, then phalanx-sim's arguments.
-add() { echo "$*" >>"$cells"; }
+# (No trailing blank: xargs -L would join the next line to it.)
+add() { echo "$*" | sed 's/ *$//' >>"$cells"; }
 for mode in ckpt fail; do
   extra=""
   [[ $mode == fail ]] && extra="--node-mtbf-hours $mtbf"
