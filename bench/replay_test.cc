@@ -209,25 +209,31 @@ TEST(ReplayTest, PreemptedRunResumesFromItsLastCheckpoint) {
   // As above, with a checkpoint every 600 s of run time: A checkpoints at
   // 600, is preempted at 1000 (acknowledged 1001) and loses only 401 s; it
   // resumes at 1501 with 9,400 s left, checkpointing at 2101, 2701, ...
-  // while that is before its end at 10901 (15 more).
+  // while that is before its end at 10901 (15 more). C comes at 10000 and
+  // waits for that end.
   const SimFleet fleet = Fleet(1);
-  const Workload w = Load({Job(0, 10000, 8), Job(1000, 500, 8, "a", 1)});
+  const Workload w =
+      Load({Job(0, 10000, 8), Job(1000, 500, 8, "a", 1), Job(10000, 10, 8)});
   ReplayOptions options = Every(absl::Minutes(1), /*events=*/true);
   options.checkpoint_interval = absl::Seconds(600);
   auto result = Replay(PolicyOn("phalanx", fleet), fleet, w, options);
   ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_EQ(result->events.size(), 5u);
+  ASSERT_EQ(result->events.size(), 6u);
   EXPECT_EQ(result->events[4].type, core::EventType::kAdmitted);
   EXPECT_EQ(result->events[4].time, T(1501));
+  EXPECT_EQ(result->events[5].job, 2);
+  EXPECT_EQ(result->events[5].time, T(10901));
   const PolicyMetrics& m = result->metrics;
-  EXPECT_EQ(m.finished, 2);
+  EXPECT_EQ(m.finished, 3);
   EXPECT_EQ(m.preemptions, 1);
   EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 8 * 401 / 3600.0);
   EXPECT_EQ(m.checkpoints, 1 + 15);
-  // Window 0..1000: 600 s of A's run were kept.
-  EXPECT_DOUBLE_EQ(*m.goodput_utilization, 0.6);
-  // A waited 1001..1501, B 1000..1001.
-  EXPECT_DOUBLE_EQ(m.wait_seconds->mean, (500 + 1) / 2.0);
+  // A waited 1001..1501, B 1000..1001, C 10000..10901.
+  EXPECT_DOUBLE_EQ(m.wait_seconds->mean, (500 + 1 + 901) / 3.0);
+  // Window 0..10000, all 8 GPUs held; kept: A's 600 s before the
+  // preemption, B's 500 s, A's 8,499 s after.
+  EXPECT_DOUBLE_EQ(*m.utilization, 1.0);
+  EXPECT_DOUBLE_EQ(*m.goodput_utilization, (600 + 500 + 8499) / 10000.0);
 }
 
 TEST(ReplayTest, TraceColumnOverridesTheCheckpointInterval) {

@@ -14,6 +14,7 @@
 # --out      where each cell's summary.json goes (default /tmp/phalanx-matrix)
 # --jobs     cells at once (default 2, each under `nice`)
 # --quick    synthetic seeds 1–2 only, no Philly (a smoke run)
+# --no-philly  the synthetic cells only (for quick lever sweeps)
 # --candidates  policies judged against the baselines, each in its own
 #            table (default "phalanx"); any PolicyConfig override works
 # --table    the Markdown file written (default bench/results/matrix.md)
@@ -24,6 +25,7 @@ sim=$root/build/bench/phalanx-sim
 out=/tmp/phalanx-matrix
 jobs=2
 quick=0
+philly=1
 candidates="phalanx"
 table=$root/bench/results/matrix.md
 mtbf=6000
@@ -32,10 +34,11 @@ while [[ $# -gt 0 ]]; do
     --sim) sim=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    --quick) quick=1; shift ;;
+    --quick) quick=1; philly=0; shift ;;
+    --no-philly) philly=0; shift ;;
     --candidates) candidates=$2; shift 2 ;;
     --table) table=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "sim_matrix.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -53,7 +56,7 @@ add() { echo "$*" | sed 's/ *$//' >>"$cells"; }
 for mode in ckpt fail; do
   extra=""
   [[ $mode == fail ]] && extra="--node-mtbf-hours $mtbf"
-  if [[ $quick == 0 ]]; then
+  if [[ $philly == 1 ]]; then
     add "philly-$mode --trace $root/bench/traces/philly.csv --nodes 48 $extra"
   fi
   seeds="1 2 3 4 5"
