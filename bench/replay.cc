@@ -461,11 +461,20 @@ void Engine::HandleEvent(const core::Event& event) {
 }
 
 void Engine::Record(const core::Event& event, int index) {
-  if (event.type == core::EventType::kSubmitted ||
-      event.type == core::EventType::kSucceeded ||
-      event.type == core::EventType::kRunning ||
-      event.type == core::EventType::kBookmark) {
-    return;
+  // The decisions only (not SUBMITTED, SUCCEEDED, RUNNING, bookmarks, or
+  // any per-checkpoint event core may add).
+  switch (event.type) {
+    case core::EventType::kAdmitted:
+    case core::EventType::kPreempting:
+    case core::EventType::kRequeued:
+    case core::EventType::kEvicted:
+    case core::EventType::kRepaired:
+    case core::EventType::kReserved:
+    case core::EventType::kFailed:
+    case core::EventType::kCancelled:
+      break;
+    default:
+      return;
   }
   int64_t gpus = 0;
   for (const core::PodPlacement& pod : event.gang->placement) {

@@ -90,8 +90,9 @@ using ProgressFn = std::function<bool(int64_t done, int64_t total)>;
 
 struct ReplayOptions {
   absl::Duration bucket_width = absl::Hours(1);  // of the time series
-  // Keep ADMITTED, PREEMPTING, REQUEUED, EVICTED, FAILED and CANCELLED
-  // events (for looking into a policy; SUCCEEDED and SUBMITTED are implied).
+  // Keep ADMITTED, PREEMPTING, REQUEUED, EVICTED, REPAIRED, RESERVED,
+  // FAILED and CANCELLED events (for looking into a policy; SUCCEEDED and
+  // SUBMITTED are implied).
   bool record_events = false;
   ProgressFn progress;  // may be null
   // Run time between a job's checkpoints (0 = never); a job's

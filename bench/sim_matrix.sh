@@ -75,12 +75,13 @@ export sim out policies
 xargs -P "$jobs" -L 1 bash -c '
   name=$0
   mkdir -p "$out/$name"
-  t0=$(date +%s.%N)
+  t0=$(date +%s%3N)
   nice -n 10 "$sim" "$@" --policies "$policies" --out "$out/$name" \
       --plot=false --progress=false >"$out/$name/stdout.md" \
       2>"$out/$name/stderr.txt" || { echo "cell $name failed" >&2; exit 255; }
-  t1=$(date +%s.%N)
-  printf "%s %.1f s\n" "$name" "$(echo "$t1 - $t0" | bc)" | tee "$out/$name/wall.txt"
+  t1=$(date +%s%3N)
+  ms=$((t1 - t0))
+  printf "%s %d.%d s\n" "$name" $((ms / 1000)) $((ms % 1000 / 100)) | tee "$out/$name/wall.txt"
 ' <"$cells"
 end=$(date +%s)
 
