@@ -115,6 +115,13 @@ Table GangFields(const v1::Gang& gang, absl::Time now) {
     table.AddRow(
         {"Checkpoint:", TimeAndAge(&gang.last_checkpoint_time(), now)});
   }
+  if (gang.has_lease_expire_time()) {
+    table.AddRow(
+        {"Lease expires:", TimeAndAge(&gang.lease_expire_time(), now)});
+  }
+  if (gang.has_grace_deadline()) {
+    table.AddRow({"Grace deadline:", TimeAndAge(&gang.grace_deadline(), now)});
+  }
   AddIfSet(&table, "Runtime", RuntimeText(spec));
   table.AddRow({"Attempts:", absl::StrCat(gang.attempts())});
   AddIfSet(&table, "Message", gang.message());

@@ -131,6 +131,19 @@ TEST(GangDetailsTest, OwnerAndPriorityClass) {
                               "Priority class:  production\n"));
 }
 
+TEST(GangDetailsTest, LeaseExpiryAndGraceDeadline) {
+  v1::Gang gang = PendingGang();
+  *gang.mutable_lease_expire_time() = ToProto(kNow + absl::Seconds(30));
+  *gang.mutable_grace_deadline() = ToProto(kNow + absl::Minutes(5));
+  const std::string text = GangDetails(gang, kNow);
+  EXPECT_THAT(text, HasSubstr("Lease expires:   "));
+  EXPECT_THAT(text, HasSubstr("(in 30s)\n"));
+  EXPECT_THAT(text, HasSubstr("Grace deadline:  "));
+  EXPECT_THAT(text, HasSubstr("(in 5m)\n"));
+  EXPECT_THAT(GangDetails(PendingGang(), kNow),
+              ::testing::Not(HasSubstr("Lease")));
+}
+
 TEST(WatchLineTest, FixedColumns) {
   v1::GangEvent event;
   event.set_revision(1042);
