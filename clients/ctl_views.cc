@@ -115,6 +115,13 @@ Table GangFields(const v1::Gang& gang, absl::Time now) {
     table.AddRow(
         {"Checkpoint:", TimeAndAge(&gang.last_checkpoint_time(), now)});
   }
+  if (gang.has_lease_expire_time()) {
+    table.AddRow(
+        {"Lease expires:", TimeAndAge(&gang.lease_expire_time(), now)});
+  }
+  if (gang.has_grace_deadline()) {
+    table.AddRow({"Grace deadline:", TimeAndAge(&gang.grace_deadline(), now)});
+  }
   AddIfSet(&table, "Runtime", RuntimeText(spec));
   table.AddRow({"Attempts:", absl::StrCat(gang.attempts())});
   AddIfSet(&table, "Message", gang.message());
@@ -255,15 +262,15 @@ std::string NodeStateText(const v1::Node& node, absl::Time now) {
 
 std::string NodesTable(
     const google::protobuf::RepeatedPtrField<v1::Node>& nodes, absl::Time now) {
-  Table table({"NODE", "MODEL", "USED/GPUS", "STATE", "LABELS", "GANGS",
-               "HEARTBEAT", "REASON"});
+  Table table({"NODE", "ADDRESS", "MODEL", "USED/GPUS", "STATE", "LABELS",
+               "GANGS", "HEARTBEAT", "REASON"});
   for (const v1::Node& node : nodes) {
     const std::string heartbeat =
         node.has_last_heartbeat()
             ? absl::StrCat(
                   HumanDuration(now - FromProto(node.last_heartbeat())), " ago")
             : "-";
-    table.AddRow({node.id(), node.gpu_model(),
+    table.AddRow({node.id(), OrDash(node.address()), node.gpu_model(),
                   absl::StrFormat("%d/%d", node.used_gpu_indices_size(),
                                   node.gpu_count()),
                   NodeStateText(node, now), JoinMap(node.labels()),

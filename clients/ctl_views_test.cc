@@ -131,6 +131,19 @@ TEST(GangDetailsTest, OwnerAndPriorityClass) {
                               "Priority class:  production\n"));
 }
 
+TEST(GangDetailsTest, LeaseExpiryAndGraceDeadline) {
+  v1::Gang gang = PendingGang();
+  *gang.mutable_lease_expire_time() = ToProto(kNow + absl::Seconds(30));
+  *gang.mutable_grace_deadline() = ToProto(kNow + absl::Minutes(5));
+  const std::string text = GangDetails(gang, kNow);
+  EXPECT_THAT(text, HasSubstr("Lease expires:   "));
+  EXPECT_THAT(text, HasSubstr("(in 30s)\n"));
+  EXPECT_THAT(text, HasSubstr("Grace deadline:  "));
+  EXPECT_THAT(text, HasSubstr("(in 5m)\n"));
+  EXPECT_THAT(GangDetails(PendingGang(), kNow),
+              ::testing::Not(HasSubstr("Lease")));
+}
+
 TEST(WatchLineTest, FixedColumns) {
   v1::GangEvent event;
   event.set_revision(1042);
@@ -156,6 +169,7 @@ TEST(NodesTableTest, UsageLabelsAndHeartbeat) {
   v1::ListNodesResponse nodes = TextProto<v1::ListNodesResponse>(R"pb(
     nodes {
       id: "n-1"
+      address: "10.0.0.1"
       gpu_model: "H100"
       gpu_count: 8
       labels { key: "rack" value: "r07" }
@@ -175,12 +189,12 @@ TEST(NodesTableTest, UsageLabelsAndHeartbeat) {
   *nodes.mutable_nodes(0)->mutable_last_heartbeat() =
       ToProto(kNow - absl::Seconds(10));
   EXPECT_EQ(NodesTable(nodes.nodes(), kNow),
-            "NODE  MODEL  USED/GPUS  STATE     LABELS             GANGS     "
-            "HEARTBEAT  REASON\n"
-            "n-1   H100   4/8        READY     block=b1,rack=r07  g-000042  "
-            "10s ago\n"
-            "n-2   H200   0/8        CORDONED  -                  -         "
-            "-          maint\n");
+            "NODE  ADDRESS   MODEL  USED/GPUS  STATE     LABELS             "
+            "GANGS     HEARTBEAT  REASON\n"
+            "n-1   10.0.0.1  H100   4/8        READY     block=b1,rack=r07  "
+            "g-000042  10s ago\n"
+            "n-2   -         H200   0/8        CORDONED  -                  "
+            "-         -          maint\n");
 }
 
 TEST(NodesTableTest, DrainDeadlineBesideTheState) {
@@ -203,10 +217,10 @@ TEST(NodesTableTest, DrainDeadlineBesideTheState) {
   *nodes.mutable_nodes(1)->mutable_drain_deadline() =
       ToProto(kNow - absl::Seconds(1));
   const std::string table = NodesTable(nodes.nodes(), kNow);
-  EXPECT_THAT(table, HasSubstr("n-1   H100   0/8        DRAINING (deadline "
-                               "in 1h30m)"));
-  EXPECT_THAT(table, HasSubstr("n-2   H100   0/8        DRAINING (deadline "
-                               "passed)"));
+  EXPECT_THAT(table, HasSubstr("n-1   -        H100   0/8        DRAINING "
+                               "(deadline in 1h30m)"));
+  EXPECT_THAT(table, HasSubstr("n-2   -        H100   0/8        DRAINING "
+                               "(deadline passed)"));
 }
 
 TEST(QueuesTableTest, QuotaAndUsage) {
