@@ -193,6 +193,13 @@ std::vector<CommandDef> BuildCommandTable() {
          "records per call, 1-1000 (default: the server's; 1000 with --all)"},
         {"page-token", 0, "T", "start at this next_page_token"},
         {"all", 0, "", "follow next_page_token to the last record"}}},
+      {"backup",
+       "backup DIR",
+       "write a consistent copy of the store to DIR, an absolute path on "
+       "the daemon's machine that does not exist or is empty (admins)",
+       1,
+       1,
+       {}},
   };
 }
 

@@ -474,6 +474,19 @@ int Audit(Session& s) {
   return code;
 }
 
+int Backup(Session& s) {
+  v1::CreateBackupRequest request;
+  request.set_directory(s.arg(0));
+  v1::CreateBackupResponse response;
+  grpc::Status status =
+      Call(s, s.admin(), &v1::Admin::Stub::CreateBackup, request, &response);
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(response,
+                 absl::StrCat("backup of revision ", response.revision(),
+                              " written to ", SafeText(response.directory()),
+                              " on the daemon's machine\n"));
+}
+
 using Handler = int (*)(Session&);
 
 const std::map<std::string, Handler, std::less<>>& Handlers() {
@@ -501,6 +514,7 @@ const std::map<std::string, Handler, std::less<>>& Handlers() {
       {"config get", &ConfigGet},
       {"config set", &ConfigSet},
       {"audit", &Audit},
+      {"backup", &Backup},
   };
   return *handlers;
 }

@@ -180,4 +180,30 @@ grpc::ServerUnaryReactor* AdminService::ListAuditRecords(
   return FinishNow(context, audit_->List(*request, response));
 }
 
+grpc::ServerUnaryReactor* AdminService::CreateBackup(
+    grpc::CallbackServerContext* context,
+    const v1::CreateBackupRequest* request,
+    v1::CreateBackupResponse* response) {
+  const std::string& directory = request->directory();
+  auto caller = gate_->Admit(*context, rpc::kCreateBackup,
+                             core::QuoteForError(directory));
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  if (!backup_) {
+    return FinishNow(context,
+                     absl::UnimplementedError("this daemon has no backups"));
+  }
+  return RunOnLoop(*loop_, context,
+                   Audited(gate_, *caller, rpc::kCreateBackup,
+                           core::QuoteForError(directory), "backup",
+                           [backup = backup_, directory, response](
+                               core::Scheduler&, absl::Time) -> absl::Status {
+                             ASSIGN_OR_RETURN(const int64_t revision,
+                                              backup(directory));
+                             response->set_revision(revision);
+                             response->set_directory(directory);
+                             return absl::OkStatus();
+                           }),
+                   /*mutates=*/false);
+}
+
 }  // namespace phalanx::server

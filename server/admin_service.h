@@ -4,6 +4,11 @@
 #ifndef PHALANX_SERVER_ADMIN_SERVICE_H_
 #define PHALANX_SERVER_ADMIN_SERVICE_H_
 
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "absl/status/statusor.h"
 #include "phalanx/v1/admin.grpc.pb.h"
 #include "server/audit_log.h"
 #include "server/gate.h"
@@ -13,8 +18,15 @@ namespace phalanx::server {
 
 class AdminService final : public v1::Admin::CallbackService {
  public:
-  AdminService(SchedulerLoop* loop, Gate* gate, AuditLog* audit)
-      : loop_(loop), gate_(gate), audit_(audit) {}
+  // Writes a backup of the store to a directory and returns its revision
+  // (RocksDbStore::CreateCheckpoint). Runs on the loop thread, between
+  // commits.
+  using Backup = std::function<absl::StatusOr<int64_t>(const std::string&)>;
+
+  // `backup` may be null (CreateBackup is then UNIMPLEMENTED).
+  AdminService(SchedulerLoop* loop, Gate* gate, AuditLog* audit,
+               Backup backup = nullptr)
+      : loop_(loop), gate_(gate), audit_(audit), backup_(std::move(backup)) {}
 
   grpc::ServerUnaryReactor* GetConfig(grpc::CallbackServerContext* context,
                                       const v1::GetConfigRequest* request,
@@ -37,11 +49,19 @@ class AdminService final : public v1::Admin::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::ListAuditRecordsRequest* request,
       v1::ListAuditRecordsResponse* response) override;
+  // Admins only, audited. The checkpoint is taken on the loop thread, so it
+  // holds exactly the batches committed before this call's batch; the loop
+  // waits for it (a memtable flush and hard links).
+  grpc::ServerUnaryReactor* CreateBackup(
+      grpc::CallbackServerContext* context,
+      const v1::CreateBackupRequest* request,
+      v1::CreateBackupResponse* response) override;
 
  private:
   SchedulerLoop* loop_;
   Gate* gate_;
   AuditLog* audit_;
+  Backup backup_;
 };
 
 // Fills `out` with the queue and its live status.

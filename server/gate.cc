@@ -17,6 +17,7 @@ constexpr RpcMethod kMethods[] = {
     rpc::kListNodes,    rpc::kGetTopology,      rpc::kGetConfig,
     rpc::kUpdateConfig, rpc::kPutQueue,         rpc::kDeleteQueue,
     rpc::kListQueues,   rpc::kListAuditRecords, rpc::kRenewGangLease,
+    rpc::kCreateBackup,
 };
 
 const char* Needs(Access access) {

@@ -70,6 +70,8 @@ inline constexpr RpcMethod kListQueues{"/phalanx.v1.Admin/ListQueues",
                                        Access::kClusterRead, false};
 inline constexpr RpcMethod kListAuditRecords{
     "/phalanx.v1.Admin/ListAuditRecords", Access::kAdmin, false};
+inline constexpr RpcMethod kCreateBackup{"/phalanx.v1.Admin/CreateBackup",
+                                         Access::kAdmin, true};
 }  // namespace rpc
 
 // Whether `name` is a method this daemon serves (the Phalanx services,

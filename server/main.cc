@@ -310,6 +310,12 @@ int Serve() {
     std::filesystem::create_directories(data_dir, error);
     auto store = storage::RocksDbStore::Open(data_dir);
     if (!store.ok()) return Fail(store.status().ToString());
+    if (const int from = (*store)->opened_schema_version();
+        from > 0 && from < storage::RocksDbStore::kSchemaVersion) {
+      std::printf("phalanxd: migrated %s from schema version %d to %d\n",
+                  data_dir.c_str(), from,
+                  storage::RocksDbStore::kSchemaVersion);
+    }
     const absl::Time start = absl::Now();
     auto scheduler = RecoverAndApply(**store, *files, start);
     if (!scheduler.ok()) return Fail(scheduler.status().ToString());
@@ -321,12 +327,16 @@ int Serve() {
     WatchHub hub(store->get(), (*scheduler)->revision());
     Metrics metrics(absl::GetFlag(FLAGS_metrics_listen), &hub);
     metrics.SetAuditDropped([log = audit->get()] { return log->dropped(); });
+    metrics.SetWalSyncs([db = store->get()] { return db->WalSyncs(); });
     Gate gate(authenticator->get(), &metrics, audit->get());
     SchedulerLoop loop(*std::move(scheduler), store->get(),
                        {audit->get(), &gate, &hub, &metrics});
     SchedulerService scheduler_service(&loop, &hub, &gate);
     FleetService fleet_service(&loop, &gate);
-    AdminService admin_service(&loop, &gate, audit->get());
+    AdminService admin_service(&loop, &gate, audit->get(),
+                               [db = store->get()](const std::string& dir) {
+                                 return db->CreateCheckpoint(dir);
+                               });
 
     grpc::EnableDefaultHealthCheckService(true);
     // Reflection answers anyone; with --auth every RPC but health needs a

@@ -204,7 +204,14 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
                          .Help("Audit records dropped by the per-principal "
                                "bound since start")
                          .Register(*registry_)
-                         .Add({})) {
+                         .Add({})),
+      wal_syncs_(BuildCounter()
+                     .Name("phalanx_storage_wal_syncs_total")
+                     .Help("fsyncs of the RocksDB write-ahead log since start "
+                           "(one per committed batch; concurrent writers "
+                           "share one)")
+                     .Register(*registry_)
+                     .Add({})) {
   BuildGauge()
       .Name("phalanx_build_info")
       .Help("Always 1; labels say which build runs")
@@ -329,6 +336,13 @@ void Metrics::OnDurable(const core::Mutation& mutation, absl::Duration commit,
   if (!mutation.empty()) {
     commit_seconds_.Observe(absl::ToDoubleSeconds(commit));
     batch_commands_.Observe(commands);
+  }
+  if (wal_syncs_source_) {
+    const uint64_t syncs = wal_syncs_source_();
+    if (syncs > reported_wal_syncs_) {
+      wal_syncs_.Increment(static_cast<double>(syncs - reported_wal_syncs_));
+      reported_wal_syncs_ = syncs;
+    }
   }
   for (const core::Event& event : mutation.events) {
     events_.Add({{"type", core::EventTypeName(event.type)}}).Increment();

@@ -49,6 +49,11 @@ class Metrics : public BatchObserver, public DenialCounter {
   void SetAuditDropped(std::function<int64_t()> dropped) {
     audit_dropped_source_ = std::move(dropped);
   }
+  // The store's WAL fsync count (phalanx_storage_wal_syncs_total, read
+  // after each durable batch); may stay unset.
+  void SetWalSyncs(std::function<uint64_t()> syncs) {
+    wal_syncs_source_ = std::move(syncs);
+  }
   // An interceptor factory that calls ObserveRpc for every call (methods
   // this daemon does not serve are labelled "unknown").
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
@@ -100,6 +105,9 @@ class Metrics : public BatchObserver, public DenialCounter {
   prometheus::Gauge& certificate_expiry_;
   prometheus::Gauge& audit_dropped_;
   std::function<int64_t()> audit_dropped_source_;
+  prometheus::Counter& wal_syncs_;
+  std::function<uint64_t()> wal_syncs_source_;
+  uint64_t reported_wal_syncs_ = 0;  // loop thread only
 };
 
 }  // namespace phalanx::server

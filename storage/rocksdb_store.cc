@@ -1,14 +1,19 @@
 #include "storage/rocksdb_store.h"
 
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/validate.h"
 #include "phalanx/storage/v1/records.pb.h"
 #include "phalanx/v1/types.pb.h"
 #include "proto/convert.h"
 #include "rocksdb/db.h"
 #include "rocksdb/statistics.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
 
 namespace phalanx::storage {
@@ -35,6 +40,8 @@ constexpr const char* kFamilyNames[kFamilies] = {
     "config",  "events", "requests", "meta",  "audit"};
 constexpr char kMetaKey[] = "state";
 constexpr char kConfigKey[] = "current";
+// In the meta family: the data dir's schema version, a decimal number.
+constexpr char kSchemaVersionKey[] = "schema_version";
 
 absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
   if (s.ok()) return absl::OkStatus();
@@ -73,6 +80,7 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.max_total_wal_size = options.max_total_wal_size;
+  if (options.env != nullptr) db_options.env = options.env;
   store->statistics_ = rocksdb::CreateDBStatistics();
   db_options.statistics = store->statistics_;
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
@@ -84,7 +92,104 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
       rocksdb::DB::Open(db_options, dir, families, &store->handles_, &db),
       absl::StrCat("open ", dir)));
   store->db_.reset(db);
+  RETURN_IF_ERROR(store->CheckSchema());
   return store;
+}
+
+// Migration policy (docs/storage.md): each version step is one function
+// here, run in order, each committing its changes and the new version in one
+// synced WriteBatch, so a crash mid-upgrade leaves either version. Version 1
+// to 2 only records the version (the layout did not change).
+absl::Status RocksDbStore::CheckSchema() {
+  std::string value;
+  rocksdb::Status s = db_->Get({}, handles_[kMeta], kSchemaVersionKey, &value);
+  int version = 0;
+  if (s.ok()) {
+    if (!absl::SimpleAtoi(value, &version) || version < 1) {
+      return absl::DataLossError(
+          absl::StrCat("data dir schema version is not a positive number: ",
+                       core::QuoteForError(value)));
+    }
+  } else if (s.IsNotFound()) {
+    // No version: a data dir of the release before versions (1) when it
+    // holds state, else a new one.
+    std::string meta;
+    s = db_->Get({}, handles_[kMeta], kMetaKey, &meta);
+    if (s.ok()) {
+      version = 1;
+    } else if (!s.IsNotFound()) {
+      return FromRocks(s, "read meta");
+    }
+  } else {
+    return FromRocks(s, "read schema version");
+  }
+  opened_schema_version_ = version;
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("data dir schema version ", version,
+                     " is newer than this phalanxd supports (", kSchemaVersion,
+                     "); upgrade phalanxd"));
+  }
+  if (version == kSchemaVersion) return absl::OkStatus();
+  // Version 0 (new) and 1 -> 2: record the version.
+  rocksdb::WriteBatch batch;
+  batch.Put(handles_[kMeta], kSchemaVersionKey, std::to_string(kSchemaVersion));
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;
+  return FromRocks(db_->Write(write_options, &batch), "write schema version");
+}
+
+absl::StatusOr<int64_t> RocksDbStore::CreateCheckpoint(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path path(dir);
+  if (!path.is_absolute()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "directory: must be an absolute path, not ", core::QuoteForError(dir)));
+  }
+  std::error_code error;
+  if (fs::exists(path, error)) {
+    if (!fs::is_directory(path, error)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("directory: ", core::QuoteForError(dir),
+                       " exists and is not a directory"));
+    }
+    if (!fs::is_empty(path, error) || error) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "directory: ", core::QuoteForError(dir), " exists and is not empty"));
+    }
+    // RocksDB creates the directory itself (from a temporary one renamed
+    // into place).
+    fs::remove(path, error);
+    if (error) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("directory: cannot replace the empty directory ",
+                       core::QuoteForError(dir), ": ", error.message()));
+    }
+  } else if (!fs::is_directory(path.parent_path(), error)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("directory: the parent of ", core::QuoteForError(dir),
+                     " is not an existing directory"));
+  }
+  absl::MutexLock lock(&write_mu_);
+  int64_t revision = 0;
+  std::string value;
+  rocksdb::Status s = db_->Get({}, handles_[kMeta], kMetaKey, &value);
+  if (s.ok()) {
+    storage::v1::MetaRecord meta;
+    RETURN_IF_ERROR(ParseInto(value, &meta, "meta"));
+    revision = convert::MetaFromProto(meta).last_revision;
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read meta");
+  }
+  rocksdb::Checkpoint* raw = nullptr;
+  RETURN_IF_ERROR(
+      FromRocks(rocksdb::Checkpoint::Create(db_.get(), &raw), "checkpoint"));
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  // log_size_for_flush = 0: flush the memtables first, so the checkpoint
+  // holds SST files and only the WAL written since.
+  RETURN_IF_ERROR(FromRocks(checkpoint->CreateCheckpoint(dir),
+                            absl::StrCat("checkpoint to ", dir)));
+  return revision;
 }
 
 RocksDbStore::~RocksDbStore() {
@@ -256,6 +361,7 @@ absl::Status RocksDbStore::Commit(const core::Mutation& m) {
 
   rocksdb::WriteOptions write_options;
   write_options.sync = options_.sync;
+  absl::MutexLock lock(&write_mu_);
   RETURN_IF_ERROR(FromRocks(db_->Write(write_options, &batch), "commit"));
   first_retained_ = m.meta.first_retained_revision;
   return absl::OkStatus();
@@ -273,9 +379,9 @@ absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(
   size_t bytes = 0;
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator({}, handles_[kEvents]));
-  for (it->Seek(EventKey(after + 1)); it->Valid() &&
-                                      static_cast<int>(events.size()) < limit &&
-                                      bytes < max_bytes;
+  for (it->Seek(EventKey(after + 1));
+       it->Valid() && static_cast<int>(events.size()) < limit &&
+       bytes < max_bytes;
        it->Next()) {
     bytes += it->value().size();
     pb::GangEvent proto;

@@ -1,7 +1,11 @@
-// RocksDbStore: the StateStore of docs/design.md §7 on an embedded RocksDB. One column
-// family per kind of record; values are the protobuf messages of proto/.
+// RocksDbStore: the StateStore of docs/design.md §7 on an embedded RocksDB. One
+// column family per kind of record; values are the protobuf messages of proto/.
 // Commit writes one atomic WriteBatch with sync=true, so a mutation is durable
-// when Commit returns OK.
+// when Commit returns OK (docs/storage.md has the durability argument).
+//
+// The data dir carries a schema version (meta column family, key
+// "schema_version"): Open migrates an older one in place and refuses a newer
+// one.
 //
 // Thread-safe: Commit is meant for one writer (the scheduler loop); ReadEvents
 // may run concurrently from any thread.
@@ -14,12 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/state_store.h"
 
 namespace rocksdb {
 class ColumnFamilyHandle;
 class DB;
+class Env;
 class Statistics;
 }  // namespace rocksdb
 
@@ -33,9 +40,19 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
     // Bound on the WAL, so rarely written column families do not keep old
     // WAL files alive and make restarts replay them.
     uint64_t max_total_wal_size = 64ull << 20;
+    // The Env every file goes through; null = RocksDB's default (the
+    // production path). Tests pass one over storage/crash_test_fs.h to
+    // simulate power loss. Not owned; must outlive the store.
+    rocksdb::Env* env = nullptr;
   };
 
-  // Opens (creating when missing) the store in `dir`.
+  // The schema version this build writes. Version 1 is a data dir written
+  // before versions existed (no "schema_version" key).
+  static constexpr int kSchemaVersion = 2;
+
+  // Opens (creating when missing) the store in `dir`, migrating an older
+  // schema version to kSchemaVersion. Fails with FailedPrecondition when the
+  // data dir has a newer schema version than this build knows.
   static absl::StatusOr<std::unique_ptr<RocksDbStore>> Open(
       const std::string& dir, Options options);
   static absl::StatusOr<std::unique_ptr<RocksDbStore>> Open(
@@ -54,13 +71,32 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
 
   // WAL fsyncs since open (RocksDB's WAL_FILE_SYNCED ticker).
   uint64_t WalSyncs() const;
+  // The schema version the data dir had before Open migrated it (0 for a new
+  // data dir); equal to kSchemaVersion when nothing was migrated.
+  int opened_schema_version() const { return opened_schema_version_; }
+
+  // Writes a RocksDB checkpoint of the store to `dir` (absolute; must not
+  // exist or be an empty directory; its parent must exist) and returns the
+  // revision it holds: the last committed batch's meta.last_revision. No
+  // Commit runs while it is taken, so the checkpoint holds exactly the
+  // batches up to that revision. SST files are hard-linked when `dir` is on
+  // the same file system, else copied. Fails with InvalidArgument for a
+  // relative path and FailedPrecondition for an existing non-empty `dir` or
+  // a missing parent. Thread-safe.
+  absl::StatusOr<int64_t> CreateCheckpoint(const std::string& dir);
   // Oldest revision still readable by ReadEvents.
   int64_t first_retained_revision() const { return first_retained_.load(); }
 
  private:
   RocksDbStore() = default;
+  // Reads the schema version, migrates it to kSchemaVersion or refuses it.
+  absl::Status CheckSchema();
 
   Options options_;
+  int opened_schema_version_ = 0;
+  // Held by Commit and CreateCheckpoint: a checkpoint sees no half-applied
+  // writer.
+  absl::Mutex write_mu_;
   std::unique_ptr<rocksdb::DB> db_;
   std::shared_ptr<rocksdb::Statistics> statistics_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;

@@ -8,6 +8,7 @@
 #include "core/testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/store_testing.h"
 
 namespace phalanx::storage {
 namespace {
@@ -130,6 +131,103 @@ TEST_F(RocksDbStoreTest, CleanCloseFlushesSoReopenReplaysNoWal) {
   auto state = OpenStore()->LoadAll();
   ASSERT_TRUE(state.ok()) << state.status();
   EXPECT_EQ(state->gangs.size(), 1u);
+}
+
+void SetRawSchemaVersion(const std::string& dir, const std::string& version) {
+  absl::Status s = testing::SetRawSchemaVersion(dir, version);
+  ASSERT_TRUE(s.ok()) << s;
+}
+
+TEST_F(RocksDbStoreTest, NewDataDirRecordsTheCurrentSchemaVersion) {
+  EXPECT_EQ(OpenStore()->opened_schema_version(), 0);
+  EXPECT_EQ(OpenStore()->opened_schema_version(), RocksDbStore::kSchemaVersion);
+  EXPECT_EQ(RocksDbStore::kSchemaVersion, 2);
+}
+
+TEST_F(RocksDbStoreTest, DataDirOfThePreviousReleaseIsMigrated) {
+  auto original = Populated();
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store->Commit(original->TakeMutation()).ok());
+  }
+  // The release before schema versions wrote no version key.
+  SetRawSchemaVersion(dir_, "");
+  {
+    auto store = OpenStore();
+    EXPECT_EQ(store->opened_schema_version(), 1);
+    auto state = store->LoadAll();
+    ASSERT_TRUE(state.ok()) << state.status();
+    EXPECT_EQ(state->gangs.size(), 1u);
+    EXPECT_EQ(state->meta.last_revision, 2);
+  }
+  // Migrated once: the version is on disk.
+  EXPECT_EQ(OpenStore()->opened_schema_version(), RocksDbStore::kSchemaVersion);
+}
+
+TEST_F(RocksDbStoreTest, NewerSchemaVersionIsRefused) {
+  { OpenStore(); }
+  SetRawSchemaVersion(dir_, "7");
+  auto store = RocksDbStore::Open(dir_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store.status().message(),
+            "data dir schema version 7 is newer than this phalanxd supports "
+            "(2); upgrade phalanxd");
+  // Refusing changed nothing.
+  EXPECT_FALSE(RocksDbStore::Open(dir_).ok());
+}
+
+TEST_F(RocksDbStoreTest, UnreadableSchemaVersionIsDataLoss) {
+  { OpenStore(); }
+  SetRawSchemaVersion(dir_, "two");
+  EXPECT_EQ(RocksDbStore::Open(dir_).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
+TEST_F(RocksDbStoreTest, CheckpointHoldsExactlyTheCommittedRevision) {
+  auto s = Populated();
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Commit(s->TakeMutation()).ok());
+  ASSERT_TRUE(s->Submit(Spec("llm").Pods(1, 1), kT0).ok());
+  ASSERT_TRUE(store->Commit(s->TakeMutation()).ok());
+  const std::string backup = dir_ + "-backup";
+  auto revision = store->CreateCheckpoint(backup);
+  ASSERT_TRUE(revision.ok()) << revision.status();
+  EXPECT_EQ(*revision, s->revision());
+  // Later commits stay out of the checkpoint.
+  ASSERT_TRUE(s->Submit(Spec("llm").Pods(1, 1), kT0).ok());
+  ASSERT_TRUE(store->Commit(s->TakeMutation()).ok());
+  ASSERT_GT(s->revision(), *revision);
+  {
+    auto restored = RocksDbStore::Open(backup);
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    auto state = (*restored)->LoadAll();
+    ASSERT_TRUE(state.ok()) << state.status();
+    EXPECT_EQ(state->meta.last_revision, *revision);
+    EXPECT_EQ(state->gangs.size(), 2u);
+    EXPECT_TRUE(core::Scheduler::Restore(*state, kT0).ok());
+  }
+  std::filesystem::remove_all(backup);
+}
+
+TEST_F(RocksDbStoreTest, CheckpointDirectoryRules) {
+  auto store = OpenStore();
+  EXPECT_EQ(store->CreateCheckpoint("relative/dir").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::string full = dir_ + "-full";
+  std::filesystem::create_directories(full + "/x");
+  EXPECT_EQ(store->CreateCheckpoint(full).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(std::filesystem::exists(full + "/x"));  // left alone
+  EXPECT_EQ(store->CreateCheckpoint(dir_ + "-missing/parent/b").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // An empty directory is fine.
+  const std::string empty = dir_ + "-empty";
+  std::filesystem::create_directories(empty);
+  EXPECT_TRUE(store->CreateCheckpoint(empty).ok());
+  EXPECT_TRUE(std::filesystem::exists(empty + "/CURRENT"));
+  std::filesystem::remove_all(full);
+  std::filesystem::remove_all(empty);
 }
 
 }  // namespace

@@ -291,6 +291,17 @@ std::vector<Rpc> AllRpcs() {
            ADMIN(ListAuditRecords),
            [](const Targets&) { return v1::ListAuditRecordsRequest(); }),
        admins});
+  // A relative path: an admin passes the gate and gets INVALID_ARGUMENT, so
+  // no backup is written.
+  rpcs.push_back({"CreateBackup",
+                  Unary<v1::CreateBackupRequest, v1::CreateBackupResponse>(
+                      ADMIN(CreateBackup),
+                      [](const Targets&) {
+                        v1::CreateBackupRequest r;
+                        r.set_directory("backup");
+                        return r;
+                      }),
+                  admins});
   return rpcs;
 }
 

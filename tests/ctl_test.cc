@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,24 @@ TEST(CtlTest, SubmitGetListAndErrorsThroughTheCli) {
   daemon->Kill9();
   CtlResult down = Ctl(server, "list");
   EXPECT_EQ(down.exit_code, 3) << down.output;
+}
+
+TEST(CtlTest, BackupWritesACheckpointOnTheDaemonsMachine) {
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  ASSERT_EQ(Ctl(server, "submit --queue a --pods 1 --gpus 1").exit_code, 0);
+  const std::string dir = daemon->data_dir() + "-backup";
+  CtlResult backup = Ctl(server, "backup " + dir);
+  EXPECT_EQ(backup.exit_code, 0) << backup.output;
+  EXPECT_THAT(backup.output, HasSubstr("backup of revision "));
+  EXPECT_THAT(backup.output, HasSubstr(" written to " + dir));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/CURRENT"));
+  // Never over an existing backup.
+  CtlResult again = Ctl(server, "backup " + dir);
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_THAT(again.output, HasSubstr("not empty"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CtlTest, DrainWithADeadlineAndTheHorizonInTheConfig) {
