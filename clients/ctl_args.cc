@@ -26,6 +26,9 @@
 namespace phalanx::ctl {
 namespace {
 
+// max_args of a command that takes any number of arguments.
+constexpr int kManyArgs = 1 << 20;
+
 std::vector<FlagDef> SpecFlags() {
   return {
       {"file", 'f', "FILE", "GangSpec as proto3 JSON (\"-\" = stdin)"},
@@ -54,6 +57,25 @@ std::vector<FlagDef> SpecFlags() {
   };
 }
 
+// Flags of run: the spec's, then how the ranks start.
+std::vector<FlagDef> RunFlags() {
+  std::vector<FlagDef> flags = SpecFlags();
+  flags.push_back({"exec", 0, "TEMPLATE",
+                   "starts a rank: a command line with {host}, {node}, "
+                   "{rank} (default \"ssh -o BatchMode=yes {host}\"), or "
+                   "local"});
+  flags.push_back(
+      {"master-port", 0, "P", "MASTER_PORT of every rank (default 29500)"});
+  flags.push_back(
+      {"lease", 0, "DUR", "lease_duration of the gang; renewed every DUR/3"});
+  flags.push_back({"requeue", 0, "",
+                   "after a preemption, wait for re-admission and start "
+                   "again (default: exit 75)"});
+  flags.push_back({"hostfile", 0, "FILE",
+                   "write the hostfile here (default: a temporary file)"});
+  return flags;
+}
+
 FlagDef ReasonFlag() { return {"reason", 0, "R", "why (kept by the server)"}; }
 
 std::vector<CommandDef> BuildCommandTable() {
@@ -63,6 +85,12 @@ std::vector<CommandDef> BuildCommandTable() {
   return {
       {"submit", "submit (-f SPEC.json | --queue Q --pods N --gpus G [flags])",
        "submit a gang", 0, 0, SpecFlags()},
+      {"run",
+       "run (-f SPEC.json | --queue Q --pods N --gpus G [flags]) "
+       "[--exec TEMPLATE|local] [--master-port P] [--lease DUR] [--requeue] "
+       "-- COMMAND [ARG]...",
+       "submit a gang, run COMMAND once per pod, report how it ends", 1,
+       kManyArgs, RunFlags()},
       {"get", "get ID", "show a gang and its placement", 1, 1, {}},
       {"list",
        "list [--queue Q] [--state S1,S2] [--limit N]",
@@ -723,6 +751,10 @@ class Parser {
     if (given > command.max_args && command.max_args == 0) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "\"%s\" takes no arguments, got \"%s\"", command.path, inv_.args[0]));
+    }
+    if (command.max_args == kManyArgs && given < command.min_args) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("\"%s\" needs a COMMAND (after --)", command.path));
     }
     if (given < command.min_args || given > command.max_args) {
       return absl::InvalidArgumentError(
