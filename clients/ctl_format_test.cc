@@ -370,7 +370,8 @@ TEST(ToYamlTest, BlockStyleWithQuotedStrings) {
   EXPECT_THAT(*yaml, ::testing::HasSubstr("id: \"g-1\"\n"));
   EXPECT_THAT(*yaml, ::testing::HasSubstr("spec:\n  queue: \"a\"\n"));
   EXPECT_THAT(*yaml, ::testing::HasSubstr("    \"team/x y\": \"v\"\n"));
-  EXPECT_THAT(*yaml, ::testing::HasSubstr("placement:\n  -\n    pod_set: \"\""));
+  EXPECT_THAT(*yaml,
+              ::testing::HasSubstr("placement:\n  -\n    pod_set: \"\""));
   EXPECT_THAT(*yaml, ::testing::HasSubstr("gpu_indices:\n      - 3\n"));
   EXPECT_THAT(*yaml, ::testing::HasSubstr(
                          "reason: \"a \\\"quoted\\\"\\n\\u001b[31m reason\""));
