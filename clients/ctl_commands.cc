@@ -408,6 +408,17 @@ int QueuesPut(Session& s) {
   return s.Print(one.queues(0), QueuesTable(one.queues()));
 }
 
+int QueuesSet(Session& s) {
+  absl::StatusOr<v1::PutQueueRequest> request =
+      BuildQueueUpdate(s.arg(0), s.inv().flags);
+  if (!request.ok()) return s.UsageError(request.status());
+  v1::ListQueuesResponse one;
+  grpc::Status status = Call(s, s.admin(), &v1::Admin::Stub::PutQueue, *request,
+                             one.add_queues());
+  if (!status.ok()) return s.RpcError(status);
+  return s.Print(one.queues(0), QueuesTable(one.queues()));
+}
+
 int QueuesDelete(Session& s) {
   v1::DeleteQueueRequest request;
   request.set_name(s.arg(0));
@@ -518,6 +529,7 @@ const std::map<std::string, Handler, std::less<>>& Handlers() {
       {"topology", &Topology},
       {"queues list", &QueuesList},
       {"queues put", &QueuesPut},
+      {"queues set", &QueuesSet},
       {"queues delete", &QueuesDelete},
       {"config get", &ConfigGet},
       {"config set", &ConfigSet},

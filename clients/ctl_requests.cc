@@ -468,6 +468,32 @@ absl::StatusOr<v1::Queue> BuildQueue(const FlagValues& flags,
   return ParseJson<v1::Queue>(file_text, flags.Get("file"));
 }
 
+absl::StatusOr<v1::PutQueueRequest> BuildQueueUpdate(absl::string_view name,
+                                                     const FlagValues& flags) {
+  v1::PutQueueRequest request;
+  request.mutable_queue()->set_name(std::string(name));
+  if (flags.Has("held") && flags.Has("no-held")) {
+    return FlagError("held", "give --held or --no-held, not both");
+  }
+  if (flags.Has("held") || flags.Has("no-held")) {
+    request.mutable_queue()->set_held(flags.Has("held"));
+    request.mutable_update_mask()->add_paths("held");
+  }
+  if (flags.Has("weight")) {
+    FlagValues weight_only;
+    weight_only.Add("weight", flags.Get("weight"));
+    absl::Status status =
+        FillQueueOptions(weight_only, request.mutable_queue());
+    if (!status.ok()) return status;
+    request.mutable_update_mask()->add_paths("weight");
+  }
+  if (request.update_mask().paths_size() == 0) {
+    return absl::InvalidArgumentError(
+        "give what to change: --held, --no-held or --weight W");
+  }
+  return request;
+}
+
 absl::StatusOr<v1::UpdateConfigRequest> BuildUpdateConfigRequest(
     const FlagValues& flags, absl::string_view file_text) {
   v1::UpdateConfigRequest request;

@@ -103,6 +103,12 @@ absl::StatusOr<v1::SetNodeStateRequest> BuildSetNodeStateRequest(
 absl::StatusOr<v1::Queue> BuildQueue(const FlagValues& flags,
                                      absl::string_view file_text);
 
+// `queues set NAME`: a PutQueue of only the fields given (--held or
+// --no-held, --weight), named in its update_mask. Fails when none is
+// given, or both --held and --no-held.
+absl::StatusOr<v1::PutQueueRequest> BuildQueueUpdate(absl::string_view name,
+                                                     const FlagValues& flags);
+
 // `config set`: the JSON Config `file_text` and --expected-version.
 absl::StatusOr<v1::UpdateConfigRequest> BuildUpdateConfigRequest(
     const FlagValues& flags, absl::string_view file_text);

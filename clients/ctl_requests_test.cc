@@ -398,6 +398,35 @@ TEST(BuildQueueTest, MaxPriorityStaysUnsetWithoutTheFlag) {
       "-f cannot be combined with --max-priority");
 }
 
+TEST(BuildQueueUpdateTest, NamesOnlyTheGivenFieldsInTheMask) {
+  absl::StatusOr<v1::PutQueueRequest> held =
+      BuildQueueUpdate("llm", Flags({"queues", "set", "llm", "--held"}));
+  ASSERT_TRUE(held.ok()) << held.status();
+  ExpectProtoEq(*held, TextProto<v1::PutQueueRequest>(R"pb(
+    queue { name: "llm" held: true }
+    update_mask { paths: "held" }
+  )pb"));
+  absl::StatusOr<v1::PutQueueRequest> both = BuildQueueUpdate(
+      "llm", Flags({"queues", "set", "llm", "--no-held", "--weight", "0"}));
+  ASSERT_TRUE(both.ok()) << both.status();
+  ExpectProtoEq(*both, TextProto<v1::PutQueueRequest>(R"pb(
+    queue { name: "llm" held: false weight: 0 }
+    update_mask { paths: "held" paths: "weight" }
+  )pb"));
+  EXPECT_TRUE(both->queue().has_weight());
+  ExpectInvalid(
+      BuildQueueUpdate("llm", Flags({"queues", "set", "llm"})).status(),
+      "give what to change");
+  ExpectInvalid(BuildQueueUpdate("llm", Flags({"queues", "set", "llm", "--held",
+                                               "--no-held"}))
+                    .status(),
+                "not both");
+  ExpectInvalid(
+      BuildQueueUpdate("llm", Flags({"queues", "set", "llm", "--weight", "-1"}))
+          .status(),
+      "--weight");
+}
+
 TEST(BuildSpecTest, PriorityClassFromFlagsOnly) {
   ExpectInvalid(BuildSpec(Flags({"submit", "-f", "s.json", "--priority-class",
                                  "production"}),

@@ -276,9 +276,10 @@ std::string NodeStateText(const v1::Node& node, absl::Time now) {
 std::string NodesTable(
     const google::protobuf::RepeatedPtrField<v1::Node>& nodes, absl::Time now,
     bool wide) {
-  std::vector<std::string> header = {"NODE",   "MODEL", "USED/GPUS", "STATE",
-                                     "LABELS", "GANGS", "HEARTBEAT", "REASON"};
-  if (wide) header.insert(header.begin() + 1, "ADDRESS");
+  std::vector<std::string> header = {"NODE",      "ADDRESS",   "MODEL",
+                                     "USED/GPUS", "STATE",     "LABELS",
+                                     "GANGS",     "HEARTBEAT", "REASON"};
+  if (wide) header.insert(header.begin() + 4, {"CPU", "MEMORY"});
   Table table(header);
   for (const v1::Node& node : nodes) {
     const std::string heartbeat =
@@ -288,6 +289,7 @@ std::string NodesTable(
             : "-";
     std::vector<std::string> row = {
         node.id(),
+        OrDash(node.address()),
         node.gpu_model(),
         absl::StrFormat("%d/%d", node.used_gpu_indices_size(),
                         node.gpu_count()),
@@ -296,7 +298,10 @@ std::string NodesTable(
         OrDash(absl::StrJoin(node.gang_ids(), ",")),
         heartbeat,
         node.state_reason()};
-    if (wide) row.insert(row.begin() + 1, OrDash(node.address()));
+    if (wide) {
+      row.insert(row.begin() + 4, {absl::StrCat(node.cpu_millis(), "m"),
+                                   absl::StrCat(node.memory_bytes())});
+    }
     table.AddRow(row);
   }
   return table.Render();

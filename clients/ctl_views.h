@@ -46,8 +46,9 @@ std::string ExplainText(const v1::ExplainGangResponse& response,
 // The answer of DryRunGang: fits or not, why, and the placement.
 std::string DryRunText(const v1::DryRunGangResponse& response);
 
-// One row per node: NODE MODEL USED/GPUS STATE LABELS GANGS
-// HEARTBEAT REASON; `wide` adds ADDRESS after NODE.
+// One row per node: NODE ADDRESS MODEL USED/GPUS STATE LABELS GANGS
+// HEARTBEAT REASON; `wide` adds CPU (millicores) and MEMORY (bytes) after
+// USED/GPUS.
 std::string NodesTable(
     const google::protobuf::RepeatedPtrField<v1::Node>& nodes, absl::Time now,
     bool wide = false);

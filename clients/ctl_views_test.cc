@@ -156,6 +156,7 @@ TEST(NodesTableTest, UsageLabelsAndHeartbeat) {
   v1::ListNodesResponse nodes = TextProto<v1::ListNodesResponse>(R"pb(
     nodes {
       id: "n-1"
+      address: "10.0.0.1"
       gpu_model: "H100"
       gpu_count: 8
       labels { key: "rack" value: "r07" }
@@ -175,12 +176,12 @@ TEST(NodesTableTest, UsageLabelsAndHeartbeat) {
   *nodes.mutable_nodes(0)->mutable_last_heartbeat() =
       ToProto(kNow - absl::Seconds(10));
   EXPECT_EQ(NodesTable(nodes.nodes(), kNow),
-            "NODE  MODEL  USED/GPUS  STATE     LABELS             GANGS     "
-            "HEARTBEAT  REASON\n"
-            "n-1   H100   4/8        READY     block=b1,rack=r07  g-000042  "
-            "10s ago\n"
-            "n-2   H200   0/8        CORDONED  -                  -         "
-            "-          maint\n");
+            "NODE  ADDRESS   MODEL  USED/GPUS  STATE     LABELS             "
+            "GANGS     HEARTBEAT  REASON\n"
+            "n-1   10.0.0.1  H100   4/8        READY     block=b1,rack=r07  "
+            "g-000042  10s ago\n"
+            "n-2   -         H200   0/8        CORDONED  -                  "
+            "-         -          maint\n");
 }
 
 TEST(NodesTableTest, DrainDeadlineBesideTheState) {
@@ -203,10 +204,10 @@ TEST(NodesTableTest, DrainDeadlineBesideTheState) {
   *nodes.mutable_nodes(1)->mutable_drain_deadline() =
       ToProto(kNow - absl::Seconds(1));
   const std::string table = NodesTable(nodes.nodes(), kNow);
-  EXPECT_THAT(table, HasSubstr("n-1   H100   0/8        DRAINING (deadline "
-                               "in 1h30m)"));
-  EXPECT_THAT(table, HasSubstr("n-2   H100   0/8        DRAINING (deadline "
-                               "passed)"));
+  EXPECT_THAT(table, HasSubstr("n-1   -        H100   0/8        DRAINING "
+                               "(deadline in 1h30m)"));
+  EXPECT_THAT(table, HasSubstr("n-2   -        H100   0/8        DRAINING "
+                               "(deadline passed)"));
 }
 
 TEST(QueuesTableTest, QuotaAndUsage) {

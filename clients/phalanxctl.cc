@@ -9,10 +9,15 @@
 #include "clients/ctl_args.h"
 #include "clients/ctl_commands.h"
 #include "clients/ctl_format.h"
+#include "phalanx_version.h"
 
 int main(int argc, char** argv) {
   using namespace phalanx::ctl;  // NOLINT: main only
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && args[0] == "--version") {
+    std::cout << "phalanxctl " << PHALANX_VERSION_STRING << "\n";
+    return kExitOk;
+  }
   const char* env_server = std::getenv("PHALANX_SERVER");
   const char* env_token = std::getenv("PHALANX_TOKEN");
   const Invocation invocation =

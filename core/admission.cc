@@ -244,6 +244,9 @@ void Scheduler::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
   admitted.state = GangState::kAdmitted;
   admitted.reason.clear();
   admitted.admit_time = now;
+  if (admitted.spec.lease_duration > absl::ZeroDuration()) {
+    admitted.lease_expire_time = now + admitted.spec.lease_duration;
+  }
   ++admitted.attempts;
   ledger_.Accrue(admitted.spec.queue, Held(admitted.spec.queue), now);
   Charge(admitted, +1);
@@ -404,14 +407,15 @@ std::optional<std::string> Scheduler::BlockedByReservation(const GangPtr& gang,
 void Scheduler::RunCycle(absl::Time now) {
   // 1. Housekeeping: expire idempotency keys, apply retention, sample the
   //    fair-share ledger at least every sample interval, fire lifecycle
-  //    timers, heartbeat timeouts and drain deadlines (their gangs are
-  //    repaired or evicted), wake up for time-based eligibility.
-  //    Reservations are kept while nothing changed; when the capacity epoch
-  //    moved they are re-estimated on their own nodes, and re-planned from
-  //    scratch at most every kFullReplanInterval.
+  //    timers, fail gangs whose lease lapsed, heartbeat timeouts and drain
+  //    deadlines (their gangs are repaired or evicted), wake up for time-based
+  //    eligibility. Reservations are kept while nothing changed; when the
+  //    capacity epoch moved they are re-estimated on their own nodes, and
+  //    re-planned from scratch at most every kFullReplanInterval.
   ExpireAndTrim(now);
   SampleLedger(now);
   ExpireTimers(now);
+  ExpireLeases(now);
   CheckHeartbeats(now);
   ExpireDrains(now);
   if (now >= wakeup_) {

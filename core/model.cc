@@ -66,9 +66,9 @@ const char* NodeStateName(NodeState state) {
 
 const char* EventTypeName(EventType type) {
   static constexpr const char* kNames[] = {
-      "SUBMITTED", "ADMITTED",  "RUNNING",  "SUCCEEDED",
-      "FAILED",    "CANCELLED", "REQUEUED", "PREEMPTING",
-      "EVICTED",   "REPAIRED",  "RESERVED", "BOOKMARK"};
+      "SUBMITTED", "ADMITTED", "RUNNING",     "SUCCEEDED", "FAILED",
+      "CANCELLED", "REQUEUED", "PREEMPTING",  "EVICTED",   "REPAIRED",
+      "RESERVED",  "BOOKMARK", "CHECKPOINTED"};
   return kNames[static_cast<int>(type)];
 }
 
@@ -112,6 +112,10 @@ std::string CanonicalSpec(const GangSpec& spec) {
   // Only when set, so fingerprints stored before the field existed still
   // match their retries.
   if (!spec.priority_class.empty()) Put(out, spec.priority_class);
+  if (spec.lease_duration != absl::ZeroDuration()) {
+    Put(out, "lease");
+    Put(out, absl::ToInt64Milliseconds(spec.lease_duration));
+  }
   return out;
 }
 

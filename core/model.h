@@ -1,7 +1,7 @@
-// The domain model of docs/design.md §3 as plain values: nodes, queues, gang specs,
-// gangs, events and configuration. No behaviour beyond small helpers; the
-// Scheduler owns instances. Values are thread-compatible; a `GangPtr` points
-// to an immutable gang that may be shared between snapshots.
+// The domain model of docs/design.md §3 as plain values: nodes, queues, gang
+// specs, gangs, events and configuration. No behaviour beyond small helpers;
+// the Scheduler owns instances. Values are thread-compatible; a `GangPtr`
+// points to an immutable gang that may be shared between snapshots.
 #ifndef PHALANX_CORE_MODEL_H_
 #define PHALANX_CORE_MODEL_H_
 
@@ -59,6 +59,9 @@ struct GangSpec {
   // A named priority of Config::priority_classes; Submit sets `priority`
   // from it.
   std::string priority_class;
+  // Once admitted, the gang fails with LEASE_EXPIRED unless its lease is
+  // renewed within this (RenewLease); 0 = no lease.
+  absl::Duration lease_duration = absl::ZeroDuration();
   bool operator==(const GangSpec&) const = default;
 
   // Total pods over all pod sets.
@@ -106,6 +109,10 @@ struct Gang {
   std::optional<absl::Time> last_checkpoint_time;
   std::string message;
   std::string owner;  // the submitting principal; empty without auth
+  // While a leased gang holds GPUs: when its lease lapses unless renewed.
+  std::optional<absl::Time> lease_expire_time;
+  // While PREEMPTING: when its grace period ends and its GPUs are taken.
+  std::optional<absl::Time> grace_deadline;
   bool operator==(const Gang&) const = default;
 };
 using GangPtr = std::shared_ptr<const Gang>;
@@ -121,6 +128,8 @@ struct NodeSpec {
   int64_t cpu_millis = 0;    // 0 = not tracked
   int64_t memory_bytes = 0;  // 0 = not tracked
   std::map<std::string, std::string> labels;
+  // Host or IP the gang's ranks use to reach the node; empty = the id.
+  std::string address;
   bool operator==(const NodeSpec&) const = default;
 };
 
@@ -289,6 +298,8 @@ enum class EventType {
   kRepaired,
   kReserved,
   kBookmark,
+  // A checkpoint report that changed nothing else.
+  kCheckpointed,
 };
 const char* EventTypeName(EventType type);
 

@@ -169,6 +169,7 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
     preempting.state = GangState::kPreempting;
     preempting.reason = absl::StrCat("PREEMPTED by ", gang->id.value());
     const absl::Time deadline = now + config_.preemption.grace_period;
+    preempting.grace_deadline = deadline;
     timers_.insert({deadline, victim->id});
     preemptor_of_[victim->id] = Preemption{gang->id, deadline};
     for (const PodPlacement& pod : victim->placement) {

@@ -156,16 +156,27 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
         return refuse(st.message());
       }
     }
+    if (gang.state == GangState::kPreempting && !gang.grace_deadline) {
+      // A record from before grace_deadline existed: a fresh grace period.
+      gang.grace_deadline = now + s.config_.preemption.grace_period;
+    }
     GangPtr stored = s.Put(std::move(gang));
     if (holds) {
       s.Charge(*stored, +1);
       s.ArmTimers(*stored);
     }
     if (stored->state == GangState::kPreempting) {
-      const absl::Time deadline = now + s.config_.preemption.grace_period;
+      // The deadline the launcher was told (its GPUs are taken then).
+      const absl::Time deadline = *stored->grace_deadline;
       s.preemptor_of_[stored->id] = Preemption{GangId(), deadline};
       s.timers_.insert({deadline, stored->id});
     }
+  }
+  // Launchers could not renew their leases while the daemon was down: none
+  // lapses during the start-up grace (as no node heartbeat times out then),
+  // those of gangs admitted meanwhile included.
+  if (s.leases_.size() > 0) {
+    s.leases_.set_not_before(now + s.config_.startup_grace);
   }
   for (RequestRecord& record : state.requests) {
     auto key = std::make_pair(record.queue, record.request_id);
@@ -215,11 +226,20 @@ GangPtr Scheduler::Put(Gang gang) {
   } else {
     DropHolds(gang.id);  // an admitted or finished preemptor
   }
-  if (gang.state != GangState::kPreempting) preemptor_of_.erase(gang.id);
+  if (gang.state != GangState::kPreempting) {
+    preemptor_of_.erase(gang.id);
+    gang.grace_deadline.reset();
+  }
   if (HoldsCapacity(gang.state)) {
     active_.insert(gang.id);
   } else {
     active_.erase(gang.id);
+    gang.lease_expire_time.reset();  // a lease covers held GPUs only
+  }
+  if (gang.lease_expire_time) {
+    leases_.Set(gang.id, *gang.lease_expire_time);
+  } else {
+    leases_.Erase(gang.id);
   }
   if (IsFinal(gang.state)) finished_.insert({FinishTime(gang), gang.id});
   ++gang_counts_[{gang.spec.queue, gang.state}];
@@ -513,16 +533,43 @@ absl::StatusOr<GangPtr> Scheduler::Report(const GangReport& report,
     gang.last_checkpoint_time = report.last_checkpoint_time;
   }
   if (!report.message.empty()) gang.message = report.message;
+  if (!event && gang.last_checkpoint_time != current->last_checkpoint_time) {
+    event = EventType::kCheckpointed;
+  }
   if (event) return Transition(std::move(gang), *event, now);
   if (gang == *current) return current;
   return Put(std::move(gang));
+}
+
+absl::StatusOr<GangPtr> Scheduler::RenewLease(const GangId& id,
+                                              absl::Time now) {
+  GangPtr current = FindGang(id);
+  if (current == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("gang_id: no gang ", QuoteForError(id.value())));
+  }
+  if (current->spec.lease_duration <= absl::ZeroDuration()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "gang ", id.value(),
+        " has no lease (it was submitted without lease_duration)"));
+  }
+  if (!HoldsCapacity(current->state)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "gang ", id.value(), " is ", GangStateName(current->state),
+        current->state == GangState::kPending
+            ? ": its lease starts when it is admitted"
+            : absl::StrCat(": its lease has ended (", current->reason, ")")));
+  }
+  Gang gang = *current;
+  gang.lease_expire_time = now + gang.spec.lease_duration;
+  return Put(std::move(gang));  // no event, no revision: watchers see nothing
 }
 
 // ---------------------------------------------------------------------------
 // Fleet commands.
 
 absl::StatusOr<std::vector<Node>> Scheduler::UpsertNodes(
-    std::vector<Node> nodes, absl::Time now) {
+    std::vector<Node> nodes, absl::Time now, ExistingNodeState existing) {
   std::set<NodeId> seen;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const std::string field = absl::StrCat("nodes[", i, "]");
@@ -537,6 +584,14 @@ absl::StatusOr<std::vector<Node>> Scheduler::UpsertNodes(
     }
     if (const int slot = fleet_.Find(nodes[i].spec.id); slot >= 0) {
       const Node& old = fleet_.slots()[slot].node;
+      if (existing == ExistingNodeState::kRefuse &&
+          nodes[i].state != old.state) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ".state: node ", QuoteForError(old.spec.id.value()), " is ",
+            NodeStateName(old.state),
+            "; UpsertNodes does not change the state "
+            "of an existing node (use SetNodeState, or leave state unset)"));
+      }
       nodes[i].state = old.state;
       nodes[i].state_reason = old.state_reason;
       nodes[i].drain_deadline = old.drain_deadline;

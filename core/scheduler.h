@@ -1,6 +1,6 @@
 // Scheduler: the whole scheduling state and its commands, as pure logic
-// (docs/design.md §3–§4). Commands validate, change state and record what changed;
-// RunCycle admits pending gangs all or nothing; TakeMutation hands the
+// (docs/design.md §3–§4). Commands validate, change state and record what
+// changed; RunCycle admits pending gangs all or nothing; TakeMutation hands the
 // changes to the caller to persist. Time is always an argument.
 //
 // Owned by one thread (the scheduler loop in the daemon, the simulator's main
@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "core/fair_share.h"
 #include "core/fleet.h"
+#include "core/lease_table.h"
 #include "core/model.h"
 #include "core/pending_index.h"
 #include "core/placement.h"
@@ -90,12 +91,26 @@ class Scheduler {
   absl::StatusOr<GangPtr> Cancel(const GangId& id, absl::string_view reason,
                                  absl::Time now);
   // Applies a launcher's report; FailedPrecondition for a transition the
-  // lifecycle does not allow.
+  // lifecycle does not allow. A checkpoint that changes nothing else is an
+  // event (CHECKPOINTED); a repeated identical report is not.
   absl::StatusOr<GangPtr> Report(const GangReport& report, absl::Time now);
-  // Adds or updates nodes, all or none; existing nodes keep their state.
-  // New nodes count as heard from at `now` (when given).
+  // Renews a leased gang's lease to now + its lease_duration. No event and
+  // no revision: only the gang's lease_expire_time moves (it is written).
+  // NotFound for an unknown gang; FailedPrecondition when it has no lease
+  // or holds no GPUs (pending: its lease starts at admission; final).
+  absl::StatusOr<GangPtr> RenewLease(const GangId& id, absl::Time now);
+  // What UpsertNodes does with the state of a node that already exists.
+  enum class ExistingNodeState {
+    kKeep,    // ignore the given state (the --fleet file at start-up)
+    kRefuse,  // InvalidArgument when it differs (the UpsertNodes RPC)
+  };
+  // Adds or updates nodes, all or none. New nodes get the state they carry;
+  // existing nodes keep theirs (or, with kRefuse, a different state fails
+  // with InvalidArgument pointing at SetNodeState). New nodes count as
+  // heard from at `now` (when given).
   absl::StatusOr<std::vector<Node>> UpsertNodes(
-      std::vector<Node> nodes, absl::Time now = absl::InfinitePast());
+      std::vector<Node> nodes, absl::Time now = absl::InfinitePast(),
+      ExistingNodeState existing = ExistingNodeState::kKeep);
   // Changes a node's state. UNHEALTHY repairs its gangs (moves only their
   // pods on the node, keeping every topology constraint; event REPAIRED)
   // or evicts and requeues them (event EVICTED). A `drain_deadline` is for
@@ -141,7 +156,8 @@ class Scheduler {
   const FairShareLedger& ledger() const { return ledger_; }
   // Reservations made by the last cycle, in order.
   const std::vector<Reservation>& reservations() const { return reservations_; }
-  // Bumped whenever a pending gang could newly fit (docs/design.md §4 speed rules).
+  // Bumped whenever a pending gang could newly fit (docs/design.md §4 speed
+  // rules).
   int64_t capacity_epoch() const { return capacity_epoch_; }
   // Gangs moved off failed or drained nodes since this process started, by
   // (outcome: "repaired" | "evicted", cause: "unhealthy" | "drain_deadline");
@@ -229,6 +245,8 @@ class Scheduler {
   // marks nodes without a recent heartbeat UNHEALTHY.
   void ExpireTimers(absl::Time now);
   void CheckHeartbeats(absl::Time now);
+  // Fails the gangs whose lease has lapsed (reason LEASE_EXPIRED).
+  void ExpireLeases(absl::Time now);
   void ArmTimers(const Gang& gang);
 
   // node_failure.cc (docs/design.md §6 "Node failure")
@@ -341,6 +359,9 @@ class Scheduler {
   VacateCounts vacate_counts_;
   // (when, gang): max_runtime and start_timeout deadlines, checked lazily.
   std::set<std::pair<absl::Time, GangId>> timers_;
+  // Leased gangs holding GPUs, kept in step with Gang::lease_expire_time by
+  // Put.
+  LeaseTable leases_;
   // Victim -> its preemptor (may be empty after a restart) and the end of
   // its grace period; preemptor -> nodes held for it.
   struct Preemption {

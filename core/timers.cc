@@ -1,6 +1,8 @@
-// Lifecycle timers (docs/design.md §3) and node liveness (docs/design.md §6): a crashed
-// launcher or a dead node cannot hold GPUs forever.
+// Lifecycle timers and gang leases (docs/design.md §3) and node liveness
+// (docs/design.md §6): a crashed launcher or a dead node cannot hold GPUs
+// forever.
 #include "absl/strings/str_cat.h"
+#include "core/check.h"
 #include "core/scheduler.h"
 
 namespace phalanx::core {
@@ -53,6 +55,29 @@ void Scheduler::ExpireTimers(absl::Time now) {
                                  absl::FormatDuration(config_.start_timeout));
       Transition(std::move(gang), EventType::kRequeued, now);
     }
+  }
+}
+
+void Scheduler::ExpireLeases(absl::Time now) {
+  for (const GangId& id : leases_.TakeLapsed(now)) {
+    GangPtr current = FindGang(id);
+    // The table holds exactly the leased gangs that hold GPUs (Put keeps it
+    // so), each with its current expiry.
+    PHALANX_CHECK(current != nullptr && HoldsCapacity(current->state) &&
+                  current->lease_expire_time.has_value());
+    Gang gang = *current;
+    ReleaseCapacity(gang, now);
+    gang.state = GangState::kFailed;
+    gang.reason = "LEASE_EXPIRED";
+    gang.message =
+        absl::StrCat("lease not renewed since ",
+                     absl::FormatTime(*current->lease_expire_time -
+                                          current->spec.lease_duration,
+                                      absl::UTCTimeZone()),
+                     " (lease_duration ",
+                     absl::FormatDuration(current->spec.lease_duration), ")");
+    gang.finish_time = now;
+    Transition(std::move(gang), EventType::kFailed, now);
   }
 }
 

@@ -251,6 +251,15 @@ absl::Status ValidateGangSpec(const GangSpec& spec, const LimitsConfig& limits,
   if (spec.max_runtime < absl::ZeroDuration()) {
     return Bad(f + ".max_runtime", "must be >= 0");
   }
+  if (spec.lease_duration != absl::ZeroDuration() &&
+      (spec.lease_duration < kMinLeaseDuration ||
+       spec.lease_duration > kMaxLeaseDuration)) {
+    return Bad(f + ".lease_duration",
+               absl::StrCat("must be 0 (no lease) or in ",
+                            absl::FormatDuration(kMinLeaseDuration), "..",
+                            absl::FormatDuration(kMaxLeaseDuration), ", not ",
+                            absl::FormatDuration(spec.lease_duration)));
+  }
   if (spec.pod_sets.empty()) return Bad(f + ".pod_sets", "must not be empty");
   if (spec.pod_sets.size() > kMaxPodSets) {
     return Bad(f + ".pod_sets", absl::StrCat("at most ", kMaxPodSets));
@@ -286,6 +295,9 @@ absl::Status ValidateNodeSpec(const NodeSpec& spec, const LimitsConfig& limits,
   }
   if (spec.cpu_millis < 0) return Bad(f + ".cpu_millis", "must be >= 0");
   if (spec.memory_bytes < 0) return Bad(f + ".memory_bytes", "must be >= 0");
+  if (!spec.address.empty()) {
+    RETURN_IF_ERROR(ValidateId(spec.address, limits, f + ".address"));
+  }
   RETURN_IF_ERROR(ValidateLabels(spec.labels, limits, f + ".labels"));
   for (const auto& [key, value] : spec.labels) {
     // Values name topology domains, joined by '/' into domain paths.

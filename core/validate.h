@@ -22,6 +22,10 @@ inline constexpr int kMaxPodsPerSet = 100000;
 inline constexpr int kMaxGpusPerNode = 64;
 inline constexpr int kMaxNameBytes = 63;
 inline constexpr size_t kMaxGpuModels = 16;  // per pod set
+// GangSpec::lease_duration, when set: long enough to renew over a slow
+// network, short enough that a dead launcher's GPUs come back the same day.
+inline constexpr absl::Duration kMinLeaseDuration = absl::Seconds(1);
+inline constexpr absl::Duration kMaxLeaseDuration = absl::Hours(24);
 // The largest quota a configuration may allow (limits.max_quota_gpus): sums
 // of a million such quotas still fit in an int64_t.
 inline constexpr int64_t kMaxQuotaGpus = int64_t{1} << 40;

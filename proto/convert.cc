@@ -223,6 +223,9 @@ absl::StatusOr<core::GangSpec> GangSpecFromProto(const pb::GangSpec& in,
       DurationFromProto(in.max_runtime(), absl::StrCat(field, ".max_runtime")));
   out.allow_mixed_models = in.allow_mixed_models();
   out.priority_class = in.priority_class();
+  ASSIGN_OR_RETURN(out.lease_duration,
+                   DurationFromProto(in.lease_duration(),
+                                     absl::StrCat(field, ".lease_duration")));
   for (int i = 0; i < in.pod_sets_size(); ++i) {
     ASSIGN_OR_RETURN(
         core::PodSetSpec set,
@@ -246,6 +249,9 @@ void ToProto(const core::GangSpec& in, pb::GangSpec* out) {
   }
   out->set_allow_mixed_models(in.allow_mixed_models);
   out->set_priority_class(in.priority_class);
+  if (in.lease_duration != absl::ZeroDuration()) {
+    ToProto(in.lease_duration, out->mutable_lease_duration());
+  }
   for (const core::PodSetSpec& set : in.pod_sets) {
     pb::PodSet* p = out->add_pod_sets();
     p->set_name(set.name);
@@ -289,6 +295,12 @@ void ToProto(const core::Gang& in, pb::Gang* out) {
   }
   out->set_message(in.message);
   out->set_owner(in.owner);
+  if (in.lease_expire_time) {
+    ToProto(*in.lease_expire_time, out->mutable_lease_expire_time());
+  }
+  if (in.grace_deadline) {
+    ToProto(*in.grace_deadline, out->mutable_grace_deadline());
+  }
 }
 
 absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
@@ -313,6 +325,10 @@ absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
       OptionalTime(in.has_last_checkpoint_time(), in.last_checkpoint_time());
   out.message = in.message();
   out.owner = in.owner();
+  out.lease_expire_time =
+      OptionalTime(in.has_lease_expire_time(), in.lease_expire_time());
+  out.grace_deadline =
+      OptionalTime(in.has_grace_deadline(), in.grace_deadline());
   return out;
 }
 
@@ -327,7 +343,7 @@ absl::StatusOr<core::Event> EventFromProto(const pb::GangEvent& in) {
   core::Event out;
   out.revision = in.revision();
   if (in.type() < pb::EVENT_TYPE_SUBMITTED ||
-      in.type() > pb::EVENT_TYPE_BOOKMARK) {
+      in.type() > pb::EVENT_TYPE_CHECKPOINTED) {
     return BadEnum("type", in.type());
   }
   out.type = static_cast<core::EventType>(in.type() - 1);
@@ -348,6 +364,8 @@ absl::StatusOr<core::Node> NodeFromProto(const pb::Node& in,
   out.spec.cpu_millis = in.cpu_millis();
   out.spec.memory_bytes = in.memory_bytes();
   out.spec.labels.insert(in.labels().begin(), in.labels().end());
+  // An address equal to the id is the default, kept as empty.
+  if (in.address() != in.id()) out.spec.address = in.address();
   if (in.state() == pb::NODE_STATE_UNSPECIFIED) {
     out.state = core::NodeState::kReady;
   } else {
@@ -371,6 +389,8 @@ void ToProto(const core::Node& in, pb::Node* out) {
   out->set_cpu_millis(in.spec.cpu_millis);
   out->set_memory_bytes(in.spec.memory_bytes);
   out->mutable_labels()->insert(in.spec.labels.begin(), in.spec.labels.end());
+  out->set_address(in.spec.address.empty() ? in.spec.id.value()
+                                           : in.spec.address);
   out->set_state(ToProto(in.state));
   out->set_state_reason(in.state_reason);
   if (in.drain_deadline) {
@@ -382,7 +402,7 @@ core::Queue QueueFromProto(const pb::Queue& in) {
   core::Queue out;
   out.name = core::QueueName(in.name());
   out.parent = core::QueueName(in.parent());
-  out.weight = in.weight();
+  out.weight = in.has_weight() ? in.weight() : 1.0;
   out.nominal_gpus.insert(in.nominal_gpus().begin(), in.nominal_gpus().end());
   out.borrowing_limit_gpus = in.borrowing_limit_gpus();
   out.lending_limit_gpus = in.lending_limit_gpus();

@@ -26,6 +26,70 @@ TEST(ConvertTest, GangRoundTrips) {
   EXPECT_EQ(*back, gang);
 }
 
+TEST(ConvertTest, LeaseAndGraceDeadlineRoundTrip) {
+  core::Gang gang;
+  gang.id = core::GangId("g-000008");
+  gang.spec = core::testing::Spec("llm").Pods(1, 8);
+  gang.spec.lease_duration = absl::Seconds(30);
+  gang.state = core::GangState::kPreempting;
+  gang.submit_time = absl::FromUnixSeconds(1'700'000'000);
+  gang.lease_expire_time = gang.submit_time + absl::Seconds(40);
+  gang.grace_deadline = gang.submit_time + absl::Minutes(5);
+  pb::Gang proto;
+  ToProto(gang, &proto);
+  EXPECT_EQ(proto.spec().lease_duration().seconds(), 30);
+  EXPECT_EQ(proto.lease_expire_time().seconds(), 1'700'000'040);
+  EXPECT_EQ(proto.grace_deadline().seconds(), 1'700'000'300);
+  auto back = GangFromProto(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, gang);
+}
+
+TEST(ConvertTest, NodeAddressDefaultsToTheId) {
+  pb::Node proto;
+  proto.set_id("n-1");
+  proto.set_gpu_model("H100");
+  proto.set_gpu_count(8);
+  auto node = NodeFromProto(proto, "nodes[0]");
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ(node->spec.address, "");
+  pb::Node out;
+  ToProto(*node, &out);
+  EXPECT_EQ(out.address(), "n-1");  // shown as the id
+  proto.set_address("10.0.0.9");
+  node = NodeFromProto(proto, "nodes[0]");
+  ASSERT_TRUE(node.ok());
+  ToProto(*node, &out);
+  EXPECT_EQ(out.address(), "10.0.0.9");
+  proto.set_address("n-1");  // the id itself is the default
+  EXPECT_EQ(NodeFromProto(proto, "nodes[0]")->spec.address, "");
+}
+
+TEST(ConvertTest, AnUnsetQueueWeightIsOneAndAnExplicitZeroStays) {
+  pb::Queue proto;
+  proto.set_name("q");
+  EXPECT_EQ(QueueFromProto(proto).weight, 1.0);
+  proto.set_weight(0);
+  EXPECT_EQ(QueueFromProto(proto).weight, 0.0);
+  pb::Queue out;
+  ToProto(QueueFromProto(proto), &out);
+  EXPECT_TRUE(out.has_weight());
+  EXPECT_EQ(out.weight(), 0.0);
+}
+
+TEST(ConvertTest, CheckpointedEventsRoundTrip) {
+  core::Event event;
+  event.revision = 9;
+  event.type = core::EventType::kCheckpointed;
+  event.time = absl::FromUnixSeconds(1'700'000'000);
+  pb::GangEvent proto;
+  ToProto(event, &proto);
+  EXPECT_EQ(proto.type(), pb::EVENT_TYPE_CHECKPOINTED);
+  auto back = EventFromProto(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->type, core::EventType::kCheckpointed);
+}
+
 // Found by fuzz/request_fuzzer: a report's checkpoint time past the year
 // 2262 was stored as the saturated nanosecond count and read back as
 // another time.

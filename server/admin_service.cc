@@ -2,8 +2,12 @@
 
 #include <optional>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "core/validate.h"
 #include "proto/convert.h"
+#include "proto/field_mask.h"
 #include "server/rpc.h"
 
 namespace phalanx::server {
@@ -42,10 +46,38 @@ grpc::ServerUnaryReactor* AdminService::UpdateConfig(
     const v1::UpdateConfigRequest* request, v1::Config* response) {
   auto caller = gate_->Admit(*context, rpc::kUpdateConfig, "config");
   if (!caller.ok()) return FinishNow(context, caller.status());
-  auto config = convert::ConfigFromProto(request->config(), "config");
-  if (!config.ok()) return FinishNow(context, config.status());
   std::optional<int64_t> expected;
   if (request->has_expected_version()) expected = request->expected_version();
+  if (request->update_mask().paths_size() > 0) {
+    // Only the named fields change: merged onto the config in force on the
+    // loop, so the merge and the version check see the same config.
+    if (auto s = convert::CheckFieldMask(request->update_mask(),
+                                         *v1::Config::descriptor(), {"version"},
+                                         "update_mask");
+        !s.ok()) {
+      return FinishNow(context, s);
+    }
+    return RunOnLoop(
+        *loop_, context,
+        Audited(
+            gate_, *caller, rpc::kUpdateConfig, "config",
+            absl::StrCat("update ",
+                         absl::StrJoin(request->update_mask().paths(), ",")),
+            [mask = request->update_mask(), patch = request->config(), expected,
+             response](core::Scheduler& s, absl::Time) -> absl::Status {
+              v1::Config merged;
+              convert::ToProto(s.config(), &merged);
+              convert::ApplyFieldMask(mask, patch, &merged);
+              ASSIGN_OR_RETURN(core::Config config,
+                               convert::ConfigFromProto(merged, "config"));
+              ASSIGN_OR_RETURN(core::Config stored,
+                               s.UpdateConfig(config, expected));
+              convert::ToProto(stored, response);
+              return absl::OkStatus();
+            }));
+  }
+  auto config = convert::ConfigFromProto(request->config(), "config");
+  if (!config.ok()) return FinishNow(context, config.status());
   return RunOnLoop(
       *loop_, context,
       Audited(gate_, *caller, rpc::kUpdateConfig, "config", "update",
@@ -64,6 +96,38 @@ grpc::ServerUnaryReactor* AdminService::PutQueue(
   const std::string& name = request->queue().name();
   auto caller = gate_->Admit(*context, rpc::kPutQueue, name);
   if (!caller.ok()) return FinishNow(context, caller.status());
+  if (request->update_mask().paths_size() > 0) {
+    if (auto s = convert::CheckFieldMask(request->update_mask(),
+                                         *v1::Queue::descriptor(),
+                                         {"name", "status"}, "update_mask");
+        !s.ok()) {
+      return FinishNow(context, s);
+    }
+    return RunOnLoop(
+        *loop_, context,
+        Audited(
+            gate_, *caller, rpc::kPutQueue, name,
+            absl::StrCat("update ",
+                         absl::StrJoin(request->update_mask().paths(), ",")),
+            [mask = request->update_mask(), patch = request->queue(), response](
+                core::Scheduler& s, absl::Time) -> absl::Status {
+              const core::QueueName name(patch.name());
+              auto it = s.queues().find(name);
+              if (it == s.queues().end()) {
+                return absl::NotFoundError(absl::StrCat(
+                    "queue.name: no queue ", core::QuoteForError(name.value()),
+                    " to update (without update_mask PutQueue creates "
+                    "it)"));
+              }
+              v1::Queue merged;
+              convert::ToProto(it->second, &merged);
+              convert::ApplyFieldMask(mask, patch, &merged);
+              ASSIGN_OR_RETURN(core::Queue stored,
+                               s.PutQueue(convert::QueueFromProto(merged)));
+              QueueToProto(s, stored, response);
+              return absl::OkStatus();
+            }));
+  }
   return RunOnLoop(
       *loop_, context,
       Audited(gate_, *caller, rpc::kPutQueue, name, "put",

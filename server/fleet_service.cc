@@ -59,26 +59,40 @@ grpc::ServerUnaryReactor* FleetService::UpsertNodes(
   auto caller = gate_->Admit(*context, rpc::kUpsertNodes, target);
   if (!caller.ok()) return FinishNow(context, caller.status());
   std::vector<core::Node> nodes;
+  // Nodes sent without a state: an existing one keeps its own.
+  std::vector<bool> keep_state;
   for (int i = 0; i < request->nodes_size(); ++i) {
     auto node = convert::NodeFromProto(request->nodes(i),
                                        absl::StrCat("nodes[", i, "]"));
     if (!node.ok()) return FinishNow(context, node.status());
     nodes.push_back(*std::move(node));
+    keep_state.push_back(request->nodes(i).state() ==
+                         v1::NODE_STATE_UNSPECIFIED);
   }
   const std::string summary = absl::StrCat(nodes.size(), " nodes");
-  return RunOnLoop(*loop_, context,
-                   Audited(gate_, *caller, rpc::kUpsertNodes, target, summary,
-                           [nodes = std::move(nodes), response](
-                               core::Scheduler& s, absl::Time) -> absl::Status {
-                             ASSIGN_OR_RETURN(std::vector<core::Node> stored,
-                                              s.UpsertNodes(nodes));
-                             for (const core::Node& node : stored) {
-                               const int slot = s.fleet().Find(node.spec.id);
-                               NodeToProto(s, s.fleet().slots()[slot],
-                                           response->add_nodes());
-                             }
-                             return absl::OkStatus();
-                           }));
+  return RunOnLoop(
+      *loop_, context,
+      Audited(gate_, *caller, rpc::kUpsertNodes, target, summary,
+              [nodes = std::move(nodes), keep_state = std::move(keep_state),
+               response](core::Scheduler& s, absl::Time) -> absl::Status {
+                std::vector<core::Node> upsert = nodes;
+                for (size_t i = 0; i < upsert.size(); ++i) {
+                  const int slot = s.fleet().Find(upsert[i].spec.id);
+                  if (keep_state[i] && slot >= 0) {
+                    upsert[i].state = s.fleet().slots()[slot].node.state;
+                  }
+                }
+                ASSIGN_OR_RETURN(
+                    std::vector<core::Node> stored,
+                    s.UpsertNodes(std::move(upsert), absl::InfinitePast(),
+                                  core::Scheduler::ExistingNodeState::kRefuse));
+                for (const core::Node& node : stored) {
+                  const int slot = s.fleet().Find(node.spec.id);
+                  NodeToProto(s, s.fleet().slots()[slot],
+                              response->add_nodes());
+                }
+                return absl::OkStatus();
+              }));
 }
 
 grpc::ServerUnaryReactor* FleetService::SetNodeState(

@@ -3,8 +3,34 @@
 #include <algorithm>
 
 #include "absl/hash/hash.h"
+#include "absl/strings/ascii.h"
 
 namespace phalanx::server {
+namespace {
+
+// `id` split into the text before its trailing digits and those digits
+// without leading zeros.
+std::pair<absl::string_view, absl::string_view> SplitNumber(
+    absl::string_view id) {
+  size_t digits = id.size();
+  while (digits > 0 && absl::ascii_isdigit(id[digits - 1])) --digits;
+  absl::string_view number = id.substr(digits);
+  while (number.size() > 1 && number.front() == '0') number.remove_prefix(1);
+  return {id.substr(0, digits), number};
+}
+
+}  // namespace
+
+bool GangIdOrder::operator()(absl::string_view a, absl::string_view b) const {
+  const auto [a_text, a_number] = SplitNumber(a);
+  const auto [b_text, b_number] = SplitNumber(b);
+  if (a_text != b_text) return a_text < b_text;
+  if (a_number.size() != b_number.size()) {
+    return a_number.size() < b_number.size();
+  }
+  if (a_number != b_number) return a_number < b_number;
+  return a < b;
+}
 
 GangSnapshot::GangSnapshot() {
   auto empty = std::make_shared<const Shard>();
@@ -63,7 +89,7 @@ std::vector<core::GangPtr> GangSnapshot::List(
   }
   std::sort(out.begin(), out.end(),
             [](const core::GangPtr& a, const core::GangPtr& b) {
-              return a->id < b->id;
+              return GangIdOrder()(a->id.value(), b->id.value());
             });
   if (static_cast<int>(out.size()) > limit) out.resize(limit);
   return out;

@@ -12,9 +12,19 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
+#include "absl/strings/string_view.h"
 #include "core/model.h"
 
 namespace phalanx::server {
+
+// Orders gang ids numerically: an id ending in digits sorts by the text
+// before them, then by their value ("g-2" < "g-10", "g-999999" <
+// "g-1000000"), then by the whole string (so "g-02" and "g-2" differ).
+// Server ids ("g-000042") are all of that form. A strict weak order.
+struct GangIdOrder {
+  using is_transparent = void;
+  bool operator()(absl::string_view a, absl::string_view b) const;
+};
 
 class GangSnapshot {
  public:
@@ -25,8 +35,8 @@ class GangSnapshot {
                      const std::vector<core::GangId>& deleted) const;
   // Returns the gang, or null.
   core::GangPtr Find(const core::GangId& id) const;
-  // Returns up to `limit` gangs with id > `after` (in id order) for which
-  // `keep` is true.
+  // Returns up to `limit` gangs with id > `after` (in GangIdOrder) for
+  // which `keep` is true.
   std::vector<core::GangPtr> List(
       const std::string& after, int limit,
       const std::function<bool(const core::Gang&)>& keep) const;
@@ -34,7 +44,7 @@ class GangSnapshot {
 
  private:
   static constexpr int kShards = 256;
-  using Shard = absl::btree_map<std::string, core::GangPtr>;
+  using Shard = absl::btree_map<std::string, core::GangPtr, GangIdOrder>;
   static int ShardOf(const std::string& id);
 
   std::array<std::shared_ptr<const Shard>, kShards> shards_;

@@ -40,5 +40,36 @@ TEST(GangSnapshotTest, ListPagesInIdOrderWithAFilter) {
   EXPECT_EQ(next[0]->id.value(), "g-021");
 }
 
+TEST(GangIdOrderTest, OrdersTrailingNumbersByValue) {
+  const GangIdOrder less;
+  EXPECT_TRUE(less("g-2", "g-10"));
+  EXPECT_FALSE(less("g-10", "g-2"));
+  EXPECT_TRUE(less("g-999999", "g-1000000"));
+  EXPECT_TRUE(less("g-000042", "g-000043"));
+  EXPECT_TRUE(less("g-02", "g-2"));  // equal values: by the text
+  EXPECT_FALSE(less("g-2", "g-02"));
+  EXPECT_FALSE(less("g-7", "g-7"));
+  EXPECT_TRUE(less("", "g-1"));  // the empty page token comes first
+  EXPECT_TRUE(less("a-9", "b-1"));
+  EXPECT_TRUE(less("g-", "g-0"));
+}
+
+TEST(GangSnapshotTest, ListCrossesAMillionInNumericOrder) {
+  GangSnapshot snapshot = GangSnapshot().Apply(
+      {MakeGang("g-1000000", "a"), MakeGang("g-999999", "a"),
+       MakeGang("g-1000001", "a"), MakeGang("g-000010", "a")},
+      {});
+  auto all = [](const core::Gang&) { return true; };
+  auto page = snapshot.List("", 10, all);
+  ASSERT_EQ(page.size(), 4u);
+  EXPECT_EQ(page[0]->id.value(), "g-000010");
+  EXPECT_EQ(page[1]->id.value(), "g-999999");
+  EXPECT_EQ(page[2]->id.value(), "g-1000000");
+  EXPECT_EQ(page[3]->id.value(), "g-1000001");
+  auto after = snapshot.List("g-999999", 10, all);
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[0]->id.value(), "g-1000000");
+}
+
 }  // namespace
 }  // namespace phalanx::server

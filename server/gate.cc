@@ -16,7 +16,7 @@ constexpr RpcMethod kMethods[] = {
     rpc::kSetNodeState, rpc::kRemoveNode,       rpc::kHeartbeat,
     rpc::kListNodes,    rpc::kGetTopology,      rpc::kGetConfig,
     rpc::kUpdateConfig, rpc::kPutQueue,         rpc::kDeleteQueue,
-    rpc::kListQueues,   rpc::kListAuditRecords,
+    rpc::kListQueues,   rpc::kListAuditRecords, rpc::kRenewGangLease,
 };
 
 const char* Needs(Access access) {

@@ -38,6 +38,10 @@ inline constexpr RpcMethod kWatchGangs{"/phalanx.v1.Scheduler/WatchGangs",
                                        Access::kGangRead, false};
 inline constexpr RpcMethod kReportGang{"/phalanx.v1.Scheduler/ReportGang",
                                        Access::kGangWrite, false};
+// Same role and queue scope as ReportGang: whoever may report on a gang
+// may keep it alive.
+inline constexpr RpcMethod kRenewGangLease{
+    "/phalanx.v1.Scheduler/RenewGangLease", Access::kGangWrite, false};
 inline constexpr RpcMethod kExplainGang{"/phalanx.v1.Scheduler/ExplainGang",
                                         Access::kGangRead, false};
 inline constexpr RpcMethod kDryRunGang{"/phalanx.v1.Scheduler/DryRunGang",

@@ -3,6 +3,7 @@
 // health, reflection) and /metrics, and on SIGTERM or SIGINT ends watch
 // streams, drains in-flight calls, closes the store and exits 0.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -16,13 +17,16 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "phalanx_version.h"
 #include "proto/auth_config.h"
 #include "server/admin_service.h"
 #include "server/audit_log.h"
@@ -61,6 +65,11 @@ ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM roots: require client certificates signed by them (mTLS)");
 ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(10),
           "How often the TLS files are checked for changes");
+ABSL_FLAG(
+    std::string, print_address_file, "",
+    "Once serving, write the bound addresses here as JSON "
+    "({\"grpc\": \"HOST:PORT\", \"metrics\": \"HOST:PORT\", \"pid\": N}), "
+    "atomically (a temporary file renamed into place)");
 ABSL_FLAG(std::string, auth, "",
           "Principals (proto3 JSON of phalanx.v1.AuthConfig); SIGHUP "
           "re-reads it. Without it every caller is an admin (loopback "
@@ -233,19 +242,46 @@ Listening StartServer(const std::shared_ptr<grpc::ServerCredentials>& creds,
   return out;
 }
 
+// "HOST:PORT" of a --listen style address with its port replaced by the
+// bound one.
+std::string Bound(const std::string& listen, int port) {
+  return absl::StrCat(listen.substr(0, listen.rfind(':')), ":", port);
+}
+
 void PrintAddresses(const std::string& data_dir, size_t gangs,
                     absl::Duration recovery, int port, int metrics_port) {
-  const std::string listen = absl::GetFlag(FLAGS_listen);
-  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   std::printf("phalanxd: recovered %zu gangs in %.3f s from %s\n", gangs,
               absl::ToDoubleSeconds(recovery), data_dir.c_str());
-  std::printf("phalanxd: grpc listening on %s:%d%s\n",
-              listen.substr(0, listen.rfind(':')).c_str(), port,
+  // Scripts and tests read this line: keep its form.
+  std::printf("phalanxd: grpc listening on %s%s\n",
+              Bound(absl::GetFlag(FLAGS_listen), port).c_str(),
               absl::GetFlag(FLAGS_tls_cert).empty() ? "" : " (TLS)");
-  std::printf("phalanxd: metrics listening on http://%s:%d/metrics\n",
-              metrics_listen.substr(0, metrics_listen.rfind(':')).c_str(),
-              metrics_port);
+  std::printf("phalanxd: metrics listening on http://%s/metrics\n",
+              Bound(absl::GetFlag(FLAGS_metrics_listen), metrics_port).c_str());
   std::fflush(stdout);
+}
+
+// --print-address-file: the bound addresses as JSON, written to a temporary
+// file and renamed into place, so a reader sees the whole file or none.
+absl::Status WriteAddressFile(const std::string& path, int port,
+                              int metrics_port) {
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "{\"grpc\": \"" << Bound(absl::GetFlag(FLAGS_listen), port)
+        << "\", \"metrics\": \""
+        << Bound(absl::GetFlag(FLAGS_metrics_listen), metrics_port)
+        << "\", \"pid\": " << getpid() << "}\n";
+    out.close();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  std::error_code error;
+  std::filesystem::rename(tmp, path, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path,
+                                            ": ", error.message()));
+  }
+  return absl::OkStatus();
 }
 
 int Serve() {
@@ -264,58 +300,92 @@ int Serve() {
                        absl::GetFlag(FLAGS_queues));
   if (!files.ok()) return Fail(files.status().ToString());
 
-  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
-  std::error_code error;
-  std::filesystem::create_directories(data_dir, error);
-  auto store = storage::RocksDbStore::Open(data_dir);
-  if (!store.ok()) return Fail(store.status().ToString());
-  const absl::Time start = absl::Now();
-  auto scheduler = RecoverAndApply(**store, *files, start);
-  if (!scheduler.ok()) return Fail(scheduler.status().ToString());
-  const absl::Duration recovery = absl::Now() - start;
-  const size_t gangs = (*scheduler)->gangs().size();
-  auto audit = AuditLog::Open(store->get());
-  if (!audit.ok()) return Fail(audit.status().ToString());
+  // Everything that serves lives in this block, so the time the shutdown
+  // reports includes every destructor (threads joined, store closed).
+  absl::Time stop_start, mark;
+  std::string stages;
+  {
+    const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+    std::error_code error;
+    std::filesystem::create_directories(data_dir, error);
+    auto store = storage::RocksDbStore::Open(data_dir);
+    if (!store.ok()) return Fail(store.status().ToString());
+    const absl::Time start = absl::Now();
+    auto scheduler = RecoverAndApply(**store, *files, start);
+    if (!scheduler.ok()) return Fail(scheduler.status().ToString());
+    const absl::Duration recovery = absl::Now() - start;
+    const size_t gangs = (*scheduler)->gangs().size();
+    auto audit = AuditLog::Open(store->get());
+    if (!audit.ok()) return Fail(audit.status().ToString());
 
-  WatchHub hub(store->get(), (*scheduler)->revision());
-  Metrics metrics(absl::GetFlag(FLAGS_metrics_listen), &hub);
-  metrics.SetAuditDropped([log = audit->get()] { return log->dropped(); });
-  Gate gate(authenticator->get(), &metrics, audit->get());
-  SchedulerLoop loop(*std::move(scheduler), store->get(),
-                     {audit->get(), &gate, &hub, &metrics});
-  SchedulerService scheduler_service(&loop, &hub, &gate);
-  FleetService fleet_service(&loop, &gate);
-  AdminService admin_service(&loop, &gate, audit->get());
+    WatchHub hub(store->get(), (*scheduler)->revision());
+    Metrics metrics(absl::GetFlag(FLAGS_metrics_listen), &hub);
+    metrics.SetAuditDropped([log = audit->get()] { return log->dropped(); });
+    Gate gate(authenticator->get(), &metrics, audit->get());
+    SchedulerLoop loop(*std::move(scheduler), store->get(),
+                       {audit->get(), &gate, &hub, &metrics});
+    SchedulerService scheduler_service(&loop, &hub, &gate);
+    FleetService fleet_service(&loop, &gate);
+    AdminService admin_service(&loop, &gate, audit->get());
 
-  grpc::EnableDefaultHealthCheckService(true);
-  // Reflection answers anyone; with --auth every RPC but health needs a
-  // principal, so it is served in development mode only.
-  if (!(*authenticator)->enabled()) {
-    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  }
-  loop.Start();
-  Listening grpc_server = StartServer(
-      *creds, {&scheduler_service, &fleet_service, &admin_service}, metrics);
-  if (grpc_server.server == nullptr || grpc_server.port == 0) {
+    grpc::EnableDefaultHealthCheckService(true);
+    // Reflection answers anyone; with --auth every RPC but health needs a
+    // principal, so it is served in development mode only.
+    if (!(*authenticator)->enabled()) {
+      grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    }
+    loop.Start();
+    Listening grpc_server = StartServer(
+        *creds, {&scheduler_service, &fleet_service, &admin_service}, metrics);
+    if (grpc_server.server == nullptr || grpc_server.port == 0) {
+      loop.Stop();
+      return Fail(
+          absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_listen)));
+    }
+    // The file first, so whoever sees the printed lines finds it written.
+    if (const std::string path = absl::GetFlag(FLAGS_print_address_file);
+        !path.empty()) {
+      if (auto s = WriteAddressFile(path, grpc_server.port, metrics.port());
+          !s.ok()) {
+        grpc_server.server->Shutdown(std::chrono::system_clock::now());
+        loop.Stop();
+        return Fail(s.ToString());
+      }
+    }
+    PrintAddresses(data_dir, gangs, recovery, grpc_server.port, metrics.port());
+
+    const int signal = WaitForStop(signals, **authenticator, metrics);
+    std::printf("phalanxd: signal %d, shutting down\n", signal);
+    std::fflush(stdout);
+    stop_start = absl::Now();
+    mark = stop_start;
+    auto stage = [&](absl::string_view name) {
+      const absl::Time now = absl::Now();
+      absl::StrAppend(
+          &stages, stages.empty() ? "" : ", ", name, " ",
+          absl::StrFormat("%.3f", absl::ToDoubleSeconds(now - mark)));
+      mark = now;
+    };
+    hub.Shutdown();
+    stage("watch");
+    // Unary calls in flight need the loop (still running) for a few ms. The
+    // deadline bounds the wait for clients that do not poll their connection
+    // (an idle synchronous client never acks the GOAWAY ping), after which
+    // gRPC closes the remaining connections: 3 s here was pure waiting.
+    grpc_server.server->Shutdown(std::chrono::system_clock::now() +
+                                 std::chrono::milliseconds(500));
+    stage("grpc");
     loop.Stop();
-    return Fail(absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_listen)));
-  }
-  PrintAddresses(data_dir, gangs, recovery, grpc_server.port, metrics.port());
-
-  const int signal = WaitForStop(signals, **authenticator, metrics);
-  std::printf("phalanxd: signal %d, shutting down\n", signal);
-  std::fflush(stdout);
-  const absl::Time stop_start = absl::Now();
-  hub.Shutdown();
-  // Unary calls in flight need the loop (still running) for a few ms. The
-  // deadline bounds the wait for clients that do not poll their connection
-  // (an idle synchronous client never acks the GOAWAY ping), after which
-  // gRPC closes the remaining connections: 3 s here was pure waiting.
-  grpc_server.server->Shutdown(std::chrono::system_clock::now() +
-                               std::chrono::milliseconds(500));
-  loop.Stop();
-  std::printf("phalanxd: stopped in %.3f s\n",
-              absl::ToDoubleSeconds(absl::Now() - stop_start));
+    stage("loop");
+    grpc_server.server.reset();
+    stage("grpc-threads");
+    metrics.StopServing();
+    stage("metrics");
+  }  // the remaining destructors: the watch hub's threads, the store
+  const absl::Time stopped = absl::Now();
+  std::printf("phalanxd: stopped in %.3f s (%s, rest %.3f)\n",
+              absl::ToDoubleSeconds(stopped - stop_start), stages.c_str(),
+              absl::ToDoubleSeconds(stopped - mark));
   return 0;
 }
 
@@ -342,6 +412,11 @@ int main(int argc, char** argv) {
       "phalanxd [--listen ADDR] [--data-dir DIR] [--metrics-listen ADDR] "
       "[--config FILE] [--fleet FILE] [--queues FILE] [--auth FILE] "
       "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]");
+  absl::FlagsUsageConfig usage;
+  usage.version_string = [] {
+    return std::string("phalanxd " PHALANX_VERSION_STRING "\n");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   return phalanx::server::Serve();
 }

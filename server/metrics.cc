@@ -1,8 +1,16 @@
 #include "server/metrics.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "core/fleet_report.h"
@@ -91,6 +99,7 @@ class RpcInterceptorFactory
 Metrics::Metrics(const std::string& listen, const WatchHub* hub)
     : registry_(std::make_shared<prometheus::Registry>()),
       exposer_(std::make_unique<prometheus::Exposer>(listen)),
+      listen_host_(listen.substr(0, listen.rfind(':'))),
       hub_(hub),
       gangs_(BuildGauge()
                  .Name("phalanx_gangs")
@@ -203,7 +212,7 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
       .Add({{"version", PHALANX_VERSION}, {"commit", PHALANX_COMMIT}})
       .Set(1);
   // Every known label set starts at 0, so rate() sees the first increment.
-  for (int type = 0; type <= static_cast<int>(core::EventType::kBookmark);
+  for (int type = 0; type <= static_cast<int>(core::EventType::kCheckpointed);
        ++type) {
     events_.Add(
         {{"type", core::EventTypeName(static_cast<core::EventType>(type))}});
@@ -219,8 +228,41 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
 Metrics::~Metrics() = default;
 
 int Metrics::port() const {
+  if (exposer_ == nullptr) return 0;
   std::vector<int> ports = exposer_->GetListeningPorts();
   return ports.empty() ? 0 : ports.front();
+}
+
+void Metrics::StopServing() {
+  if (exposer_ == nullptr) return;
+  // civetweb's threads notice the stop only when their poll of the listening
+  // socket times out (measured here: 0.9 s of a 1 s SIGTERM) or a
+  // connection arrives; so connections are made until it has stopped.
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port()));
+  const std::string host =
+      listen_host_.empty() || listen_host_ == "0.0.0.0" || listen_host_ == "*"
+          ? "127.0.0.1"
+          : listen_host_;
+  const bool can_wake =
+      inet_pton(AF_INET, host.c_str(), &address.sin_addr) == 1;
+  std::atomic<bool> stopped{false};
+  std::thread stopper([this, &stopped] {
+    exposer_.reset();
+    stopped = true;
+  });
+  // Bounded: 200 wake-ups 5 ms apart, then the stopper is only waited for.
+  for (int i = 0; can_wake && i < 200 && !stopped; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+      (void)connect(fd, reinterpret_cast<const sockaddr*>(&address),
+                    sizeof(address));
+      close(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stopper.join();
 }
 
 void Metrics::ObserveRpc(const std::string& method, grpc::StatusCode code,

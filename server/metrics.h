@@ -33,8 +33,11 @@ class Metrics : public BatchObserver, public DenialCounter {
   Metrics(const std::string& listen, const WatchHub* hub);
   ~Metrics() override;
 
-  // The port /metrics is served on.
+  // The port /metrics is served on (0 once stopped).
   int port() const;
+  // Stops serving /metrics (joins the HTTP server's threads); idempotent.
+  // The daemon calls it at shutdown so the time it takes is measured.
+  void StopServing();
   // Records one finished RPC.
   void ObserveRpc(const std::string& method, grpc::StatusCode code,
                   absl::Duration latency);
@@ -68,6 +71,7 @@ class Metrics : public BatchObserver, public DenialCounter {
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::string listen_host_;  // of `listen`, for StopServing's wake-ups
   const WatchHub* hub_;
   absl::Time last_refresh_ = absl::InfinitePast();
 

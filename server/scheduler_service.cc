@@ -2,7 +2,9 @@
 
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
 #include "proto/convert.h"
@@ -25,6 +27,48 @@ absl::StatusOr<std::set<core::GangState>> StatesFilter(
     states.insert(state);
   }
   return states;
+}
+
+// A stable fingerprint (FNV-1a) of a listing's filter: a page token is only
+// good for the filter it was made with.
+uint64_t FilterFingerprint(const std::string& queue,
+                           const std::set<core::GangState>& states) {
+  uint64_t hash = 14695981039346656037ull;
+  auto mix = [&hash](unsigned char c) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  };
+  for (unsigned char c : queue) mix(c);
+  mix(0);
+  for (core::GangState state : states) mix(static_cast<unsigned char>(state));
+  return hash;
+}
+
+// A ListGangs page token: "<revision>.<filter fingerprint, hex>.<last id>".
+struct PageToken {
+  int64_t revision = 0;
+  uint64_t filter = 0;
+  std::string after;
+};
+
+std::string EncodeToken(const PageToken& token) {
+  return absl::StrCat(token.revision, ".", absl::Hex(token.filter), ".",
+                      token.after);
+}
+
+absl::StatusOr<PageToken> DecodeToken(absl::string_view text) {
+  const absl::Status bad = absl::InvalidArgumentError(
+      "page_token: not a token of ListGangs; pass next_page_token as it "
+      "came");
+  std::vector<absl::string_view> parts =
+      absl::StrSplit(text, absl::MaxSplits('.', 2));
+  PageToken token;
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &token.revision) ||
+      !absl::SimpleHexAtoi(parts[1], &token.filter) || parts[2].empty()) {
+    return bad;
+  }
+  token.after = std::string(parts[2]);
+  return token;
 }
 
 absl::StatusOr<core::GangReport> ReportFromProto(
@@ -179,18 +223,46 @@ grpc::ServerUnaryReactor* SchedulerService::ListGangs(
   }
   auto states = StatesFilter(*request);
   if (!states.ok()) return FinishNow(context, states.status());
-  if (request->page_size() < 0) {
-    return FinishNow(context,
-                     absl::InvalidArgumentError("page_size: must be >= 0"));
+  if (request->page_size() < 0 || request->page_size() > kMaxPageSize) {
+    return FinishNow(context, absl::InvalidArgumentError(absl::StrCat(
+                                  "page_size: must be in 0..", kMaxPageSize,
+                                  " (0 = ", kDefaultPageSize, "), not ",
+                                  request->page_size())));
   }
-  const int limit = request->page_size() == 0
-                        ? kDefaultPageSize
-                        : std::min(request->page_size(), kMaxPageSize);
-  std::shared_ptr<const View> view = loop_->view();
+  const int limit =
+      request->page_size() == 0 ? kDefaultPageSize : request->page_size();
   const std::string& queue = request->queue();
+  const uint64_t filter = FilterFingerprint(queue, *states);
+  // Later pages read the first page's view, pinned by its token.
+  std::shared_ptr<const View> view;
+  std::string after;
+  if (request->page_token().empty()) {
+    view = loop_->view();
+  } else {
+    auto token = DecodeToken(request->page_token());
+    if (!token.ok()) return FinishNow(context, token.status());
+    if (token->filter != filter) {
+      return FinishNow(context,
+                       absl::InvalidArgumentError(
+                           "page_token: made for another queue or states "
+                           "filter; pass the first page's filter"));
+    }
+    view = listings_.Find(token->revision, absl::Now());
+    if (view == nullptr) {
+      return FinishNow(
+          context,
+          absl::AbortedError(absl::StrCat(
+              "page_token: the listing at revision ", token->revision,
+              " is no longer kept (idle over ",
+              absl::FormatDuration(ListingViews::kIdle),
+              ", too many listings at once, or a restart); list again from "
+              "the first page")));
+    }
+    after = std::move(token->after);
+  }
   const bool scoped = caller->ScopedTo(Access::kGangRead);
-  std::vector<core::GangPtr> gangs = view->gangs.List(
-      request->page_token(), limit + 1, [&](const core::Gang& gang) {
+  std::vector<core::GangPtr> gangs =
+      view->gangs.List(after, limit + 1, [&](const core::Gang& gang) {
         return (queue.empty() || gang.spec.queue.value() == queue) &&
                (states->empty() || states->contains(gang.state)) &&
                (!scoped ||
@@ -199,7 +271,9 @@ grpc::ServerUnaryReactor* SchedulerService::ListGangs(
       });
   if (static_cast<int>(gangs.size()) > limit) {
     gangs.resize(limit);
-    response->set_next_page_token(gangs.back()->id.value());
+    response->set_next_page_token(
+        EncodeToken({view->revision, filter, gangs.back()->id.value()}));
+    listings_.Pin(view, absl::Now());
   }
   for (const core::GangPtr& gang : gangs) {
     convert::ToProto(*gang, response->add_gangs());
@@ -251,6 +325,34 @@ grpc::ServerUnaryReactor* SchedulerService::ReportGang(
       /*mutates=*/true,
       GangResponder(std::make_shared<core::GangId>(request->gang_id()),
                     response));
+}
+
+grpc::ServerUnaryReactor* SchedulerService::RenewGangLease(
+    grpc::CallbackServerContext* context,
+    const v1::RenewGangLeaseRequest* request,
+    v1::RenewGangLeaseResponse* response) {
+  auto caller =
+      gate_->Admit(*context, rpc::kRenewGangLease, request->gang_id());
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  if (auto s = CheckId(*loop_, request->gang_id(), "gang_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  auto gang = VisibleGang(*caller, rpc::kRenewGangLease, request->gang_id());
+  if (!gang.ok()) return FinishNow(context, gang.status());
+  return RunOnLoop(
+      *loop_, context,
+      AuditedIfNotOwner(
+          *caller, rpc::kRenewGangLease, **gang,
+          [id = core::GangId(request->gang_id()), response](
+              core::Scheduler& s, absl::Time now) -> absl::Status {
+            ASSIGN_OR_RETURN(core::GangPtr renewed, s.RenewLease(id, now));
+            convert::ToProto(*renewed->lease_expire_time,
+                             response->mutable_lease_expire_time());
+            return absl::OkStatus();
+          }),
+      /*mutates=*/true, [response](const core::Scheduler& s) {
+        response->set_revision(s.revision());
+      });
 }
 
 grpc::ServerUnaryReactor* SchedulerService::ExplainGang(

@@ -2,12 +2,14 @@
 // Handlers validate and convert, then either read the loop's published view
 // (GetGang, ListGangs) or run a command on the loop. WatchGangs is served raw
 // (serialized bytes), so the watch hub serializes each event once for all
-// streams; the wire format is the same. Holds no domain state; thread-safe.
+// streams; the wire format is the same. Holds no domain state (only the views
+// that multi-page ListGangs listings pin); thread-safe.
 #ifndef PHALANX_SERVER_SCHEDULER_SERVICE_H_
 #define PHALANX_SERVER_SCHEDULER_SERVICE_H_
 
 #include "phalanx/v1/scheduler.grpc.pb.h"
 #include "server/gate.h"
+#include "server/listing_views.h"
 #include "server/rpc.h"
 #include "server/scheduler_loop.h"
 #include "server/watch_hub.h"
@@ -42,6 +44,10 @@ class SchedulerService final
       grpc::CallbackServerContext* context,
       const v1::ReportGangRequest* request,
       v1::ReportGangResponse* response) override;
+  grpc::ServerUnaryReactor* RenewGangLease(
+      grpc::CallbackServerContext* context,
+      const v1::RenewGangLeaseRequest* request,
+      v1::RenewGangLeaseResponse* response) override;
   grpc::ServerUnaryReactor* ExplainGang(
       grpc::CallbackServerContext* context,
       const v1::ExplainGangRequest* request,
@@ -76,6 +82,8 @@ class SchedulerService final
   SchedulerLoop* loop_;
   WatchHub* hub_;
   Gate* gate_;
+  // Views pinned by multi-page listings (ListGangs page tokens).
+  ListingViews listings_;
 };
 
 }  // namespace phalanx::server

@@ -104,7 +104,8 @@ TEST(CtlTest, YamlWideAndAFutureRevision) {
   EXPECT_EQ(wide.exit_code, 0) << wide.output;
   EXPECT_THAT(wide.output, ContainsRegex("ATTEMPTS +NODES +REASON"));
   EXPECT_THAT(wide.output, ContainsRegex("node-[0-9]+,node-[0-9]+"));
-  EXPECT_THAT(Ctl(server, "-o wide nodes list").output, HasSubstr("ADDRESS"));
+  EXPECT_THAT(Ctl(server, "-o wide nodes list").output,
+              ContainsRegex("USED/GPUS +CPU +MEMORY +STATE"));
 
   CtlResult future = Ctl(server, "watch --after-revision 999999");
   EXPECT_EQ(future.exit_code, 2) << future.output;
@@ -460,6 +461,43 @@ TEST(CtlTest, PriorityClassesAndTheQueuesMaxPriority) {
                           "--priority-class nope");
   EXPECT_EQ(unknown.exit_code, 1) << unknown.output;
   EXPECT_THAT(unknown.output, HasSubstr("priority_class"));
+}
+
+}  // namespace
+}  // namespace phalanx::testing
+
+namespace phalanx::testing {
+namespace {
+
+TEST(CtlTest, VersionQueuesSetAndNodeAddresses) {
+  FILE* pipe = popen(PHALANXCTL_PATH " --version", "r");
+  ASSERT_NE(pipe, nullptr);
+  char buffer[256] = {};
+  const size_t n = fread(buffer, 1, sizeof(buffer) - 1, pipe);
+  EXPECT_EQ(pclose(pipe), 0);
+  EXPECT_THAT(std::string(buffer, n), ::testing::StartsWith("phalanxctl 0."));
+
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  CtlResult held = Ctl(server, "-o json queues set a --held");
+  EXPECT_EQ(held.exit_code, 0) << held.output;
+  EXPECT_THAT(held.output, HasSubstr("\"held\": true"));
+  EXPECT_THAT(held.output, HasSubstr("\"weight\": 1"));  // untouched
+  CtlResult weight = Ctl(server, "-o json queues set a --no-held --weight 4");
+  EXPECT_EQ(weight.exit_code, 0) << weight.output;
+  EXPECT_THAT(weight.output, HasSubstr("\"weight\": 4"));
+  EXPECT_THAT(weight.output, ::testing::Not(HasSubstr("\"held\": true")));
+  CtlResult nothing = Ctl(server, "queues set a");
+  EXPECT_EQ(nothing.exit_code, 2) << nothing.output;
+  CtlResult missing = Ctl(server, "queues set nope --held");
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("NOT_FOUND"));
+
+  CtlResult nodes = Ctl(server, "nodes list");
+  EXPECT_EQ(nodes.exit_code, 0) << nodes.output;
+  EXPECT_THAT(nodes.output, HasSubstr("ADDRESS"));
+  EXPECT_THAT(nodes.output, HasSubstr("node-000  node-000"));
 }
 
 }  // namespace

@@ -202,7 +202,11 @@ def test_readme_example_runs(daemon, tmp_path):
     assert blocks, "README.md has a python block"
     script = tmp_path / "launcher.py"
     script.write_text(blocks[0])
-    env = dict(os.environ, PHALANX_SERVER=daemon.address, PHALANX_QUEUE="a")
+    # It runs in tmp_path: make PYTHONPATH absolute.
+    path = os.pathsep.join(os.path.abspath(p) for p in os.environ.get(
+        "PYTHONPATH", "").split(os.pathsep) if p)
+    env = dict(os.environ, PHALANX_SERVER=daemon.address, PHALANX_QUEUE="a",
+               PYTHONPATH=path)
     result = subprocess.run([sys.executable, str(script)], env=env,
                             cwd=tmp_path, capture_output=True, text=True,
                             timeout=120)
