@@ -374,6 +374,9 @@ class Launcher {
       return ExitCodeFor(status);
     }
     gang_ = response.gang();
+    // The lease to keep: --lease, or the one of a spec given with -f.
+    const google::protobuf::Duration& lease = gang_.spec().lease_duration();
+    lease_ = absl::Seconds(lease.seconds()) + absl::Nanoseconds(lease.nanos());
     Note(absl::StrCat("submitted ", SafeText(gang_.id()), " (",
                       StateName(gang_.state()), ")"));
     watcher_ =

@@ -32,8 +32,8 @@ using ::testing::HasSubstr;
 
 // Records the launcher's variables (and FAKE_SSH_HOST, set by fake_ssh.sh)
 // in OUT/rank-R.env and the hostfile in OUT/hostfile-R; then exits 0
-// ("ok"), exits 3 on rank 1 ("fail"), or waits for SIGTERM and records it
-// in OUT/term-R ("sleep").
+// ("ok"), exits 0 after 3 s ("nap"), exits 3 on rank 1 ("fail"), or waits for
+// SIGTERM and records it in OUT/term-R ("sleep").
 constexpr char kFakeTorchrun[] = R"(#!/bin/sh
 out="$1"; mode="$2"
 env | grep -E '^(PHALANX_|MASTER_|NNODES=|NODE_RANK=|NPROC_PER_NODE=|CUDA_VISIBLE_DEVICES=|FAKE_SSH_HOST=)' | sort > "$out/rank-$NODE_RANK.tmp"
@@ -41,6 +41,7 @@ cp "$PHALANX_HOSTFILE" "$out/hostfile-$NODE_RANK"
 mv "$out/rank-$NODE_RANK.tmp" "$out/rank-$NODE_RANK.env"
 case "$mode" in
   ok) exit 0 ;;
+  nap) sleep 3; exit 0 ;;
   fail) if [ "$NODE_RANK" = 1 ]; then exit 3; fi; exit 0 ;;
   sleep) trap 'echo term > "$out/term-$NODE_RANK"; exit 0' TERM
          sleep 120 & wait $! ;;
@@ -274,6 +275,16 @@ TEST_F(CtlRunTest, ExecTemplateStartsEachRankOnItsHost) {
   const v1::Gang gang = Admitted(GangId());
   ASSERT_EQ(gang.placement_size(), 2);
   ExpectEnvironment(gang, /*ssh=*/true);
+}
+
+TEST_F(CtlRunTest, TheLeaseIsRenewedWhileTheRanksRun) {
+  // A 1 s lease outlived three times over: only renewals keep the gang.
+  Start({"run", "--exec", "local", "--lease", "1s", "--queue", "a", "--pods",
+         "1", "--gpus", "8", "--", "/bin/sh", torchrun_, out_.string(), "nap"});
+  EXPECT_EQ(Finish(), 0) << ReadFile(log_);
+  const v1::Gang gang = GetOk(*scheduler_, GangId());
+  EXPECT_EQ(gang.state(), v1::GANG_STATE_SUCCEEDED) << gang.reason();
+  EXPECT_EQ(gang.spec().lease_duration().seconds(), 1);
 }
 
 TEST_F(CtlRunTest, AFailingRankFailsTheGangWithItsExitCode) {
