@@ -3,12 +3,15 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -23,6 +26,9 @@
 namespace phalanx::ctl {
 namespace {
 
+// max_args of a command that takes any number of arguments.
+constexpr int kManyArgs = 1 << 20;
+
 std::vector<FlagDef> SpecFlags() {
   return {
       {"file", 'f', "FILE", "GangSpec as proto3 JSON (\"-\" = stdin)"},
@@ -30,7 +36,14 @@ std::vector<FlagDef> SpecFlags() {
       {"pods", 0, "N", "number of pods (one pod set)"},
       {"gpus", 0, "G", "GPUs per pod"},
       {"level", 0, "L", "topology level, e.g. rack (default mode: required)"},
-      {"mode", 0, "MODE", "required|preferred|unconstrained"},
+      {"mode",
+       0,
+       "MODE",
+       "topology mode",
+       false,
+       false,
+       "",
+       {"required", "preferred", "unconstrained"}},
       {"priority", 0, "P", "higher is admitted first (default 0)"},
       {"priority-class", 0, "NAME",
        "a priority class of the config instead of --priority"},
@@ -44,6 +57,25 @@ std::vector<FlagDef> SpecFlags() {
   };
 }
 
+// Flags of run: the spec's, then how the ranks start.
+std::vector<FlagDef> RunFlags() {
+  std::vector<FlagDef> flags = SpecFlags();
+  flags.push_back({"exec", 0, "TEMPLATE",
+                   "starts a rank: a command line with {host}, {node}, "
+                   "{rank} (default \"ssh -o BatchMode=yes {host}\"), or "
+                   "local"});
+  flags.push_back(
+      {"master-port", 0, "P", "MASTER_PORT of every rank (default 29500)"});
+  flags.push_back(
+      {"lease", 0, "DUR", "lease_duration of the gang; renewed every DUR/3"});
+  flags.push_back({"requeue", 0, "",
+                   "after a preemption, wait for re-admission and start "
+                   "again (default: exit 75)"});
+  flags.push_back({"hostfile", 0, "FILE",
+                   "write the hostfile here (default: a temporary file)"});
+  return flags;
+}
+
 FlagDef ReasonFlag() { return {"reason", 0, "R", "why (kept by the server)"}; }
 
 std::vector<CommandDef> BuildCommandTable() {
@@ -53,6 +85,12 @@ std::vector<CommandDef> BuildCommandTable() {
   return {
       {"submit", "submit (-f SPEC.json | --queue Q --pods N --gpus G [flags])",
        "submit a gang", 0, 0, SpecFlags()},
+      {"run",
+       "run (-f SPEC.json | --queue Q --pods N --gpus G [flags]) "
+       "[--exec TEMPLATE|local] [--master-port P] [--lease DUR] [--requeue] "
+       "-- COMMAND [ARG]...",
+       "submit a gang, run COMMAND once per pod, report how it ends", 1,
+       kManyArgs, RunFlags()},
       {"get", "get ID", "show a gang and its placement", 1, 1, {}},
       {"list",
        "list [--queue Q] [--state S1,S2] [--limit N]",
@@ -73,7 +111,9 @@ std::vector<CommandDef> BuildCommandTable() {
        "stream gang events until Ctrl-C or the stream ends",
        0,
        0,
-       {{"after", 0, "REV", "replay events after this revision"},
+       {{"after", 0, "REV",
+         "replay events after this revision (not one in the future)", false,
+         false, "after-revision"},
         {"queue", 0, "Q", "only gangs of this queue", true},
         {"gang", 0, "ID", "only this gang", true}}},
       {"report",
@@ -82,7 +122,14 @@ std::vector<CommandDef> BuildCommandTable() {
        "report a gang's progress (launchers)",
        1,
        1,
-       {{"state", 0, "STATE", "running|succeeded|failed"},
+       {{"state",
+         0,
+         "STATE",
+         "the gang's new state",
+         false,
+         false,
+         "",
+         {"running", "succeeded", "failed"}},
         {"checkpoint", 0, "TIME", "last checkpoint: now or RFC3339"},
         {"ack-preemption", 0, "", "the preempted pods have stopped"},
         {"message", 0, "M", "free-form message"}}},
@@ -207,7 +254,14 @@ const std::vector<FlagDef>& GlobalFlags() {
   static const auto* flags = new std::vector<FlagDef>{
       {"server", 0, "HOST:PORT",
        "daemon address (default $PHALANX_SERVER, else 127.0.0.1:50051)"},
-      {"output", 'o', "table|json", "output format (default table)"},
+      {"output",
+       'o',
+       "FORMAT",
+       "output format (default table)",
+       false,
+       false,
+       "",
+       {"table", "json", "yaml", "wide"}},
       {"timeout", 0, "SECONDS",
        "deadline of each call (default 10; not watch)"},
       {"token", 0, "TOKEN",
@@ -229,17 +283,6 @@ const std::vector<FlagDef>& GlobalFlags() {
       {"help", 'h', "", "show help"},
   };
   return *flags;
-}
-
-// Returns the flag of `flags` named `name` (long) or `short_name`, or null.
-const FlagDef* FindFlag(const std::vector<FlagDef>& flags,
-                        absl::string_view name, char short_name) {
-  for (const FlagDef& flag : flags) {
-    if (short_name != 0 ? flag.short_name == short_name : flag.name == name) {
-      return &flag;
-    }
-  }
-  return nullptr;
 }
 
 absl::StatusOr<bool> ParseBool(absl::string_view text) {
@@ -311,14 +354,6 @@ absl::string_view HostOf(absl::string_view address) {
   return address.substr(0, colon);
 }
 
-// True when some command's path starts with the words `prefix` and more.
-bool IsGroupPrefix(absl::string_view prefix) {
-  for (const CommandDef& command : CommandTable()) {
-    if (absl::StartsWith(command.path, absl::StrCat(prefix, " "))) return true;
-  }
-  return false;
-}
-
 // Subcommands of the group `prefix`, e.g. "list, upsert, ...".
 std::string Subcommands(absl::string_view prefix) {
   std::vector<std::string> names;
@@ -331,122 +366,298 @@ std::string Subcommands(absl::string_view prefix) {
   return absl::StrJoin(names, ", ");
 }
 
-// A flag token split into its parts: "--name=value", "-o json", "-ojson".
-struct FlagToken {
-  std::string name;  // long name, empty for a short flag
-  char short_name = 0;
-  bool has_value = false;
-  std::string value;
-};
-
-FlagToken SplitFlagToken(absl::string_view token) {
-  FlagToken out;
-  if (absl::StartsWith(token, "--")) {
-    token.remove_prefix(2);
-    const size_t eq = token.find('=');
-    out.name = std::string(token.substr(0, eq));
-    if (eq != absl::string_view::npos) {
-      out.has_value = true;
-      out.value = std::string(token.substr(eq + 1));
+// argv as CLI11 reads it, up to "--" (what follows is positional, kept
+// apart: CLI11 would hand it back to a parent command's flags). CLI11 takes
+// neither "-o=json" nor an empty inline value ("--token="), both of which
+// phalanxctl accepts: each becomes two tokens.
+std::vector<std::string> NormalizeArgv(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  for (const std::string& token : argv) {
+    if (token == "--") break;
+    if (token.size() > 2 && token[0] == '-' && token[1] != '-' &&
+        token[2] == '=') {
+      out.push_back(token.substr(0, 2));
+      out.push_back(token.substr(3));
+    } else if (absl::StartsWith(token, "--") && token.size() > 3 &&
+               token.find('=') == token.size() - 1) {
+      out.push_back(token.substr(0, token.size() - 1));
+      out.emplace_back();
+    } else {
+      out.push_back(token);
     }
-    return out;
   }
-  out.short_name = token[1];
-  absl::string_view rest = token.substr(2);
-  absl::ConsumePrefix(&rest, "=");
-  out.has_value = !rest.empty();
-  out.value = std::string(rest);
   return out;
 }
 
-std::string FlagDisplay(const FlagToken& token) {
-  return token.short_name != 0
-             ? absl::StrCat("-", std::string(1, token.short_name))
-             : absl::StrCat("--", token.name);
+// What follows the first "--" of argv.
+std::vector<std::string> AfterDoubleDash(const std::vector<std::string>& argv) {
+  auto it = std::find(argv.begin(), argv.end(), "--");
+  return it == argv.end() ? std::vector<std::string>()
+                          : std::vector<std::string>(it + 1, argv.end());
 }
 
-// Walks argv once, left to right.
+bool IsSwitch(const FlagDef& flag) { return flag.value.empty(); }
+
+// "--output, -o" as CLI11 names it: "-o,--output,--alias".
+std::string CliNames(const FlagDef& flag) {
+  std::string names = absl::StrCat("--", flag.name);
+  if (flag.short_name != 0) {
+    names = absl::StrCat("-", std::string(1, flag.short_name), ",", names);
+  }
+  if (!flag.alias.empty()) absl::StrAppend(&names, ",--", flag.alias);
+  return names;
+}
+
+// The check of an enum flag: one of its choices, in any case.
+CLI::Validator ChoiceValidator(const FlagDef& flag) {
+  std::vector<std::string> choices(flag.choices.begin(), flag.choices.end());
+  // "a, b or c", as the other flag errors phrase it.
+  std::string list = choices.back();
+  if (choices.size() > 1) {
+    list = absl::StrCat(absl::StrJoin(choices.begin(), choices.end() - 1, ", "),
+                        " or ", list);
+  }
+  return CLI::Validator(
+      [choices, list](std::string& value) -> std::string {
+        for (const std::string& choice : choices) {
+          if (absl::EqualsIgnoreCase(choice, value)) {
+            value = choice;
+            return "";
+          }
+        }
+        return absl::StrFormat("want %s, got \"%s\"", list, SafeCell(value));
+      },
+      absl::StrJoin(choices, "|"));
+}
+
+// Declares `flag` on `app`. Every value is kept, in order (the parser below
+// decides what a repeat means); a switch without "=VALUE" reads "true".
+CLI::Option* Declare(CLI::App* app, const FlagDef& flag) {
+  CLI::Option* option =
+      IsSwitch(flag) ? app->add_flag(absl::StrCat(CliNames(flag), "{true}"))
+                     : app->add_option(CliNames(flag))
+                           ->expected(1)
+                           ->type_name(std::string(flag.value));
+  option->description(std::string(flag.help));
+  option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  if (!flag.choices.empty()) option->check(ChoiceValidator(flag));
+  return option;
+}
+
+// Parses argv with CLI11: the command table becomes a tree of subcommands
+// ("nodes" → "cordon"), each flag of the table one CLI11 option, the global
+// flags options of the root that every subcommand lets fall through (so they
+// go anywhere). CLI11 finds the command, splits flags from values and checks
+// the enum flags; this class turns what it found into an Invocation and
+// phrases the usage errors.
 class Parser {
  public:
   Parser(const std::vector<std::string>& argv, const Environment& env)
-      : argv_(argv), env_token_(env.token) {
+      : argv_(NormalizeArgv(argv)),
+        after_dash_(AfterDoubleDash(argv)),
+        env_token_(env.token) {
     if (!env.server.empty()) inv_.global.connection.server = env.server;
   }
 
   Invocation Run() && {
-    absl::Status status;
-    while (status.ok() && pos_ < argv_.size()) status = Step();
-    if (status.ok()) status = Finish();
-    inv_.error = status;
+    inv_.error = Parse();
     return std::move(inv_);
   }
 
  private:
-  absl::Status Step() {
-    const std::string& token = argv_[pos_++];
-    if (only_positional_ || token.size() < 2 || token[0] != '-') {
-      return AddPositional(token);
+  struct Bound {
+    const FlagDef* def;
+    CLI::Option* option;
+  };
+  struct Leaf {
+    const CommandDef* command;
+    CLI::Option* args;
+    std::vector<Bound> flags;
+  };
+
+  void DeclareAll() {
+    root_.set_help_flag();  // -h/--help is one of GlobalFlags()
+    root_.allow_extras();   // unknown tokens are phrased below
+    for (const FlagDef& flag : GlobalFlags()) {
+      globals_.push_back({&flag, Declare(&root_, flag)});
     }
-    if (token == "--") {
-      only_positional_ = true;
-      return absl::OkStatus();
+    std::map<std::string, CLI::App*> apps;  // by path prefix
+    for (const CommandDef& command : CommandTable()) {
+      CLI::App* app = &root_;
+      std::string path;
+      for (absl::string_view word : absl::StrSplit(command.path, ' ')) {
+        path = path.empty() ? std::string(word) : absl::StrCat(path, " ", word);
+        CLI::App*& sub = apps[path];
+        if (sub == nullptr) {
+          sub = app->add_subcommand(std::string(word),
+                                    std::string(command.summary));
+          sub->fallthrough();
+          sub->allow_extras();
+          groups_[sub] = path;
+        }
+        app = sub;
+      }
+      Leaf& leaf = leaves_[app];
+      leaf.command = &command;
+      leaf.args = app->add_option("args")
+                      ->expected(1, 1 << 20)
+                      ->allow_extra_args()
+                      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      for (const FlagDef& flag : command.flags) {
+        leaf.flags.push_back({&flag, Declare(app, flag)});
+      }
     }
-    return AddFlag(SplitFlagToken(token));
   }
 
-  absl::Status AddPositional(const std::string& token) {
-    if (inv_.command != nullptr) {
-      inv_.args.push_back(token);
-      return absl::OkStatus();
+  absl::Status Parse() {
+    DeclareAll();
+    std::vector<std::string> reversed(argv_.rbegin(), argv_.rend());
+    std::string parse_error;
+    try {
+      root_.parse(reversed);
+    } catch (const CLI::ParseError& error) {
+      parse_error = PhraseParseError(error);
     }
-    words_.push_back(token);
-    const std::string path = absl::StrJoin(words_, " ");
-    inv_.command = FindCommand(path);
-    if (inv_.command != nullptr || IsGroupPrefix(path)) return absl::OkStatus();
+    const Leaf* leaf = FindLeaf();
+    if (leaf != nullptr) inv_.command = leaf->command;
+    for (const Bound& bound : globals_) {
+      if (bound.def->name == "help" && bound.option->count() > 0) {
+        absl::StatusOr<bool> on = ParseBool(bound.option->results().back());
+        inv_.help = on.ok() && *on;
+      }
+    }
+    if (inv_.help) return absl::OkStatus();
+    if (!parse_error.empty()) return absl::InvalidArgumentError(parse_error);
+    if (absl::Status status = CheckExtras(); !status.ok()) return status;
+    if (leaf == nullptr) {
+      if (words_.empty()) return absl::InvalidArgumentError("missing command");
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "\"%s\" needs a subcommand: %s", words_, Subcommands(words_)));
+    }
+    inv_.args = leaf->args->results();
+    inv_.args.insert(inv_.args.end(), after_dash_.begin(), after_dash_.end());
+    for (const Bound& bound : globals_) {
+      for (const std::string& value : bound.option->results()) {
+        absl::StatusOr<std::string> checked = SwitchValue(*bound.def, value);
+        if (!checked.ok()) return checked.status();
+        if (absl::Status status = SetGlobal(*bound.def, *checked);
+            !status.ok()) {
+          return status;
+        }
+      }
+    }
+    for (const Bound& bound : leaf->flags) {
+      if (absl::Status status = SetCommandFlag(bound); !status.ok()) {
+        return status;
+      }
+    }
+    if (absl::Status status = CheckArgCount(); !status.ok()) return status;
+    for (const FlagDef& flag : inv_.command->flags) {
+      if (flag.required && !inv_.flags.Has(flag.name)) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("flag --%s is required", flag.name));
+      }
+    }
+    return FinishConnection();
+  }
+
+  // The deepest command CLI11 entered; sets words_ to its path.
+  const Leaf* FindLeaf() {
+    const CLI::App* app = &root_;
+    while (true) {
+      std::vector<const CLI::App*> parsed = app->get_subcommands(
+          [](const CLI::App* sub) { return sub->parsed(); });
+      if (parsed.empty()) break;
+      app = parsed.front();
+    }
+    auto group = groups_.find(app);
+    if (group != groups_.end()) words_ = group->second;
+    auto leaf = leaves_.find(app);
+    return leaf == leaves_.end() ? nullptr : &leaf->second;
+  }
+
+  // The flag declared under `name` ("--queue", "-o"), or null.
+  const FlagDef* FlagByCliName(absl::string_view name) const {
+    std::vector<const std::vector<Bound>*> scopes;
+    for (const auto& [app, leaf] : leaves_) scopes.push_back(&leaf.flags);
+    scopes.push_back(&globals_);
+    for (const std::vector<Bound>* scope : scopes) {
+      for (const Bound& bound : *scope) {
+        if (bound.option->check_name(std::string(name))) return bound.def;
+      }
+    }
+    return nullptr;
+  }
+
+  std::string PhraseParseError(const CLI::ParseError& error) const {
+    const std::string what = error.what();
+    if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr) {
+      const FlagDef* def = FlagByCliName(what.substr(0, what.find(':')));
+      if (def != nullptr) {
+        return absl::StrFormat("flag --%s needs a value (%s)", def->name,
+                               def->value);
+      }
+    }
+    return SafeCell(what);
+  }
+
+  // Unknown flags, and words that name no command.
+  absl::Status CheckExtras() {
+    const std::vector<std::string> extras = root_.remaining(true);
+    for (const std::string& extra : extras) {
+      if (extra.size() < 2 || extra[0] != '-') continue;
+      const std::string display = extra.substr(0, extra.find('='));
+      if (inv_.command == nullptr || BeforeCommand(extra)) {
+        inv_.command = nullptr;
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "unknown flag %s (command flags go after the command)", display));
+      }
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "unknown flag %s for \"%s\"", display, inv_.command->path));
+    }
+    if (extras.empty()) return absl::OkStatus();
+    inv_.command = nullptr;
+    const std::string path =
+        words_.empty() ? extras.front() : absl::StrCat(words_, " ", extras[0]);
     return absl::InvalidArgumentError(
         absl::StrFormat("unknown command \"%s\"", path));
   }
 
-  absl::Status AddFlag(FlagToken token) {
-    const FlagDef* def = FindFlag(GlobalFlags(), token.name, token.short_name);
-    const bool global = def != nullptr;
-    if (!global && inv_.command != nullptr) {
-      def = FindFlag(inv_.command->flags, token.name, token.short_name);
+  // Whether `token` comes before the command's first word on the line.
+  bool BeforeCommand(absl::string_view token) const {
+    const absl::string_view first =
+        inv_.command->path.substr(0, inv_.command->path.find(' '));
+    for (const std::string& arg : argv_) {
+      if (arg == token) return true;
+      if (arg == first) return false;
     }
-    if (def == nullptr) return UnknownFlag(token);
-    absl::StatusOr<std::string> value = TakeValue(*def, token);
-    if (!value.ok()) return value.status();
-    return global ? SetGlobal(*def, *value) : SetCommandFlag(*def, *value);
+    return false;
   }
 
-  absl::Status UnknownFlag(const FlagToken& token) const {
-    if (inv_.command == nullptr) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "unknown flag %s (command flags go after the command)",
-          FlagDisplay(token)));
-    }
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "unknown flag %s for \"%s\"", FlagDisplay(token), inv_.command->path));
-  }
-
-  // The flag's value: inline, the next token, or "true"/"false" for a switch.
-  absl::StatusOr<std::string> TakeValue(const FlagDef& def,
-                                        const FlagToken& token) {
-    if (def.value.empty()) {
-      if (!token.has_value) return std::string("true");
-      absl::StatusOr<bool> on = ParseBool(token.value);
-      if (!on.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", def.name, ": ", on.status().message()));
-      }
-      return std::string(*on ? "true" : "false");
-    }
-    if (token.has_value) return token.value;
-    if (pos_ >= argv_.size()) {
+  // A switch's value as "true"/"false"; any other flag's as given.
+  static absl::StatusOr<std::string> SwitchValue(const FlagDef& def,
+                                                 const std::string& value) {
+    if (!IsSwitch(def)) return value;
+    absl::StatusOr<bool> on = ParseBool(value);
+    if (!on.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrFormat("flag --%s needs a value (%s)", def.name, def.value));
+          absl::StrCat("--", def.name, ": ", on.status().message()));
     }
-    return argv_[pos_++];
+    return std::string(*on ? "true" : "false");
+  }
+
+  absl::Status SetCommandFlag(const Bound& bound) {
+    const std::vector<std::string>& values = bound.option->results();
+    if (!bound.def->repeated && values.size() > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("flag --%s given more than once", bound.def->name));
+    }
+    for (const std::string& value : values) {
+      absl::StatusOr<std::string> checked = SwitchValue(*bound.def, value);
+      if (!checked.ok()) return checked.status();
+      inv_.flags.Add(bound.def->name, *checked);
+    }
+    return absl::OkStatus();
   }
 
   absl::Status SetGlobal(const FlagDef& def, const std::string& value) {
@@ -456,12 +667,11 @@ class Parser {
       if (value.empty()) return absl::InvalidArgumentError("--server is empty");
       inv_.global.connection.server = value;
     } else if (def.name == "output") {
-      if (value != "table" && value != "json") {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("-o: want table or json, got \"%s\"", value));
-      }
-      inv_.global.output =
-          value == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+      const std::string format = absl::AsciiStrToLower(value);
+      inv_.global.output = format == "json"   ? OutputFormat::kJson
+                           : format == "yaml" ? OutputFormat::kYaml
+                           : format == "wide" ? OutputFormat::kWide
+                                              : OutputFormat::kTable;
     } else if (def.name == "timeout") {
       absl::StatusOr<absl::Duration> timeout = ParseTimeout(value);
       if (!timeout.ok()) return timeout.status();
@@ -550,40 +760,16 @@ class Parser {
     return absl::OkStatus();
   }
 
-  absl::Status SetCommandFlag(const FlagDef& def, const std::string& value) {
-    if (!def.repeated && inv_.flags.Has(def.name)) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("flag --%s given more than once", def.name));
-    }
-    inv_.flags.Add(def.name, value);
-    return absl::OkStatus();
-  }
-
-  // Checks what can only be checked once every token is read.
-  absl::Status Finish() {
-    if (inv_.help) return absl::OkStatus();
-    if (inv_.command == nullptr) {
-      if (words_.empty()) return absl::InvalidArgumentError("missing command");
-      const std::string group = absl::StrJoin(words_, " ");
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "\"%s\" needs a subcommand: %s", group, Subcommands(group)));
-    }
-    if (absl::Status status = CheckArgCount(); !status.ok()) return status;
-    for (const FlagDef& flag : inv_.command->flags) {
-      if (flag.required && !inv_.flags.Has(flag.name)) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("flag --%s is required", flag.name));
-      }
-    }
-    return FinishConnection();
-  }
-
   absl::Status CheckArgCount() const {
     const CommandDef& command = *inv_.command;
     const int given = static_cast<int>(inv_.args.size());
     if (given > command.max_args && command.max_args == 0) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "\"%s\" takes no arguments, got \"%s\"", command.path, inv_.args[0]));
+    }
+    if (command.max_args == kManyArgs && given < command.min_args) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("\"%s\" needs a COMMAND (after --)", command.path));
     }
     if (given < command.min_args || given > command.max_args) {
       return absl::InvalidArgumentError(
@@ -593,12 +779,15 @@ class Parser {
     return absl::OkStatus();
   }
 
-  const std::vector<std::string>& argv_;
+  const std::vector<std::string> argv_;        // up to "--"
+  const std::vector<std::string> after_dash_;  // after "--"
   const std::string env_token_;  // $PHALANX_TOKEN, used unless a flag wins
   bool token_flag_ = false;      // --token was given
-  size_t pos_ = 0;
-  bool only_positional_ = false;
-  std::vector<std::string> words_;  // command words read so far
+  CLI::App root_{"", "phalanxctl"};
+  std::vector<Bound> globals_;
+  std::map<const CLI::App*, Leaf> leaves_;         // the commands
+  std::map<const CLI::App*, std::string> groups_;  // every app by path
+  std::string words_;  // the path of the deepest command or group entered
   Invocation inv_;
 };
 
@@ -612,6 +801,10 @@ std::string FlagHelpLine(const FlagDef& flag) {
   std::string help(flag.help);
   if (flag.repeated) absl::StrAppend(&help, " (repeatable)");
   if (flag.required) absl::StrAppend(&help, " (required)");
+  if (!flag.choices.empty()) {
+    absl::StrAppend(&help, ": ", absl::StrJoin(flag.choices, "|"));
+  }
+  if (!flag.alias.empty()) absl::StrAppend(&help, " (also --", flag.alias, ")");
   return absl::StrFormat("  %-30s %s\n", left, help);
 }
 

@@ -21,12 +21,16 @@ inline constexpr int kDefaultMaxMessageBytes = 4 << 20;
 
 // One flag a command accepts. Flags are stored under their long name.
 struct FlagDef {
-  absl::string_view name;   // long name without dashes, e.g. "queue"
-  char short_name = 0;      // e.g. 'f' for -f; 0 = none
-  absl::string_view value;  // placeholder in help ("Q"); empty = switch
-  absl::string_view help;   // one line
-  bool repeated = false;    // may be given more than once
-  bool required = false;    // must be given
+  absl::string_view name;        // long name without dashes, e.g. "queue"
+  char short_name = 0;           // e.g. 'f' for -f; 0 = none
+  absl::string_view value;       // placeholder in help ("Q"); empty = switch
+  absl::string_view help;        // one line
+  bool repeated = false;         // may be given more than once
+  bool required = false;         // must be given
+  absl::string_view alias = {};  // another long name, e.g. "after-revision"
+  // The values an enum flag takes (any case; stored as written here). Empty:
+  // any value. Help and the error for another value list them.
+  std::vector<absl::string_view> choices = {};
 };
 
 // One command, e.g. "nodes cordon".
@@ -45,7 +49,9 @@ const std::vector<CommandDef>& CommandTable();
 // The command whose path is `path`, or nullptr.
 const CommandDef* FindCommand(absl::string_view path);
 
-enum class OutputFormat { kTable, kJson };
+// -o: a table; proto3 JSON; YAML (the same fields as JSON); a table with
+// more columns.
+enum class OutputFormat { kTable, kJson, kYaml, kWide };
 
 // How to reach the daemon and what to prove to it; ctl_channel.h turns it
 // into a channel. The token is a secret: nothing prints it.

@@ -55,6 +55,23 @@ TEST(ParseCommandLineTest, OutputFlagSpellings) {
   }
 }
 
+TEST(ParseCommandLineTest, OutputFormats) {
+  EXPECT_EQ(Parse({"list", "-o", "yaml"}).global.output, OutputFormat::kYaml);
+  EXPECT_EQ(Parse({"list", "-o", "WIDE"}).global.output, OutputFormat::kWide);
+  EXPECT_EQ(Parse({"list", "-otable"}).global.output, OutputFormat::kTable);
+}
+
+TEST(ParseCommandLineTest, AliasesAndChoicesInHelp) {
+  Invocation inv = Parse({"watch", "--after-revision", "12"});
+  ASSERT_TRUE(inv.error.ok()) << inv.error;
+  EXPECT_EQ(inv.flags.Get("after"), "12");
+  EXPECT_THAT(CommandHelp(*FindCommand("watch")),
+              HasSubstr("(also --after-revision)"));
+  EXPECT_THAT(GlobalHelp(), HasSubstr("table|json|yaml|wide"));
+  EXPECT_THAT(CommandHelp(*FindCommand("submit")),
+              HasSubstr("required|preferred|unconstrained"));
+}
+
 TEST(ParseCommandLineTest, TimeoutAcceptsADuration) {
   EXPECT_EQ(Parse({"topology", "--timeout", "1m"}).global.timeout,
             absl::Minutes(1));
@@ -197,8 +214,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "--file is required",
                   "config set"},
         ErrorCase{"BadOutput",
-                  {"topology", "-o", "yaml"},
-                  "table or json",
+                  {"topology", "-o", "xml"},
+                  "--output: want table, json, yaml or wide, got \"xml\"",
                   "topology"},
         ErrorCase{"BadTimeout",
                   {"topology", "--timeout", "0"},

@@ -15,12 +15,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "clients/ctl_channel.h"
 #include "clients/ctl_format.h"
 #include "clients/ctl_requests.h"
+#include "clients/ctl_run.h"
 #include "clients/ctl_views.h"
 #include "grpcpp/grpcpp.h"
 #include "phalanx/v1/admin.grpc.pb.h"
@@ -62,7 +64,12 @@ class Session {
     connection_.Prepare(context);
   }
 
-  bool json() const { return inv_.global.output == OutputFormat::kJson; }
+  // Whether the output is structured (-o json or -o yaml), not a table.
+  bool json() const {
+    return inv_.global.output == OutputFormat::kJson ||
+           inv_.global.output == OutputFormat::kYaml;
+  }
+  bool wide() const { return inv_.global.output == OutputFormat::kWide; }
   const std::string& arg(size_t i) const { return inv_.args.at(i); }
 
   // Gives a unary call its metadata and its deadline from --timeout.
@@ -94,9 +101,13 @@ class Session {
     return PrintJson(message, /*pretty=*/true);
   }
 
-  // Prints `message` as JSON: indented, or on one line for streams.
+  // Prints `message` as JSON (indented, or on one line for streams), or as
+  // YAML under -o yaml (a stream's messages as "---" documents).
   int PrintJson(const google::protobuf::Message& message, bool pretty) const {
-    absl::StatusOr<std::string> text = ToJson(message, pretty);
+    const bool yaml = inv_.global.output == OutputFormat::kYaml;
+    absl::StatusOr<std::string> text =
+        yaml ? ToYaml(message) : ToJson(message, pretty);
+    if (yaml && !pretty && text.ok()) *text = absl::StrCat("---\n", *text);
     if (!text.ok()) {
       err_ << "phalanxctl: " << SafeText(text.status().message()) << "\n";
       return kExitRpcError;
@@ -123,6 +134,7 @@ class Session {
   }
 
   const Invocation& inv() const { return inv_; }
+  const Connection& connection() const { return connection_; }
   std::ostream& out() const { return out_; }
   std::ostream& err() const { return err_; }
   // When the command started; ages are relative to it.
@@ -170,7 +182,7 @@ int Submit(Session& s) {
     s.err() << "phalanxctl: request_id matches an earlier submit; "
                "showing that gang\n";
   }
-  return s.Print(response, GangTable(response.gang(), s.now()));
+  return s.Print(response, GangTable(response.gang(), s.now(), s.wide()));
 }
 
 int Get(Session& s) {
@@ -219,7 +231,7 @@ int List(Session& s) {
     s.err() << "(more gangs than --limit " << query->limit << ")\n";
   }
   if (!s.json() && all.gangs().empty()) return kExitOk;
-  return s.Print(all, GangsTable(all.gangs(), s.now()));
+  return s.Print(all, GangsTable(all.gangs(), s.now(), s.wide()));
 }
 
 int Cancel(Session& s) {
@@ -230,7 +242,7 @@ int Cancel(Session& s) {
   grpc::Status status = Call(s, s.scheduler(), &v1::Scheduler::Stub::CancelGang,
                              request, &response);
   if (!status.ok()) return s.RpcError(status);
-  return s.Print(response, GangTable(response.gang(), s.now()));
+  return s.Print(response, GangTable(response.gang(), s.now(), s.wide()));
 }
 
 // Prints one event: a JSON line, or a table line (bookmarks left out).
@@ -246,6 +258,22 @@ int Watch(Session& s) {
   absl::StatusOr<v1::WatchGangsRequest> request =
       BuildWatchRequest(s.inv().flags);
   if (!request.ok()) return s.UsageError(request.status());
+  if (request->has_after_revision()) {
+    // A revision the daemon has not reached would wait silently for events
+    // that may never come: refuse it, as etcd does.
+    v1::ListGangsRequest probe;
+    probe.set_page_size(1);
+    v1::ListGangsResponse current;
+    grpc::Status status = Call(
+        s, s.scheduler(), &v1::Scheduler::Stub::ListGangs, probe, &current);
+    if (!status.ok()) return s.RpcError(status);
+    if (request->after_revision() > current.revision()) {
+      return s.UsageError(absl::InvalidArgumentError(absl::StrFormat(
+          "--after-revision %d: required revision is a future revision "
+          "(current revision %d)",
+          request->after_revision(), current.revision())));
+    }
+  }
   grpc::ClientContext context;  // no deadline: runs until Ctrl-C or the end
   s.Prepare(&context);
   std::unique_ptr<grpc::ClientReader<v1::GangEvent>> reader =
@@ -266,7 +294,7 @@ int Report(Session& s) {
   grpc::Status status = Call(s, s.scheduler(), &v1::Scheduler::Stub::ReportGang,
                              *request, &response);
   if (!status.ok()) return s.RpcError(status);
-  return s.Print(response, GangTable(response.gang(), s.now()));
+  return s.Print(response, GangTable(response.gang(), s.now(), s.wide()));
 }
 
 int Explain(Session& s) {
@@ -303,7 +331,7 @@ int NodesList(Session& s) {
     s.err() << "No nodes found.\n";
     return kExitOk;
   }
-  return s.Print(response, NodesTable(response.nodes(), s.now()));
+  return s.Print(response, NodesTable(response.nodes(), s.now(), s.wide()));
 }
 
 int NodesUpsert(Session& s) {
@@ -316,7 +344,7 @@ int NodesUpsert(Session& s) {
   grpc::Status status =
       Call(s, s.fleet(), &v1::Fleet::Stub::UpsertNodes, *request, &response);
   if (!status.ok()) return s.RpcError(status);
-  return s.Print(response, NodesTable(response.nodes(), s.now()));
+  return s.Print(response, NodesTable(response.nodes(), s.now(), s.wide()));
 }
 
 // cordon, drain, uncordon and unhealthy: the verb is the command's last word.
@@ -332,7 +360,7 @@ int NodesSetState(Session& s) {
   if (!status.ok()) return s.RpcError(status);
   v1::ListNodesResponse one;
   *one.add_nodes() = response.node();
-  return s.Print(response, NodesTable(one.nodes(), s.now()));
+  return s.Print(response, NodesTable(one.nodes(), s.now(), s.wide()));
 }
 
 int NodesRemove(Session& s) {
@@ -487,11 +515,16 @@ int Backup(Session& s) {
                               " on the daemon's machine\n"));
 }
 
+int Run(Session& s) {
+  return RunGang(s.inv(), s.connection(), s.out(), s.err());
+}
+
 using Handler = int (*)(Session&);
 
 const std::map<std::string, Handler, std::less<>>& Handlers() {
   static const auto* handlers = new std::map<std::string, Handler, std::less<>>{
       {"submit", &Submit},
+      {"run", &Run},
       {"get", &Get},
       {"list", &List},
       {"cancel", &Cancel},

@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
 
 namespace phalanx::ctl {
 namespace {
@@ -345,6 +346,75 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message,
         absl::StrCat("cannot print JSON: ", status.ToString()));
   }
   return absl::StrCat(absl::StripTrailingAsciiWhitespace(out), "\n");
+}
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A YAML key: bare when it is an identifier, else double-quoted.
+std::string YamlKey(const std::string& key) {
+  const bool bare =
+      !key.empty() &&
+      !absl::ascii_isdigit(static_cast<unsigned char>(key[0])) &&
+      std::all_of(key.begin(), key.end(), [](char c) {
+        return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+      });
+  return bare ? key : Json(key).dump(-1, ' ', true);
+}
+
+void AppendYaml(const Json& value, int indent, std::string* out);
+
+// A value after "key:" or "-": scalars and empty containers inline, others
+// on the next lines, indented.
+void AppendYamlValue(const Json& value, int indent, std::string* out) {
+  if ((value.is_object() || value.is_array()) && !value.empty()) {
+    absl::StrAppend(out, "\n");
+    AppendYaml(value, indent, out);
+    return;
+  }
+  absl::StrAppend(out, " ", value.dump(-1, ' ', true), "\n");
+}
+
+void AppendYaml(const Json& value, int indent, std::string* out) {
+  const std::string pad(indent, ' ');
+  if (value.is_object()) {
+    for (const auto& [key, item] : value.items()) {
+      absl::StrAppend(out, pad, YamlKey(key), ":");
+      AppendYamlValue(item, indent + 2, out);
+    }
+  } else if (value.is_array()) {
+    for (const Json& item : value) {
+      absl::StrAppend(out, pad, "-");
+      AppendYamlValue(item, indent + 2, out);
+    }
+  } else {
+    absl::StrAppend(out, pad, value.dump(-1, ' ', true), "\n");
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ToYaml(const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> json = ToJson(message, /*pretty=*/false);
+  if (!json.ok()) return json.status();
+  // protobuf's JSON is valid; its field order is kept (ordered_json).
+  const Json parsed = Json::parse(*json, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return absl::InternalError("cannot print YAML");
+  if (parsed.empty()) return std::string("{}\n");
+  std::string out;
+  AppendYaml(parsed, 0, &out);
+  return out;
+}
+
+std::string FixedDecimal(double value, int decimals) {
+  std::string text = absl::StrFormat("%.*f", decimals, value);
+  if (text.find('.') != std::string::npos) {
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+  }
+  if (text == "-0") text = "0";
+  return text;
 }
 
 std::string StatusCodeName(grpc::StatusCode code) {

@@ -139,6 +139,17 @@ std::string ShortEnumName(absl::string_view full_name,
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message,
                                    bool pretty);
 
+// Returns `message` as YAML: the fields of ToJson (proto field names, every
+// primitive field) in block style. Strings are always double-quoted with
+// JSON escapes (valid YAML, and no control character reaches the
+// terminal). Ends in '\n'.
+absl::StatusOr<std::string> ToYaml(const google::protobuf::Message& message);
+
+// Returns `value` in fixed notation with at most `decimals` decimals and no
+// trailing zeros: 0.5625 -> "0.5625", 2 -> "2", 1e-05 -> "0.00001" (6
+// decimals), never an exponent.
+std::string FixedDecimal(double value, int decimals = 6);
+
 // Returns the canonical name of a gRPC status code, e.g. "NOT_FOUND".
 std::string StatusCodeName(grpc::StatusCode code);
 

@@ -353,3 +353,39 @@ TEST(RpcErrorTest, EveryCodeHasItsName) {
 
 }  // namespace
 }  // namespace phalanx::ctl
+
+namespace phalanx::ctl {
+namespace {
+
+TEST(ToYamlTest, BlockStyleWithQuotedStrings) {
+  v1::Gang gang;
+  gang.set_id("g-1");
+  gang.set_reason("a \"quoted\"\n\x1b[31m reason");
+  gang.mutable_spec()->set_queue("a");
+  (*gang.mutable_spec()->mutable_labels())["team/x y"] = "v";
+  gang.add_placement()->set_node("n-1");
+  gang.mutable_placement(0)->add_gpu_indices(3);
+  absl::StatusOr<std::string> yaml = ToYaml(gang);
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  EXPECT_THAT(*yaml, ::testing::HasSubstr("id: \"g-1\"\n"));
+  EXPECT_THAT(*yaml, ::testing::HasSubstr("spec:\n  queue: \"a\"\n"));
+  EXPECT_THAT(*yaml, ::testing::HasSubstr("    \"team/x y\": \"v\"\n"));
+  EXPECT_THAT(*yaml,
+              ::testing::HasSubstr("placement:\n  -\n    pod_set: \"\""));
+  EXPECT_THAT(*yaml, ::testing::HasSubstr("gpu_indices:\n      - 3\n"));
+  EXPECT_THAT(*yaml, ::testing::HasSubstr(
+                         "reason: \"a \\\"quoted\\\"\\n\\u001b[31m reason\""));
+  EXPECT_EQ(yaml->find('\x1b'), std::string::npos);
+}
+
+TEST(FixedDecimalTest, NeverAnExponent) {
+  EXPECT_EQ(FixedDecimal(0.5625), "0.5625");
+  EXPECT_EQ(FixedDecimal(2), "2");
+  EXPECT_EQ(FixedDecimal(1e-05), "0.00001");
+  EXPECT_EQ(FixedDecimal(1e-09), "0");
+  EXPECT_EQ(FixedDecimal(-0.0), "0");
+  EXPECT_EQ(FixedDecimal(1234567.25), "1234567.25");
+}
+
+}  // namespace
+}  // namespace phalanx::ctl

@@ -1,5 +1,6 @@
 #include "clients/ctl_views.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -170,27 +171,46 @@ std::string NodeStateName(v1::NodeState state) {
 }
 
 std::string GangsTable(
-    const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now) {
-  Table table({"ID", "QUEUE", "OWNER", "STATE", "PRIO", "PODS", "GPUS", "AGE",
-               "REASON"});
+    const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now,
+    bool wide) {
+  std::vector<std::string> header = {"ID",   "QUEUE", "OWNER", "STATE",
+                                     "PRIO", "PODS",  "GPUS",  "AGE"};
+  if (wide) header.insert(header.end(), {"ATTEMPTS", "NODES"});
+  header.push_back("REASON");
+  Table table(header);
   for (const v1::Gang& gang : gangs) {
     const std::string age =
         gang.has_submit_time()
             ? HumanDuration(now - FromProto(gang.submit_time()))
             : "-";
-    table.AddRow({gang.id(), gang.spec().queue(), OrDash(gang.owner()),
-                  GangStateName(gang.state()),
-                  absl::StrCat(gang.spec().priority()),
-                  absl::StrCat(TotalPods(gang.spec())),
-                  absl::StrCat(TotalGpus(gang.spec())), age, gang.reason()});
+    std::vector<std::string> row = {gang.id(),
+                                    gang.spec().queue(),
+                                    OrDash(gang.owner()),
+                                    GangStateName(gang.state()),
+                                    absl::StrCat(gang.spec().priority()),
+                                    absl::StrCat(TotalPods(gang.spec())),
+                                    absl::StrCat(TotalGpus(gang.spec())),
+                                    age};
+    if (wide) {
+      std::vector<std::string> nodes;
+      for (const v1::PodPlacement& pod : gang.placement()) {
+        if (std::find(nodes.begin(), nodes.end(), pod.node()) == nodes.end()) {
+          nodes.push_back(pod.node());
+        }
+      }
+      row.push_back(absl::StrCat(gang.attempts()));
+      row.push_back(OrDash(absl::StrJoin(nodes, ",")));
+    }
+    row.push_back(gang.reason());
+    table.AddRow(row);
   }
   return table.Render();
 }
 
-std::string GangTable(const v1::Gang& gang, absl::Time now) {
+std::string GangTable(const v1::Gang& gang, absl::Time now, bool wide) {
   google::protobuf::RepeatedPtrField<v1::Gang> one;
   *one.Add() = gang;
-  return GangsTable(one, now);
+  return GangsTable(one, now, wide);
 }
 
 std::string GangDetails(const v1::Gang& gang, absl::Time now) {
@@ -261,21 +281,35 @@ std::string NodeStateText(const v1::Node& node, absl::Time now) {
 }
 
 std::string NodesTable(
-    const google::protobuf::RepeatedPtrField<v1::Node>& nodes, absl::Time now) {
-  Table table({"NODE", "ADDRESS", "MODEL", "USED/GPUS", "STATE", "LABELS",
-               "GANGS", "HEARTBEAT", "REASON"});
+    const google::protobuf::RepeatedPtrField<v1::Node>& nodes, absl::Time now,
+    bool wide) {
+  std::vector<std::string> header = {"NODE",      "ADDRESS",   "MODEL",
+                                     "USED/GPUS", "STATE",     "LABELS",
+                                     "GANGS",     "HEARTBEAT", "REASON"};
+  if (wide) header.insert(header.begin() + 4, {"CPU", "MEMORY"});
+  Table table(header);
   for (const v1::Node& node : nodes) {
     const std::string heartbeat =
         node.has_last_heartbeat()
             ? absl::StrCat(
                   HumanDuration(now - FromProto(node.last_heartbeat())), " ago")
             : "-";
-    table.AddRow({node.id(), OrDash(node.address()), node.gpu_model(),
-                  absl::StrFormat("%d/%d", node.used_gpu_indices_size(),
-                                  node.gpu_count()),
-                  NodeStateText(node, now), JoinMap(node.labels()),
-                  OrDash(absl::StrJoin(node.gang_ids(), ",")), heartbeat,
-                  node.state_reason()});
+    std::vector<std::string> row = {
+        node.id(),
+        OrDash(node.address()),
+        node.gpu_model(),
+        absl::StrFormat("%d/%d", node.used_gpu_indices_size(),
+                        node.gpu_count()),
+        NodeStateText(node, now),
+        JoinMap(node.labels()),
+        OrDash(absl::StrJoin(node.gang_ids(), ",")),
+        heartbeat,
+        node.state_reason()};
+    if (wide) {
+      row.insert(row.begin() + 4, {absl::StrCat(node.cpu_millis(), "m"),
+                                   absl::StrCat(node.memory_bytes())});
+    }
+    table.AddRow(row);
   }
   return table.Render();
 }
@@ -300,12 +334,12 @@ std::string QueuesTable(
   for (const v1::Queue& queue : queues) {
     const v1::QueueStatus& status = queue.status();
     table.AddRow({queue.name(), OrDash(queue.parent()),
-                  absl::StrFormat("%g", queue.weight()),
-                  JoinMap(queue.nominal_gpus()), JoinMap(status.held_gpus()),
+                  FixedDecimal(queue.weight()), JoinMap(queue.nominal_gpus()),
+                  JoinMap(status.held_gpus()),
                   absl::StrCat(status.borrowed_gpus()),
                   absl::StrCat(status.pending_gangs()),
                   absl::StrCat(status.active_gangs()),
-                  absl::StrFormat("%.3g", status.fair_share_score()),
+                  FixedDecimal(status.fair_share_score()),
                   queue.has_max_priority() ? absl::StrCat(queue.max_priority())
                                            : std::string("-"),
                   queue.held() ? "yes" : "no"});

@@ -21,12 +21,15 @@ std::string GangStateName(v1::GangState state);
 std::string NodeStateName(v1::NodeState state);
 
 // One row per gang: ID QUEUE OWNER STATE PRIO PODS GPUS AGE REASON (OWNER
-// "-" when the daemon runs without --auth).
+// "-" when the daemon runs without --auth). `wide` (-o wide) adds
+// ATTEMPTS and NODES (the placement's nodes, in rank order, each once)
+// before REASON.
 std::string GangsTable(
-    const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now);
+    const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now,
+    bool wide = false);
 
 // GangsTable of one gang.
-std::string GangTable(const v1::Gang& gang, absl::Time now);
+std::string GangTable(const v1::Gang& gang, absl::Time now, bool wide = false);
 
 // Every field of a gang as "Key: value" lines, then its pod sets and its
 // placement.
@@ -43,10 +46,12 @@ std::string ExplainText(const v1::ExplainGangResponse& response,
 // The answer of DryRunGang: fits or not, why, and the placement.
 std::string DryRunText(const v1::DryRunGangResponse& response);
 
-// One row per node: NODE MODEL USED/GPUS STATE LABELS GANGS
-// HEARTBEAT REASON.
+// One row per node: NODE ADDRESS MODEL USED/GPUS STATE LABELS GANGS
+// HEARTBEAT REASON; `wide` adds CPU (millicores) and MEMORY (bytes) after
+// USED/GPUS.
 std::string NodesTable(
-    const google::protobuf::RepeatedPtrField<v1::Node>& nodes, absl::Time now);
+    const google::protobuf::RepeatedPtrField<v1::Node>& nodes, absl::Time now,
+    bool wide = false);
 
 // Levels, fragmentation, then one row per domain and per level.
 std::string TopologyText(const v1::GetTopologyResponse& response);

@@ -247,11 +247,11 @@ TEST(QueuesTableTest, QuotaAndUsage) {
   )pb");
   EXPECT_EQ(QueuesTable(queues.queues()),
             "NAME   PARENT    WEIGHT  NOMINAL  USED     BORROWED  PENDING  "
-            "ACTIVE  SCORE  MAX PRIO  HELD\n"
+            "ACTIVE  SCORE   MAX PRIO  HELD\n"
             "llm    -         2       H100=64  H100=72  8         3        4 "
-            "      0.562  -         no\n"
+            "      0.5625  -         no\n"
             "batch  research  0.5     -        -        0         0        0 "
-            "      0      0         yes\n");
+            "      0       0         yes\n");
 }
 
 TEST(TopologyTextTest, SummaryDomainsAndLevels) {

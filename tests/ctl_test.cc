@@ -108,6 +108,34 @@ TEST(CtlTest, BackupWritesACheckpointOnTheDaemonsMachine) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CtlTest, YamlWideAndAFutureRevision) {
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  ASSERT_EQ(Ctl(server, "submit --queue a --pods 2 --gpus 8").exit_code, 0);
+
+  CtlResult yaml = Ctl(server, "-o yaml get g-000001");
+  EXPECT_EQ(yaml.exit_code, 0) << yaml.output;
+  EXPECT_THAT(yaml.output, HasSubstr("gang:\n  id: \"g-000001\"\n"));
+  EXPECT_THAT(yaml.output, HasSubstr("  state: \"GANG_STATE_ADMITTED\"\n"));
+
+  CtlResult wide = Ctl(server, "-o wide list");
+  EXPECT_EQ(wide.exit_code, 0) << wide.output;
+  EXPECT_THAT(wide.output, ContainsRegex("ATTEMPTS +NODES +REASON"));
+  EXPECT_THAT(wide.output, ContainsRegex("node-[0-9]+,node-[0-9]+"));
+  EXPECT_THAT(Ctl(server, "-o wide nodes list").output,
+              ContainsRegex("USED/GPUS +CPU +MEMORY +STATE"));
+
+  CtlResult future = Ctl(server, "watch --after-revision 999999");
+  EXPECT_EQ(future.exit_code, 2) << future.output;
+  EXPECT_THAT(future.output,
+              HasSubstr("required revision is a future revision"));
+
+  CtlResult bad = Ctl(server, "-o xml list");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.output, HasSubstr("want table, json, yaml or wide"));
+}
+
 TEST(CtlTest, DrainWithADeadlineAndTheHorizonInTheConfig) {
   auto daemon = StartDemoDaemon();
   ASSERT_TRUE(daemon->Start()) << daemon->output();

@@ -1,0 +1,863 @@
+#include "clients/ctl_run.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "clients/ctl_format.h"
+#include "clients/ctl_requests.h"
+#include "grpcpp/grpcpp.h"
+#include "phalanx/v1/fleet.grpc.pb.h"
+#include "phalanx/v1/scheduler.grpc.pb.h"
+
+extern char** environ;
+
+namespace phalanx::ctl {
+namespace {
+
+// How long ranks get between SIGTERM and SIGKILL when phalanxctl stops them
+// itself (Ctrl-C, a failed rank, the gang ended); a preemption uses the
+// gang's grace deadline instead.
+constexpr absl::Duration kStopGrace = absl::Seconds(10);
+// How long to wait for killed ranks to be reaped before giving up on them.
+constexpr absl::Duration kReapGrace = absl::Seconds(10);
+// How often a pending gang's reason is asked for.
+constexpr absl::Duration kExplainInterval = absl::Seconds(5);
+// Longest sleep of the main loop (it wakes on every event anyway).
+constexpr absl::Duration kMaxWait = absl::Seconds(5);
+
+// The write end of the self-pipe: SIGINT, SIGTERM and SIGCHLD each write
+// their number, and the main loop polls the read end.
+int g_signal_write_fd = -1;
+
+void OnSignal(int signal) {
+  const int saved = errno;
+  const unsigned char byte = static_cast<unsigned char>(signal);
+  if (write(g_signal_write_fd, &byte, 1) < 0) {
+    // Pipe full: a wake-up is already pending.
+  }
+  errno = saved;
+}
+
+bool IsFinal(v1::GangState state) {
+  return state == v1::GANG_STATE_SUCCEEDED || state == v1::GANG_STATE_FAILED ||
+         state == v1::GANG_STATE_CANCELLED;
+}
+
+std::string StateName(v1::GangState state) {
+  absl::string_view name = v1::GangState_Name(state);
+  absl::ConsumePrefix(&name, "GANG_STATE_");
+  return std::string(name);
+}
+
+absl::Time FromProto(const google::protobuf::Timestamp& ts) {
+  return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
+}
+
+// Follows WatchGangs for one gang on a thread of its own: resumes after the
+// last revision when the stream breaks, re-reads the gang on OUT_OF_RANGE,
+// keeps the latest Gang and writes a byte to `notify_fd` on each change.
+// Thread-safe.
+class GangWatcher {
+ public:
+  GangWatcher(v1::Scheduler::Stub* stub, const Connection& connection,
+              std::string gang_id, int64_t after_revision, int notify_fd)
+      : stub_(stub),
+        connection_(connection),
+        gang_id_(std::move(gang_id)),
+        revision_(after_revision),
+        notify_fd_(notify_fd) {}
+  ~GangWatcher() { Stop(); }
+
+  void Start() {
+    thread_ = std::thread([this] { Loop(); });
+  }
+
+  // Ends the stream and joins the thread.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopped_ = true;
+      if (context_ != nullptr) context_->TryCancel();
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // The latest state seen, if any since the last call.
+  std::optional<v1::Gang> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::optional<v1::Gang> out = std::move(latest_);
+    latest_.reset();
+    return out;
+  }
+
+ private:
+  void Publish(const v1::Gang& gang) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      latest_ = gang;
+    }
+    const char byte = 'g';
+    if (write(notify_fd_, &byte, 1) < 0) {
+      // Pipe full: a wake-up is already pending.
+    }
+  }
+
+  void Loop() {
+    while (true) {
+      grpc::ClientContext context;
+      connection_.Prepare(&context);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopped_) return;
+        context_ = &context;
+      }
+      v1::WatchGangsRequest request;
+      request.set_after_revision(revision_);
+      request.add_gang_ids(gang_id_);
+      std::unique_ptr<grpc::ClientReader<v1::GangEvent>> reader =
+          stub_->WatchGangs(&context, request);
+      v1::GangEvent event;
+      while (reader->Read(&event)) {
+        revision_ = std::max(revision_, event.revision());
+        if (event.type() != v1::EVENT_TYPE_BOOKMARK &&
+            event.gang().id() == gang_id_) {
+          Publish(event.gang());
+        }
+      }
+      const grpc::Status status = reader->Finish();
+      std::unique_lock<std::mutex> lock(mu_);
+      context_ = nullptr;
+      if (stopped_) return;
+      if (status.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
+        lock.unlock();
+        Relist();
+        continue;
+      }
+      // The stream ended or broke (daemon restart): resume in a second.
+      wake_.wait_for(lock, std::chrono::seconds(1),
+                     [this] { return stopped_; });
+      if (stopped_) return;
+    }
+  }
+
+  // After OUT_OF_RANGE: the gang's current state and the revision it was
+  // read at, to watch on from there.
+  void Relist() {
+    grpc::ClientContext context;
+    connection_.Prepare(&context);
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    v1::GetGangRequest request;
+    request.set_gang_id(gang_id_);
+    v1::GetGangResponse response;
+    if (stub_->GetGang(&context, request, &response).ok()) {
+      revision_ = response.revision();
+      Publish(response.gang());
+    }
+  }
+
+  v1::Scheduler::Stub* const stub_;
+  const Connection& connection_;
+  const std::string gang_id_;
+  int64_t revision_;  // only the watcher thread touches it
+  const int notify_fd_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopped_ = false;                    // guarded by mu_
+  grpc::ClientContext* context_ = nullptr;  // guarded by mu_
+  std::optional<v1::Gang> latest_;          // guarded by mu_
+};
+
+// One started rank.
+struct RankProcess {
+  RankPlan plan;
+  pid_t pid = -1;  // also its process group
+  bool exited = false;
+  int exit_code = 0;  // 128+N after signal N
+};
+
+// Why the ranks are being stopped.
+enum class StopCause { kNone, kFailure, kInterrupt, kPreemption, kGangEnded };
+
+class Launcher {
+ public:
+  Launcher(const Invocation& inv, const Connection& connection,
+           std::ostream& out, std::ostream& err)
+      : inv_(inv),
+        connection_(connection),
+        out_(out),
+        err_(err),
+        scheduler_(v1::Scheduler::NewStub(connection.channel())),
+        fleet_(v1::Fleet::NewStub(connection.channel())) {}
+
+  ~Launcher() {
+    if (watcher_ != nullptr) watcher_->Stop();
+    if (!temp_dir_.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(temp_dir_, ignored);
+    }
+    for (int fd :
+         {signal_pipe_[0], signal_pipe_[1], notify_pipe_[0], notify_pipe_[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  }
+
+  int Run() {
+    if (int code = ParseFlags(); code != kExitOk) return code;
+    if (int code = SetUpSignals(); code != kExitOk) return code;
+    if (int code = Submit(); code != kExitOk) return code;
+    while (true) {
+      if (int code = WaitForAdmission(); code != kExitOk) return code;
+      const int code = RunOnce();
+      if (code != kRunAgain) return code;
+    }
+  }
+
+ private:
+  static constexpr int kRunAgain = -1;
+
+  int UsageError(const absl::Status& status) {
+    err_ << UsageErrorText(status, inv_.command);
+    return kExitUsage;
+  }
+
+  int RpcError(absl::string_view what, const grpc::Status& status) {
+    err_ << "phalanxctl: " << what << ": " << SafeText(status.error_message())
+         << " (" << RpcErrorLine(status) << ")\n";
+    return ExitCodeFor(status);
+  }
+
+  void Note(absl::string_view text) {
+    err_ << "phalanxctl run: " << text << "\n" << std::flush;
+  }
+
+  void PrepareUnary(grpc::ClientContext* context) const {
+    connection_.Prepare(context);
+    context->set_deadline(
+        absl::ToChronoTime(absl::Now() + inv_.global.timeout));
+  }
+
+  int ParseFlags() {
+    const FlagValues& flags = inv_.flags;
+    std::string file_text;
+    if (flags.Has("file")) {
+      const std::string path = flags.Get("file");
+      std::ifstream file(path);
+      if (!file.is_open()) {
+        return UsageError(absl::InvalidArgumentError(
+            absl::StrCat("cannot read ", path, ": ", std::strerror(errno))));
+      }
+      file_text.assign(std::istreambuf_iterator<char>(file), {});
+    }
+    absl::StatusOr<v1::GangSpec> spec = BuildSpec(flags, file_text);
+    if (!spec.ok()) return UsageError(spec.status());
+    spec_ = *std::move(spec);
+    if (spec_.request_id().empty()) {
+      // Unique per run, so a retried submit cannot create a second gang.
+      spec_.set_request_id(absl::StrFormat("run-%d-%d",
+                                           static_cast<int>(getpid()),
+                                           absl::ToUnixMicros(absl::Now())));
+    }
+    if (flags.Has("lease")) {
+      absl::StatusOr<absl::Duration> lease =
+          ParseDurationFlag("lease", flags.Get("lease"));
+      if (!lease.ok()) return UsageError(lease.status());
+      lease_ = *lease;
+      const int64_t nanos = absl::ToInt64Nanoseconds(*lease);
+      spec_.mutable_lease_duration()->set_seconds(nanos / 1000000000);
+      spec_.mutable_lease_duration()->set_nanos(nanos % 1000000000);
+    }
+    exec_ = flags.Get("exec", kDefaultExec);
+    if (exec_ != "local" && absl::StripAsciiWhitespace(exec_).empty()) {
+      return UsageError(absl::InvalidArgumentError("--exec: empty template"));
+    }
+    if (flags.Has("master-port")) {
+      int port = 0;
+      if (!absl::SimpleAtoi(flags.Get("master-port"), &port) || port < 1 ||
+          port > 65535) {
+        return UsageError(absl::InvalidArgumentError(
+            absl::StrFormat("--master-port: want 1..65535, got \"%s\"",
+                            SafeCell(flags.Get("master-port")))));
+      }
+      master_port_ = port;
+    }
+    requeue_ = flags.Get("requeue") == "true";
+    hostfile_ = flags.Get("hostfile");
+    command_ = inv_.args;
+    return kExitOk;
+  }
+
+  int SetUpSignals() {
+    if (pipe2(signal_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 ||
+        pipe2(notify_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+      err_ << "phalanxctl: pipe: " << std::strerror(errno) << "\n";
+      return kExitRpcError;
+    }
+    g_signal_write_fd = signal_pipe_[1];
+    struct sigaction action {};
+    action.sa_handler = &OnSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+    action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &action, nullptr);
+    return kExitOk;
+  }
+
+  // Sleeps until a signal, a gang event or `timeout`; then drains the pipes
+  // and applies what came.
+  void Wait(absl::Duration timeout) {
+    timeout = std::clamp(timeout, absl::ZeroDuration(), kMaxWait);
+    pollfd fds[2] = {{signal_pipe_[0], POLLIN, 0},
+                     {notify_pipe_[0], POLLIN, 0}};
+    poll(fds, 2, static_cast<int>(absl::ToInt64Milliseconds(timeout)) + 1);
+    unsigned char buffer[64];
+    ssize_t n;
+    while ((n = read(signal_pipe_[0], buffer, sizeof(buffer))) > 0) {
+      for (ssize_t i = 0; i < n; ++i) {
+        if (buffer[i] == SIGINT || buffer[i] == SIGTERM) {
+          if (interrupt_ == 0) interrupt_ = buffer[i];
+        }
+      }
+    }
+    while (read(notify_pipe_[0], buffer, sizeof(buffer)) > 0) {
+    }
+    if (watcher_ != nullptr) {
+      // Keep the newest: a reply (ReportGang) may be ahead of the stream.
+      if (std::optional<v1::Gang> gang = watcher_->Take();
+          gang.has_value() && gang->revision() >= gang_.revision()) {
+        gang_ = *std::move(gang);
+      }
+    }
+  }
+
+  int Submit() {
+    v1::SubmitGangRequest request;
+    *request.mutable_spec() = spec_;
+    v1::SubmitGangResponse response;
+    grpc::ClientContext context;
+    PrepareUnary(&context);
+    const grpc::Status status =
+        scheduler_->SubmitGang(&context, request, &response);
+    if (!status.ok()) {
+      err_ << RpcErrorLine(status) << "\n";
+      return ExitCodeFor(status);
+    }
+    gang_ = response.gang();
+    // The lease to keep: --lease, or the one of a spec given with -f.
+    const google::protobuf::Duration& lease = gang_.spec().lease_duration();
+    lease_ = absl::Seconds(lease.seconds()) + absl::Nanoseconds(lease.nanos());
+    Note(absl::StrCat("submitted ", SafeText(gang_.id()), " (",
+                      StateName(gang_.state()), ")"));
+    watcher_ =
+        std::make_unique<GangWatcher>(scheduler_.get(), connection_, gang_.id(),
+                                      response.revision(), notify_pipe_[1]);
+    watcher_->Start();
+    return kExitOk;
+  }
+
+  // Cancels the gang after SIGINT/SIGTERM; returns 128 + the signal.
+  int CancelAndExit(absl::string_view why) {
+    v1::CancelGangRequest request;
+    request.set_gang_id(gang_.id());
+    request.set_reason(absl::StrCat("phalanxctl run: ", why));
+    v1::CancelGangResponse response;
+    grpc::ClientContext context;
+    PrepareUnary(&context);
+    const grpc::Status status =
+        scheduler_->CancelGang(&context, request, &response);
+    if (!status.ok()) {
+      RpcError(absl::StrCat("cancel ", gang_.id()), status);
+    } else {
+      Note(absl::StrCat("cancelled ", SafeText(gang_.id()), " (", why, ")"));
+    }
+    return 128 + interrupt_;
+  }
+
+  // Until the gang is ADMITTED: prints its reason and position when they
+  // change. Returns kExitOk once admitted, else the exit code.
+  int WaitForAdmission() {
+    std::string last_note;
+    absl::Time next_explain = absl::InfinitePast();
+    while (true) {
+      if (interrupt_ != 0) {
+        return CancelAndExit(interrupt_ == SIGINT ? "interrupted (SIGINT)"
+                                                  : "terminated (SIGTERM)");
+      }
+      const v1::GangState state = gang_.state();
+      if (state == v1::GANG_STATE_ADMITTED || state == v1::GANG_STATE_RUNNING) {
+        Note(absl::StrCat(SafeText(gang_.id()),
+                          " admitted: ", gang_.placement_size(), " pods"));
+        return kExitOk;
+      }
+      if (IsFinal(state) || state == v1::GANG_STATE_PREEMPTING) {
+        Note(absl::StrCat(SafeText(gang_.id()), " is ", StateName(state), ": ",
+                          SafeText(gang_.reason())));
+        return kExitRpcError;
+      }
+      if (absl::Now() >= next_explain) {
+        next_explain = absl::Now() + kExplainInterval;
+        std::string note = PendingNote();
+        if (!note.empty() && note != last_note) Note(note);
+        if (!note.empty()) last_note = std::move(note);
+      }
+      Wait(next_explain - absl::Now());
+    }
+  }
+
+  // "g-1 pending: REASON (position 3, 2 in queue a)", or "" on failure.
+  std::string PendingNote() {
+    v1::ExplainGangRequest request;
+    request.set_gang_id(gang_.id());
+    v1::ExplainGangResponse response;
+    grpc::ClientContext context;
+    PrepareUnary(&context);
+    if (!scheduler_->ExplainGang(&context, request, &response).ok()) return "";
+    return absl::StrCat(
+        SafeText(gang_.id()), " pending: ", SafeText(response.reason()),
+        " (position ", response.position(), ", ", response.position_in_queue(),
+        " in queue ", SafeText(gang_.spec().queue()), ")");
+  }
+
+  // Node id -> Node.address, for the nodes of the placement.
+  std::map<std::string, std::string> Addresses() {
+    std::map<std::string, std::string> out;
+    v1::ListNodesResponse response;
+    grpc::ClientContext context;
+    PrepareUnary(&context);
+    const grpc::Status status =
+        fleet_->ListNodes(&context, v1::ListNodesRequest(), &response);
+    if (!status.ok()) {
+      Note(absl::StrCat("cannot list nodes (", RpcErrorLine(status),
+                        "): MASTER_ADDR and hosts are node ids"));
+      return out;
+    }
+    for (const v1::Node& node : response.nodes()) {
+      out[node.id()] = node.address();
+    }
+    return out;
+  }
+
+  // Writes the hostfile; returns its path, or "" after printing an error.
+  std::string WriteHostfile(const std::vector<RankPlan>& ranks,
+                            const std::string& path) {
+    std::ofstream file(path, std::ios::trunc);
+    file << HostfileText(ranks);
+    file.close();
+    if (!file) {
+      err_ << "phalanxctl: cannot write " << path << ": "
+           << std::strerror(errno) << "\n";
+      return "";
+    }
+    return path;
+  }
+
+  std::string HostfilePath() {
+    if (!hostfile_.empty()) return hostfile_;
+    if (temp_dir_.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      std::string pattern = absl::StrCat(
+          tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/phalanx-run-XXXXXX");
+      if (mkdtemp(pattern.data()) == nullptr) return "";
+      temp_dir_ = pattern;
+    }
+    return temp_dir_ + "/hostfile";
+  }
+
+  // Starts `plan`: its own process group, the environment (local) or the
+  // remote argv. Returns the errno of a failed start, 0 on success.
+  int Spawn(RankProcess& rank) {
+    const std::vector<std::string> argv = RankArgv(exec_, rank.plan, command_);
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const absl::string_view entry(*e);
+      const absl::string_view key = entry.substr(0, entry.find('='));
+      const bool ours =
+          exec_ == "local" &&
+          std::any_of(rank.plan.env.begin(), rank.plan.env.end(),
+                      [&](const auto& kv) { return kv.first == key; });
+      if (!ours) env.emplace_back(entry);
+    }
+    if (exec_ == "local") {
+      for (const auto& [key, value] : rank.plan.env) {
+        env.push_back(absl::StrCat(key, "=", value));
+      }
+    }
+    std::vector<char*> c_argv, c_env;
+    for (const std::string& arg : argv) {
+      c_argv.push_back(const_cast<char*>(arg.c_str()));
+    }
+    c_argv.push_back(nullptr);
+    for (const std::string& entry : env) {
+      c_env.push_back(const_cast<char*>(entry.c_str()));
+    }
+    c_env.push_back(nullptr);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t defaults, empty;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGCHLD);
+    sigaddset(&defaults, SIGPIPE);
+    sigemptyset(&empty);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setsigmask(&attr, &empty);
+    posix_spawnattr_setpgroup(&attr, 0);  // its own group, for kill(-pgid)
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
+                                        POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = -1;
+    const int error = posix_spawnp(&pid, c_argv[0], nullptr, &attr,
+                                   c_argv.data(), c_env.data());
+    posix_spawnattr_destroy(&attr);
+    if (error == 0) rank.pid = pid;
+    return error;
+  }
+
+  // Reaps every exited rank; records the first failure.
+  void Reap() {
+    for (RankProcess& rank : ranks_) {
+      if (rank.exited || rank.pid <= 0) continue;
+      int status = 0;
+      const pid_t pid = waitpid(rank.pid, &status, WNOHANG);
+      if (pid != rank.pid) continue;
+      rank.exited = true;
+      rank.exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
+                       : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                             : 1;
+      // Stop the rest of its group (a shell's children).
+      kill(-rank.pid, SIGKILL);
+      if (rank.exit_code != 0 && first_failure_ < 0 &&
+          stop_cause_ == StopCause::kNone) {
+        first_failure_ = rank.plan.rank;
+      }
+    }
+  }
+
+  bool AllExited() const {
+    return std::all_of(ranks_.begin(), ranks_.end(),
+                       [](const RankProcess& r) { return r.exited; });
+  }
+
+  void SignalRanks(int signal) {
+    for (const RankProcess& rank : ranks_) {
+      if (!rank.exited && rank.pid > 0) kill(-rank.pid, signal);
+    }
+  }
+
+  // Starts stopping the ranks: SIGTERM now, SIGKILL at `deadline`.
+  void BeginStop(StopCause cause, absl::Time deadline) {
+    if (stop_cause_ != StopCause::kNone) return;
+    stop_cause_ = cause;
+    stop_deadline_ = deadline;
+    SignalRanks(SIGTERM);
+  }
+
+  grpc::Status Report(v1::GangState state, bool ack,
+                      const std::string& message) {
+    v1::ReportGangRequest request;
+    request.set_gang_id(gang_.id());
+    if (state != v1::GANG_STATE_UNSPECIFIED) request.set_state(state);
+    request.set_preemption_acknowledged(ack);
+    request.set_message(message);
+    v1::ReportGangResponse response;
+    grpc::ClientContext context;
+    PrepareUnary(&context);
+    const grpc::Status status =
+        scheduler_->ReportGang(&context, request, &response);
+    if (status.ok()) gang_ = response.gang();
+    return status;
+  }
+
+  void RenewLease() {
+    v1::RenewGangLeaseRequest request;
+    request.set_gang_id(gang_.id());
+    v1::RenewGangLeaseResponse response;
+    grpc::ClientContext context;
+    PrepareUnary(&context);
+    const grpc::Status status =
+        scheduler_->RenewGangLease(&context, request, &response);
+    if (!status.ok()) {
+      Note(absl::StrCat("lease renewal failed: ", RpcErrorLine(status)));
+    }
+  }
+
+  // Starts the ranks of the current placement and supervises them until
+  // they all exited. Returns the exit code, or kRunAgain to wait for the
+  // next admission (--requeue).
+  int RunOnce() {
+    ranks_.clear();
+    stop_cause_ = StopCause::kNone;
+    first_failure_ = -1;
+    killed_ = false;
+    const std::string path = HostfilePath();
+    std::vector<RankPlan> plans =
+        PlanRanks(gang_, Addresses(), master_port_, path);
+    if (path.empty() || WriteHostfile(plans, path).empty()) {
+      return kExitRpcError;
+    }
+    for (RankPlan& plan : plans) {
+      RankProcess& rank = ranks_.emplace_back();
+      rank.plan = std::move(plan);
+      if (const int error = Spawn(rank); error != 0) {
+        Note(absl::StrCat("rank ", rank.plan.rank, ": cannot start ",
+                          SafeText(command_.front()), ": ",
+                          std::strerror(error)));
+        rank.exited = true;
+        rank.exit_code = 127;
+        first_failure_ = rank.plan.rank;
+        BeginStop(StopCause::kFailure, absl::Now() + kStopGrace);
+        break;
+      }
+    }
+    if (stop_cause_ == StopCause::kNone) {
+      const grpc::Status status = Report(v1::GANG_STATE_RUNNING, false, "");
+      if (status.ok()) {
+        Note(absl::StrCat(ranks_.size(), " ranks started; ",
+                          SafeText(gang_.id()), " RUNNING"));
+      } else {
+        Note(absl::StrCat("report RUNNING: ", RpcErrorLine(status)));
+      }
+    }
+    Supervise();
+    return Outcome();
+  }
+
+  void Supervise() {
+    absl::Time next_renewal = lease_ > absl::ZeroDuration()
+                                  ? absl::Now() + lease_ / 3
+                                  : absl::InfiniteFuture();
+    absl::Time give_up = absl::InfiniteFuture();
+    while (true) {
+      Reap();
+      if (AllExited()) return;
+      const absl::Time now = absl::Now();
+      if (first_failure_ >= 0) BeginStop(StopCause::kFailure, now + kStopGrace);
+      if (interrupt_ != 0) BeginStop(StopCause::kInterrupt, now + kStopGrace);
+      if (gang_.state() == v1::GANG_STATE_PREEMPTING) {
+        const absl::Time deadline = gang_.has_grace_deadline()
+                                        ? FromProto(gang_.grace_deadline())
+                                        : now + kStopGrace;
+        if (stop_cause_ == StopCause::kNone) {
+          Note(absl::StrCat(SafeText(gang_.id()),
+                            " is being preempted; stopping the ranks by ",
+                            absl::FormatTime(deadline)));
+        }
+        BeginStop(StopCause::kPreemption, deadline);
+      } else if (IsFinal(gang_.state()) ||
+                 gang_.state() == v1::GANG_STATE_PENDING) {
+        if (stop_cause_ == StopCause::kNone) {
+          Note(absl::StrCat(SafeText(gang_.id()), " is ",
+                            StateName(gang_.state()), ": ",
+                            SafeText(gang_.reason()), "; stopping the ranks"));
+        }
+        BeginStop(StopCause::kGangEnded, now + kStopGrace);
+      }
+      if (stop_cause_ != StopCause::kNone && !killed_ &&
+          now >= stop_deadline_) {
+        SignalRanks(SIGKILL);
+        killed_ = true;
+        give_up = now + kReapGrace;
+      }
+      if (now >= give_up) {
+        Note("some ranks did not exit after SIGKILL; not waiting for them");
+        return;
+      }
+      if (now >= next_renewal) {
+        RenewLease();
+        next_renewal = now + lease_ / 3;
+      }
+      absl::Time wake = std::min(next_renewal, give_up);
+      if (stop_cause_ != StopCause::kNone && !killed_) {
+        wake = std::min(wake, stop_deadline_);
+      }
+      Wait(wake - absl::Now());
+    }
+  }
+
+  // Reports how the ranks ended; returns the exit code or kRunAgain.
+  int Outcome() {
+    switch (stop_cause_) {
+      case StopCause::kInterrupt:
+        return CancelAndExit(interrupt_ == SIGINT ? "interrupted (SIGINT)"
+                                                  : "terminated (SIGTERM)");
+      case StopCause::kPreemption: {
+        const grpc::Status status = Report(v1::GANG_STATE_UNSPECIFIED, true,
+                                           "phalanxctl run: ranks stopped");
+        if (!status.ok()) {
+          Note(absl::StrCat("acknowledge preemption: ", RpcErrorLine(status)));
+        } else {
+          Note(absl::StrCat("preemption acknowledged; ", SafeText(gang_.id()),
+                            " is ", StateName(gang_.state())));
+        }
+        if (requeue_) return kRunAgain;
+        return kExitPreempted;
+      }
+      case StopCause::kGangEnded:
+        if (gang_.state() == v1::GANG_STATE_PENDING) {
+          return requeue_ ? kRunAgain : kExitPreempted;
+        }
+        return kExitRpcError;
+      case StopCause::kFailure:
+      case StopCause::kNone:
+        break;
+    }
+    if (first_failure_ < 0) {
+      const grpc::Status status = Report(v1::GANG_STATE_SUCCEEDED, false, "");
+      if (!status.ok()) return RpcError("report SUCCEEDED", status);
+      Note(absl::StrCat("every rank exited 0; ", SafeText(gang_.id()),
+                        " SUCCEEDED"));
+      return kExitOk;
+    }
+    const RankProcess& failed = ranks_[first_failure_];
+    const std::string message =
+        absl::StrFormat("rank %d (%s) exited with code %d", failed.plan.rank,
+                        failed.plan.node, failed.exit_code);
+    const grpc::Status status = Report(v1::GANG_STATE_FAILED, false, message);
+    if (!status.ok()) RpcError("report FAILED", status);
+    Note(
+        absl::StrCat(SafeText(message), "; ", SafeText(gang_.id()), " FAILED"));
+    return failed.exit_code;
+  }
+
+  const Invocation& inv_;
+  const Connection& connection_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::unique_ptr<v1::Scheduler::Stub> scheduler_;
+  std::unique_ptr<v1::Fleet::Stub> fleet_;
+
+  v1::GangSpec spec_;
+  std::string exec_;
+  int master_port_ = kDefaultMasterPort;
+  absl::Duration lease_ = absl::ZeroDuration();
+  bool requeue_ = false;
+  std::string hostfile_;
+  std::vector<std::string> command_;
+
+  int signal_pipe_[2] = {-1, -1};
+  int notify_pipe_[2] = {-1, -1};
+  int interrupt_ = 0;  // SIGINT or SIGTERM once received
+  std::string temp_dir_;
+  v1::Gang gang_;  // the latest state seen
+  std::unique_ptr<GangWatcher> watcher_;
+
+  std::vector<RankProcess> ranks_;
+  StopCause stop_cause_ = StopCause::kNone;
+  absl::Time stop_deadline_ = absl::InfiniteFuture();
+  bool killed_ = false;
+  int first_failure_ = -1;  // rank
+};
+
+}  // namespace
+
+std::vector<RankPlan> PlanRanks(
+    const v1::Gang& gang, const std::map<std::string, std::string>& addresses,
+    int master_port, const std::string& hostfile_path) {
+  std::vector<RankPlan> ranks;
+  auto host_of = [&](const std::string& node) {
+    auto it = addresses.find(node);
+    return it == addresses.end() || it->second.empty() ? node : it->second;
+  };
+  const std::string master =
+      gang.placement().empty() ? "" : host_of(gang.placement(0).node());
+  for (int r = 0; r < gang.placement_size(); ++r) {
+    const v1::PodPlacement& pod = gang.placement(r);
+    RankPlan& rank = ranks.emplace_back();
+    rank.rank = r;
+    rank.node = pod.node();
+    rank.host = host_of(pod.node());
+    rank.gpus.assign(pod.gpu_indices().begin(), pod.gpu_indices().end());
+    const int nproc = std::max<int>(1, rank.gpus.size());
+    rank.env = {
+        {"PHALANX_GANG_ID", gang.id()},
+        {"PHALANX_NODE", pod.node()},
+        {"PHALANX_HOSTFILE", hostfile_path},
+        {"MASTER_ADDR", master},
+        {"MASTER_PORT", absl::StrCat(master_port)},
+        {"NNODES", absl::StrCat(gang.placement_size())},
+        {"NODE_RANK", absl::StrCat(r)},
+        {"NPROC_PER_NODE", absl::StrCat(nproc)},
+        {"CUDA_VISIBLE_DEVICES", absl::StrJoin(rank.gpus, ",")},
+    };
+  }
+  return ranks;
+}
+
+std::string HostfileText(const std::vector<RankPlan>& ranks) {
+  std::string out;
+  for (const RankPlan& rank : ranks) {
+    absl::StrAppend(&out, rank.host,
+                    " slots=", std::max<int>(1, rank.gpus.size()), "\n");
+  }
+  return out;
+}
+
+std::string ShellQuote(absl::string_view word) {
+  const bool plain =
+      !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+        return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+               absl::string_view("_@%+=:,./-").find(c) !=
+                   absl::string_view::npos;
+      });
+  if (plain) return std::string(word);
+  return absl::StrCat("'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'");
+}
+
+std::vector<std::string> RankArgv(absl::string_view exec, const RankPlan& rank,
+                                  const std::vector<std::string>& command) {
+  if (exec == "local") return command;
+  std::vector<std::string> argv;
+  const std::string rank_text = absl::StrCat(rank.rank);
+  for (absl::string_view word :
+       absl::StrSplit(exec, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+    argv.push_back(absl::StrReplaceAll(
+        word,
+        {{"{host}", rank.host}, {"{node}", rank.node}, {"{rank}", rank_text}}));
+  }
+  argv.emplace_back("env");
+  for (const auto& [key, value] : rank.env) {
+    argv.push_back(ShellQuote(absl::StrCat(key, "=", value)));
+  }
+  for (const std::string& word : command) argv.push_back(ShellQuote(word));
+  return argv;
+}
+
+int RunGang(const Invocation& invocation, const Connection& connection,
+            std::ostream& out, std::ostream& err) {
+  Launcher launcher(invocation, connection, out, err);
+  return launcher.Run();
+}
+
+}  // namespace phalanx::ctl

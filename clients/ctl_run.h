@@ -1,0 +1,78 @@
+// `phalanxctl run`: a launcher. Submits a gang, waits for its admission
+// (printing why it is pending), starts one rank per pod of the placement
+// (rank r = the r-th pod of Gang.placement, even when two pods share a
+// node), reports RUNNING, keeps the lease, and reports SUCCEEDED or FAILED
+// from the ranks' exit codes; on preemption it stops the ranks by the grace
+// deadline and acknowledges; on SIGINT/SIGTERM it stops them and cancels the
+// gang. The pure parts (plan, hostfile, argv, quoting) are declared here for
+// tests. RunGang is one per process: it installs signal handlers for
+// SIGINT, SIGTERM and SIGCHLD.
+#ifndef PHALANX_CLIENTS_CTL_RUN_H_
+#define PHALANX_CLIENTS_CTL_RUN_H_
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "clients/ctl_args.h"
+#include "clients/ctl_channel.h"
+#include "phalanx/v1/types.pb.h"
+
+namespace phalanx::ctl {
+
+inline constexpr char kDefaultExec[] = "ssh -o BatchMode=yes {host}";
+inline constexpr int kDefaultMasterPort = 29500;
+// Exit code after a preemption (without --requeue): EX_TEMPFAIL, "try
+// again".
+inline constexpr int kExitPreempted = 75;
+
+// One rank of a gang: where it runs and its environment.
+struct RankPlan {
+  int rank = 0;
+  std::string node;       // node id
+  std::string host;       // Node.address, or the node id when it has none
+  std::vector<int> gpus;  // GPU indices on that node
+  // PHALANX_GANG_ID, PHALANX_NODE, PHALANX_HOSTFILE, MASTER_ADDR,
+  // MASTER_PORT, NNODES, NODE_RANK, NPROC_PER_NODE, CUDA_VISIBLE_DEVICES, in
+  // this order.
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// Returns the ranks of `gang`'s placement in order. `addresses` maps node
+// ids to Node.address (a missing or empty address falls back to the id);
+// MASTER_ADDR is rank 0's host. NPROC_PER_NODE is the pod's GPU count (1
+// for a pod without GPUs).
+std::vector<RankPlan> PlanRanks(
+    const v1::Gang& gang, const std::map<std::string, std::string>& addresses,
+    int master_port, const std::string& hostfile_path);
+
+// Returns one "host slots=N" line per rank, in rank order (N as
+// NPROC_PER_NODE).
+std::string HostfileText(const std::vector<RankPlan>& ranks);
+
+// Returns `word` quoted for a POSIX shell ('…', with ' as '\''); words of
+// only [A-Za-z0-9_@%+=:,./-] stay as they are.
+std::string ShellQuote(absl::string_view word);
+
+// Returns the argv that starts `rank`. For exec "local": `command` itself
+// (the caller sets the environment). Else: `exec` split at spaces, with
+// {host}, {node} and {rank} replaced, then "env", each K=V, and `command`,
+// all shell-quoted for the remote side's shell (ssh joins its arguments
+// into one command line).
+std::vector<std::string> RankArgv(absl::string_view exec, const RankPlan& rank,
+                                  const std::vector<std::string>& command);
+
+// Runs `phalanxctl run` (see clients/README.md); returns the exit code: 0
+// when every rank exited 0; the first failing rank's exit code (128+N for
+// a signal N); 75 after a preemption (without --requeue); 130/143 after
+// SIGINT/SIGTERM (the gang is cancelled); 1 when the gang ended otherwise
+// or a call failed; 2 on a usage error; 3 when the daemon is unreachable.
+int RunGang(const Invocation& invocation, const Connection& connection,
+            std::ostream& out, std::ostream& err);
+
+}  // namespace phalanx::ctl
+
+#endif  // PHALANX_CLIENTS_CTL_RUN_H_

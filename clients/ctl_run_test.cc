@@ -1,0 +1,99 @@
+#include "clients/ctl_run.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "clients/ctl_args.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace phalanx::ctl {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Pair;
+
+v1::Gang TwoPodsOnOneNode() {
+  v1::Gang gang;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(id: "g-7"
+           placement {
+             node: "n-2"
+             gpu_indices: [ 4, 5, 6, 7 ]
+           }
+           placement {
+             node: "n-1"
+             gpu_indices: [ 0, 1 ]
+           }
+           placement {
+             node: "n-2"
+             gpu_indices: [ 0, 1, 2, 3 ]
+           })pb",
+      &gang));
+  return gang;
+}
+
+TEST(PlanRanksTest, RankOrderIsPlacementOrderEvenOnASharedNode) {
+  const std::vector<RankPlan> ranks = PlanRanks(
+      TwoPodsOnOneNode(), {{"n-2", "10.0.0.2"}, {"n-1", ""}}, 29500, "/h");
+  ASSERT_EQ(ranks.size(), 3u);
+  EXPECT_EQ(ranks[0].host, "10.0.0.2");
+  EXPECT_EQ(ranks[1].host, "n-1") << "an empty address falls back to the id";
+  EXPECT_EQ(ranks[2].node, "n-2");
+  EXPECT_THAT(ranks[2].gpus, ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(
+      ranks[1].env,
+      ElementsAre(Pair("PHALANX_GANG_ID", "g-7"), Pair("PHALANX_NODE", "n-1"),
+                  Pair("PHALANX_HOSTFILE", "/h"),
+                  Pair("MASTER_ADDR", "10.0.0.2"), Pair("MASTER_PORT", "29500"),
+                  Pair("NNODES", "3"), Pair("NODE_RANK", "1"),
+                  Pair("NPROC_PER_NODE", "2"),
+                  Pair("CUDA_VISIBLE_DEVICES", "0,1")));
+  EXPECT_EQ(HostfileText(ranks),
+            "10.0.0.2 slots=4\nn-1 slots=2\n10.0.0.2 slots=4\n");
+}
+
+TEST(ShellQuoteTest, QuotesOnlyWhatNeedsIt) {
+  EXPECT_EQ(ShellQuote("train.py"), "train.py");
+  EXPECT_EQ(ShellQuote("--lr=3e-4"), "--lr=3e-4");
+  EXPECT_EQ(ShellQuote(""), "''");
+  EXPECT_EQ(ShellQuote("a b"), "'a b'");
+  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(ShellQuote("$(rm -rf /)"), "'$(rm -rf /)'");
+}
+
+TEST(RankArgvTest, TemplateThenEnvThenCommand) {
+  const std::vector<RankPlan> ranks =
+      PlanRanks(TwoPodsOnOneNode(), {}, 1234, "/tmp/h f");
+  const std::vector<std::string> command = {"torchrun", "train.py", "a b"};
+  EXPECT_EQ(RankArgv("local", ranks[0], command), command);
+  const std::vector<std::string> argv =
+      RankArgv("ssh -o BatchMode=yes {host} #{rank}", ranks[1], command);
+  EXPECT_THAT(argv,
+              ElementsAre("ssh", "-o", "BatchMode=yes", "n-1", "#1", "env",
+                          "PHALANX_GANG_ID=g-7", "PHALANX_NODE=n-1",
+                          "'PHALANX_HOSTFILE=/tmp/h f'", "MASTER_ADDR=n-2",
+                          "MASTER_PORT=1234", "NNODES=3", "NODE_RANK=1",
+                          "NPROC_PER_NODE=2", "CUDA_VISIBLE_DEVICES=0,1",
+                          "torchrun", "train.py", "'a b'"));
+}
+
+TEST(RunArgsTest, CommandAfterDoubleDashAndSubmitFlags) {
+  Invocation inv = ParseCommandLine(
+      {"run", "--queue", "a", "--pods", "2", "--gpus", "8", "--exec", "local",
+       "--master-port", "1", "--", "torchrun", "--nproc", "8", "-o", "x"},
+      {});
+  ASSERT_TRUE(inv.error.ok()) << inv.error;
+  EXPECT_THAT(inv.args, ElementsAre("torchrun", "--nproc", "8", "-o", "x"));
+  EXPECT_EQ(inv.global.output, OutputFormat::kTable) << "-o after -- is the "
+                                                        "command's";
+  EXPECT_EQ(inv.flags.Get("exec"), "local");
+  Invocation none = ParseCommandLine({"run", "--queue", "a"}, {});
+  EXPECT_THAT(std::string(none.error.message()),
+              ::testing::HasSubstr("needs a COMMAND"));
+}
+
+}  // namespace
+}  // namespace phalanx::ctl

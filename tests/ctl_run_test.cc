@@ -1,0 +1,366 @@
+// `phalanxctl run` against the real daemon, with a fake torchrun (a shell
+// script) that records its environment rank by rank: the environment
+// against the placement, failure exit codes, preemption (SIGTERM, then the
+// acknowledgement, then exit 75) and Ctrl-C (the gang is cancelled).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/daemon.h"
+
+namespace phalanx::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Records the launcher's variables (and FAKE_SSH_HOST, set by fake_ssh.sh)
+// in OUT/rank-R.env and the hostfile in OUT/hostfile-R; then exits 0
+// ("ok"), exits 0 after 3 s ("nap"), exits 3 on rank 1 ("fail"), or waits for
+// SIGTERM and records it in OUT/term-R ("sleep").
+constexpr char kFakeTorchrun[] = R"(#!/bin/sh
+out="$1"; mode="$2"
+env | grep -E '^(PHALANX_|MASTER_|NNODES=|NODE_RANK=|NPROC_PER_NODE=|CUDA_VISIBLE_DEVICES=|FAKE_SSH_HOST=)' | sort > "$out/rank-$NODE_RANK.tmp"
+cp "$PHALANX_HOSTFILE" "$out/hostfile-$NODE_RANK"
+mv "$out/rank-$NODE_RANK.tmp" "$out/rank-$NODE_RANK.env"
+case "$mode" in
+  ok) exit 0 ;;
+  nap) sleep 3; exit 0 ;;
+  fail) if [ "$NODE_RANK" = 1 ]; then exit 3; fi; exit 0 ;;
+  sleep) trap 'echo term > "$out/term-$NODE_RANK"; exit 0' TERM
+         sleep 120 & wait $! ;;
+esac
+)";
+
+// Stands in for ssh: "fake_ssh.sh HOST WORDS..." runs WORDS through a shell,
+// as sshd does, with FAKE_SSH_HOST=HOST.
+constexpr char kFakeSsh[] = R"(#!/bin/sh
+host="$1"; shift
+FAKE_SSH_HOST="$host" exec /bin/sh -c "$*"
+)";
+
+// The demo fleet with addresses, but none for node-001 (MASTER_ADDR falls
+// back to the node id there).
+std::string FleetWithAddresses() {
+  std::vector<std::string> nodes;
+  for (int b = 0; b < 2; ++b) {
+    for (int r = 0; r < 2; ++r) {
+      for (int n = 0; n < 2; ++n) {
+        const std::string id = absl::StrFormat("node-%d%d%d", b, r, n);
+        const std::string address =
+            id == "node-001" ? "" : absl::StrFormat("10.0.%d.%d", b * 2 + r, n);
+        nodes.push_back(absl::StrFormat(
+            R"({"id":"%s","gpuModel":"H100","gpuCount":8,"address":"%s",)"
+            R"("labels":{"block":"b%d","rack":"b%d-r%d"}})",
+            id, address, b, b, r));
+      }
+    }
+  }
+  return absl::StrCat(R"({"nodes":[)", absl::StrJoin(nodes, ","), "]}");
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+class CtlRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    daemon_ = std::make_unique<DaemonProcess>();
+    daemon_->AddArgs(
+        {"--config=" + daemon_->WriteFile("config.json", DemoConfigJson()),
+         "--fleet=" + daemon_->WriteFile("fleet.json", FleetWithAddresses()),
+         "--queues=" + daemon_->WriteFile("queues.json", DemoQueuesJson())});
+    ASSERT_TRUE(daemon_->Start()) << daemon_->output();
+    scheduler_ = daemon_->Scheduler();
+    out_ = std::filesystem::path(daemon_->data_dir()).parent_path() / "out";
+    std::filesystem::create_directories(out_);
+    torchrun_ = daemon_->WriteFile("fake_torchrun.sh", kFakeTorchrun);
+    ssh_ = daemon_->WriteFile("fake_ssh.sh", kFakeSsh);
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // Starts `phalanxctl --server … ARGS` with stdout and stderr to a file.
+  void Start(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {PHALANXCTL_PATH, "--server",
+                                     daemon_->address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    log_ = (out_ / "phalanxctl.log").string();
+    std::vector<char*> c_argv;  // built before fork: no malloc in the child
+    for (std::string& arg : argv) c_argv.push_back(arg.data());
+    c_argv.push_back(nullptr);
+    const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+      execv(c_argv[0], c_argv.data());
+      _exit(127);
+    }
+    close(fd);
+  }
+
+  // Waits (at most 120 s) for phalanxctl to exit; returns its exit code.
+  int Finish() {
+    for (int i = 0; i < 1200; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    ADD_FAILURE() << "phalanxctl did not exit:\n" << ReadFile(log_);
+    return -1;
+  }
+
+  // The gang id phalanxctl printed ("submitted g-…"), waiting up to 30 s.
+  std::string GangId() {
+    const std::regex re("submitted (g-[0-9]+)");
+    for (int i = 0; i < 300; ++i) {
+      std::smatch match;
+      const std::string log = ReadFile(log_);
+      if (std::regex_search(log, match, re)) return match[1];
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    ADD_FAILURE() << "no gang id in:\n" << ReadFile(log_);
+    return "";
+  }
+
+  // Waits (at most 60 s) until the gang is RUNNING and every rank wrote
+  // its environment file.
+  void WaitRunning(const std::string& id, int ranks) {
+    for (int i = 0; i < 600; ++i) {
+      bool all = GetOk(*scheduler_, id).state() == v1::GANG_STATE_RUNNING;
+      for (int r = 0; all && r < ranks; ++r) {
+        all = std::filesystem::exists(out_ / absl::StrCat("rank-", r, ".env"));
+      }
+      if (all) return;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    ADD_FAILURE() << "not running:\n" << ReadFile(log_);
+  }
+
+  // The gang as admitted (its placement), from the watch history.
+  v1::Gang Admitted(const std::string& id) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    v1::WatchGangsRequest request;
+    request.set_after_revision(0);
+    request.add_gang_ids(id);
+    auto reader = scheduler_->WatchGangs(&context, request);
+    v1::GangEvent event;
+    while (reader->Read(&event)) {
+      if (event.type() == v1::EVENT_TYPE_ADMITTED) {
+        context.TryCancel();
+        return event.gang();
+      }
+    }
+    ADD_FAILURE() << "no ADMITTED event for " << id;
+    return v1::Gang();
+  }
+
+  // KEY=VALUE lines of OUT/rank-R.env.
+  std::map<std::string, std::string> RankEnv(int rank) {
+    std::map<std::string, std::string> env;
+    for (absl::string_view line : absl::StrSplit(
+             ReadFile((out_ / absl::StrCat("rank-", rank, ".env")).string()),
+             '\n', absl::SkipEmpty())) {
+      std::vector<std::string> kv =
+          absl::StrSplit(line, absl::MaxSplits('=', 1));
+      if (kv.size() == 2) env[kv[0]] = kv[1];
+    }
+    return env;
+  }
+
+  // The host phalanxctl must use for `node`: its address as ListNodes
+  // reports it, else the node id.
+  std::string Address(const std::string& node) {
+    if (addresses_.empty()) {
+      grpc::ClientContext context;
+      v1::ListNodesResponse response;
+      EXPECT_TRUE(daemon_->Fleet()->ListNodes(&context, {}, &response).ok());
+      for (const v1::Node& n : response.nodes()) {
+        addresses_[n.id()] = n.address().empty() ? n.id() : n.address();
+      }
+      // A daemon that keeps Node.address has the fleet file's.
+      if (addresses_["node-010"] != "node-010") {
+        EXPECT_EQ(addresses_["node-010"], "10.0.1.0");
+        EXPECT_EQ(addresses_["node-001"], "node-001");
+      }
+    }
+    return addresses_.at(node);
+  }
+
+  // Checks rank r's environment and hostfile against the placement.
+  void ExpectEnvironment(const v1::Gang& gang, bool ssh) {
+    std::string hostfile;
+    for (const v1::PodPlacement& pod : gang.placement()) {
+      absl::StrAppend(&hostfile, Address(pod.node()),
+                      " slots=", pod.gpu_indices_size(), "\n");
+    }
+    for (int r = 0; r < gang.placement_size(); ++r) {
+      SCOPED_TRACE(absl::StrCat("rank ", r));
+      const v1::PodPlacement& pod = gang.placement(r);
+      std::map<std::string, std::string> env = RankEnv(r);
+      EXPECT_EQ(env["PHALANX_GANG_ID"], gang.id());
+      EXPECT_EQ(env["PHALANX_NODE"], pod.node());
+      EXPECT_EQ(env["MASTER_ADDR"], Address(gang.placement(0).node()));
+      EXPECT_EQ(env["MASTER_PORT"], ssh ? "1234" : "29500");
+      EXPECT_EQ(env["NNODES"], absl::StrCat(gang.placement_size()));
+      EXPECT_EQ(env["NODE_RANK"], absl::StrCat(r));
+      EXPECT_EQ(env["NPROC_PER_NODE"], absl::StrCat(pod.gpu_indices_size()));
+      EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"],
+                absl::StrJoin(pod.gpu_indices(), ","));
+      EXPECT_FALSE(env["PHALANX_HOSTFILE"].empty());
+      EXPECT_EQ(ReadFile((out_ / absl::StrCat("hostfile-", r)).string()),
+                hostfile);
+      if (ssh) {
+        EXPECT_EQ(env["FAKE_SSH_HOST"], Address(pod.node()));
+      } else {
+        EXPECT_EQ(env.count("FAKE_SSH_HOST"), 0u);
+      }
+    }
+  }
+
+  std::unique_ptr<DaemonProcess> daemon_;
+  std::unique_ptr<v1::Scheduler::Stub> scheduler_;
+  std::filesystem::path out_;
+  std::string torchrun_, ssh_, log_;
+  std::map<std::string, std::string> addresses_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(CtlRunTest, LocalRanksGetTheirPlacementAndTheGangSucceeds) {
+  Start({"run", "--exec", "local", "--queue", "a", "--pods", "3", "--gpus", "4",
+         "--level", "block", "--", "/bin/sh", torchrun_, out_.string(), "ok"});
+  EXPECT_EQ(Finish(), 0) << ReadFile(log_);
+  const std::string id = GangId();
+  EXPECT_EQ(GetOk(*scheduler_, id).state(), v1::GANG_STATE_SUCCEEDED);
+  const v1::Gang gang = Admitted(id);
+  ASSERT_EQ(gang.placement_size(), 3);
+  ExpectEnvironment(gang, /*ssh=*/false);
+}
+
+TEST_F(CtlRunTest, ExecTemplateStartsEachRankOnItsHost) {
+  Start({"run", "--exec", absl::StrCat("/bin/sh ", ssh_, " {host}"),
+         "--master-port", "1234", "--queue", "a", "--pods", "2", "--gpus", "8",
+         "--", "/bin/sh", torchrun_, out_.string(), "ok"});
+  EXPECT_EQ(Finish(), 0) << ReadFile(log_);
+  const v1::Gang gang = Admitted(GangId());
+  ASSERT_EQ(gang.placement_size(), 2);
+  ExpectEnvironment(gang, /*ssh=*/true);
+}
+
+TEST_F(CtlRunTest, TheLeaseIsRenewedWhileTheRanksRun) {
+  // A 1 s lease outlived three times over: only renewals keep the gang.
+  Start({"run", "--exec", "local", "--lease", "1s", "--queue", "a", "--pods",
+         "1", "--gpus", "8", "--", "/bin/sh", torchrun_, out_.string(), "nap"});
+  EXPECT_EQ(Finish(), 0) << ReadFile(log_);
+  const v1::Gang gang = GetOk(*scheduler_, GangId());
+  EXPECT_EQ(gang.state(), v1::GANG_STATE_SUCCEEDED) << gang.reason();
+  EXPECT_EQ(gang.spec().lease_duration().seconds(), 1);
+}
+
+TEST_F(CtlRunTest, AFailingRankFailsTheGangWithItsExitCode) {
+  Start({"run", "--exec", "local", "--queue", "a", "--pods", "3", "--gpus", "8",
+         "--", "/bin/sh", torchrun_, out_.string(), "fail"});
+  EXPECT_EQ(Finish(), 3) << ReadFile(log_);
+  const std::string id = GangId();
+  const v1::Gang gang = GetOk(*scheduler_, id);
+  EXPECT_EQ(gang.state(), v1::GANG_STATE_FAILED);
+  EXPECT_THAT(gang.message(), HasSubstr("rank 1"));
+  EXPECT_THAT(ReadFile(log_), HasSubstr("rank 1 ("));
+  EXPECT_THAT(ReadFile(log_), HasSubstr("exited with code 3"));
+}
+
+TEST_F(CtlRunTest, PreemptionStopsTheRanksAcknowledgesAndExits75) {
+  {
+    grpc::ClientContext get_context;
+    v1::Config config;
+    ASSERT_TRUE(daemon_->Admin()->GetConfig(&get_context, {}, &config).ok());
+    config.mutable_preemption()->set_enabled(true);
+    config.mutable_preemption()->mutable_min_runtime()->set_seconds(0);
+    config.mutable_preemption()->mutable_grace_period()->set_seconds(600);
+    grpc::ClientContext context;
+    v1::UpdateConfigRequest request;
+    *request.mutable_config() = config;
+    request.set_expected_version(config.version());
+    v1::Config updated;
+    ASSERT_TRUE(
+        daemon_->Admin()->UpdateConfig(&context, request, &updated).ok());
+  }
+  Start({"run", "--exec", "local", "--queue", "a", "--pods", "8", "--gpus", "8",
+         "--", "/bin/sh", torchrun_, out_.string(), "sleep"});
+  const std::string id = GangId();
+  WaitRunning(id, 8);
+  v1::SubmitGangRequest high = SubmitRequest("a", 2, 8, "rack");
+  high.mutable_spec()->set_priority(10);
+  const v1::Gang preemptor = SubmitOk(*scheduler_, high);
+
+  EXPECT_EQ(Finish(), 75) << ReadFile(log_);
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_TRUE(std::filesystem::exists(out_ / absl::StrCat("term-", r)))
+        << "rank " << r << " got SIGTERM";
+  }
+  EXPECT_THAT(ReadFile(log_), HasSubstr("preemption acknowledged"));
+  EXPECT_EQ(GetOk(*scheduler_, id).state(), v1::GANG_STATE_PENDING);
+  EXPECT_EQ(GetOk(*scheduler_, preemptor.id()).state(),
+            v1::GANG_STATE_ADMITTED);
+}
+
+TEST_F(CtlRunTest, CtrlCStopsTheRanksAndCancelsTheGang) {
+  Start({"run", "--exec", "local", "--queue", "a", "--pods", "2", "--gpus", "8",
+         "--", "/bin/sh", torchrun_, out_.string(), "sleep"});
+  const std::string id = GangId();
+  WaitRunning(id, 2);
+  kill(pid_, SIGINT);
+  EXPECT_EQ(Finish(), 130) << ReadFile(log_);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(std::filesystem::exists(out_ / absl::StrCat("term-", r)));
+  }
+  EXPECT_EQ(GetOk(*scheduler_, id).state(), v1::GANG_STATE_CANCELLED);
+}
+
+TEST_F(CtlRunTest, CtrlCWhilePendingCancelsTheGang) {
+  SubmitOk(*scheduler_, SubmitRequest("b", 8, 8));  // the whole fleet
+  Start({"run", "--exec", "local", "--queue", "a", "--pods", "1", "--gpus", "8",
+         "--", "/bin/true"});
+  const std::string id = GangId();
+  for (int i = 0;
+       i < 300 && ReadFile(log_).find("pending:") == std::string::npos; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_THAT(ReadFile(log_), HasSubstr(id + " pending: "));
+  kill(pid_, SIGINT);
+  EXPECT_EQ(Finish(), 130) << ReadFile(log_);
+  EXPECT_EQ(GetOk(*scheduler_, id).state(), v1::GANG_STATE_CANCELLED);
+}
+
+}  // namespace
+}  // namespace phalanx::testing
