@@ -1,5 +1,5 @@
-// RocksDbStore: the StateStore of docs/design.md §7 on an embedded RocksDB. One column
-// family per kind of record; values are the protobuf messages of proto/.
+// RocksDbStore: the StateStore of docs/design.md §7 on an embedded RocksDB. One
+// column family per kind of record; values are the protobuf messages of proto/.
 // Commit writes one atomic WriteBatch with sync=true, so a mutation is durable
 // when Commit returns OK.
 //
@@ -52,6 +52,12 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
                                                            int limit) override;
   absl::StatusOr<int64_t> LastAuditSequence() override;
 
+  // Commits `mutation`, the HA log's entry `seq` (docs/ha.md), and records
+  // `seq` as applied in the same atomic write.
+  absl::Status ApplyLogBatch(const core::Mutation& mutation, int64_t seq);
+  // The last log seq applied; 0 when none.
+  absl::StatusOr<int64_t> LogSeq();
+
   // WAL fsyncs since open (RocksDB's WAL_FILE_SYNCED ticker).
   uint64_t WalSyncs() const;
   // Oldest revision still readable by ReadEvents.
@@ -59,6 +65,8 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
 
  private:
   RocksDbStore() = default;
+  // Commit, also recording `log_seq` when it is > 0.
+  absl::Status Write(const core::Mutation& mutation, int64_t log_seq);
 
   Options options_;
   std::unique_ptr<rocksdb::DB> db_;
