@@ -4,8 +4,9 @@
 // channel per endpoint and sends to the current one; a call that fails with
 // UNAVAILABLE moves it to the next endpoint (round robin) and is retried
 // there, at most once per endpoint; one that fails with DEADLINE_EXCEEDED
-// is not retried, but the next call goes to the next endpoint. A retried mutation may therefore apply
-// twice: callers make their writes idempotent (compares in a Txn).
+// is not retried, but the next call goes to the next endpoint. A retried
+// mutation may therefore apply twice: callers make their writes idempotent
+// (compares in a Txn).
 //
 // With Options::user set, the client authenticates (Auth.Authenticate) and
 // sends the token with every call, re-authenticating once when etcd says the
