@@ -1,7 +1,9 @@
 // phalanxd: the Phalanx gang-scheduling daemon. Recovers its state from
-// RocksDB, applies the start-up files, serves gRPC (Scheduler, Fleet, Admin,
-// health, reflection) and /metrics, and on SIGTERM or SIGINT ends watch
-// streams, drains in-flight calls, closes the store and exits 0.
+// RocksDB (or, with --etcd-endpoints, from the replicated log on etcd once
+// this replica leads: docs/ha.md), applies the start-up files, serves
+// gRPC (Scheduler, Fleet, Admin, health, reflection) and /metrics, and on
+// SIGTERM or SIGINT ends watch streams, drains in-flight calls, closes the
+// store and exits 0.
 #include <signal.h>
 
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -29,6 +32,7 @@
 #include "server/auth.h"
 #include "server/fleet_service.h"
 #include "server/gate.h"
+#include "server/ha_mode.h"
 #include "server/metrics.h"
 #include "server/scheduler_loop.h"
 #include "server/scheduler_service.h"
@@ -65,6 +69,26 @@ ABSL_FLAG(std::string, auth, "",
           "Principals (proto3 JSON of phalanx.v1.AuthConfig); SIGHUP "
           "re-reads it. Without it every caller is an admin (loopback "
           "development mode)");
+
+ABSL_FLAG(std::vector<std::string>, etcd_endpoints, {},
+          "HA mode (docs/ha.md): etcd client URLs, comma-separated "
+          "(http://HOST:PORT or https://HOST:PORT)");
+ABSL_FLAG(std::string, replica_id, "", "HA mode: this replica's name");
+ABSL_FLAG(std::string, advertise_address, "",
+          "HA mode: the gRPC address other replicas and clients reach this "
+          "one at (default: --listen)");
+ABSL_FLAG(std::string, etcd_prefix, "/phalanx/default",
+          "HA mode: the etcd key prefix of this Phalanx cluster");
+ABSL_FLAG(absl::Duration, etcd_lease_ttl, absl::Seconds(5),
+          "HA mode: the leader's lease; a dead leader is replaced after it");
+ABSL_FLAG(std::string, etcd_user, "", "HA mode: etcd user");
+ABSL_FLAG(std::string, etcd_password_file, "",
+          "HA mode: file holding the etcd user's password");
+ABSL_FLAG(std::string, etcd_ca, "",
+          "HA mode: PEM roots of etcd's certificate (turns on TLS)");
+ABSL_FLAG(std::string, etcd_cert, "",
+          "HA mode: PEM client certificate for etcd (mTLS)");
+ABSL_FLAG(std::string, etcd_key, "", "HA mode: the key of --etcd-cert");
 
 namespace phalanx::server {
 namespace {
@@ -211,6 +235,58 @@ int WaitForStop(const sigset_t& signals, Authenticator& authenticator,
   }
 }
 
+absl::StatusOr<HaOptions> HaFlags() {
+  HaOptions options;
+  options.etcd.endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
+  options.etcd.user = absl::GetFlag(FLAGS_etcd_user);
+  if (const std::string file = absl::GetFlag(FLAGS_etcd_password_file);
+      !file.empty()) {
+    ASSIGN_OR_RETURN(options.etcd.password, ReadFile(file));
+    while (!options.etcd.password.empty() &&
+           options.etcd.password.back() == '\n') {
+      options.etcd.password.pop_back();
+    }
+  }
+  options.etcd.tls_files = {absl::GetFlag(FLAGS_etcd_ca),
+                            absl::GetFlag(FLAGS_etcd_cert),
+                            absl::GetFlag(FLAGS_etcd_key)};
+  options.etcd.tls = !options.etcd.tls_files.ca_file.empty();
+  options.replica_id = absl::GetFlag(FLAGS_replica_id);
+  options.advertise_address = absl::GetFlag(FLAGS_advertise_address);
+  if (options.advertise_address.empty()) {
+    options.advertise_address = absl::GetFlag(FLAGS_listen);
+  }
+  options.prefix = absl::GetFlag(FLAGS_etcd_prefix);
+  options.lease_ttl = absl::GetFlag(FLAGS_etcd_lease_ttl);
+  return options;
+}
+
+// The state store: the local RocksDB, or in HA mode (--etcd-endpoints) the
+// replicated log once this replica leads (it stands by until then).
+struct Stores {
+  std::unique_ptr<storage::RocksDbStore> local;
+  std::unique_ptr<HaReplica> ha;
+  core::StateStore* state = nullptr;
+  core::AuditStore* audit = nullptr;
+};
+
+absl::StatusOr<Stores> OpenStores(const std::string& data_dir,
+                                  const sigset_t& signals) {
+  Stores stores;
+  if (absl::GetFlag(FLAGS_etcd_endpoints).empty()) {
+    ASSIGN_OR_RETURN(stores.local, storage::RocksDbStore::Open(data_dir));
+    stores.state = stores.local.get();
+    stores.audit = stores.local.get();
+    return stores;
+  }
+  ASSIGN_OR_RETURN(HaOptions options, HaFlags());
+  ASSIGN_OR_RETURN(stores.ha, HaReplica::Open(std::move(options), data_dir));
+  RETURN_IF_ERROR(stores.ha->WaitToLead(signals));
+  stores.state = stores.ha->store();
+  stores.audit = stores.ha->store();
+  return stores;
+}
+
 struct Listening {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
@@ -267,21 +343,22 @@ int Serve() {
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
   std::error_code error;
   std::filesystem::create_directories(data_dir, error);
-  auto store = storage::RocksDbStore::Open(data_dir);
-  if (!store.ok()) return Fail(store.status().ToString());
+  auto stores = OpenStores(data_dir, signals);
+  if (absl::IsCancelled(stores.status())) return 0;
+  if (!stores.ok()) return Fail(stores.status().ToString());
   const absl::Time start = absl::Now();
-  auto scheduler = RecoverAndApply(**store, *files, start);
+  auto scheduler = RecoverAndApply(*stores->state, *files, start);
   if (!scheduler.ok()) return Fail(scheduler.status().ToString());
   const absl::Duration recovery = absl::Now() - start;
   const size_t gangs = (*scheduler)->gangs().size();
-  auto audit = AuditLog::Open(store->get());
+  auto audit = AuditLog::Open(stores->audit);
   if (!audit.ok()) return Fail(audit.status().ToString());
 
-  WatchHub hub(store->get(), (*scheduler)->revision());
+  WatchHub hub(stores->state, (*scheduler)->revision());
   Metrics metrics(absl::GetFlag(FLAGS_metrics_listen), &hub);
   metrics.SetAuditDropped([log = audit->get()] { return log->dropped(); });
   Gate gate(authenticator->get(), &metrics, audit->get());
-  SchedulerLoop loop(*std::move(scheduler), store->get(),
+  SchedulerLoop loop(*std::move(scheduler), stores->state,
                      {audit->get(), &gate, &hub, &metrics});
   SchedulerService scheduler_service(&loop, &hub, &gate);
   FleetService fleet_service(&loop, &gate);
@@ -300,6 +377,12 @@ int Serve() {
     loop.Stop();
     return Fail(absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_listen)));
   }
+  // "" is SERVING by default; phalanx.v1.Leader only in HA mode, where
+  // serving at all means leading (a standby does not serve yet).
+  if (stores->ha) {
+    grpc_server.server->GetHealthCheckService()->SetServingStatus(
+        "phalanx.v1.Leader", true);
+  }
   PrintAddresses(data_dir, gangs, recovery, grpc_server.port, metrics.port());
 
   const int signal = WaitForStop(signals, **authenticator, metrics);
@@ -314,6 +397,12 @@ int Serve() {
   grpc_server.server->Shutdown(std::chrono::system_clock::now() +
                                std::chrono::milliseconds(500));
   loop.Stop();
+  if (stores->ha) {
+    // Hand over at once rather than after a lease TTL.
+    if (absl::Status s = stores->ha->Resign(); !s.ok()) {
+      std::printf("phalanxd: resign: %s\n", s.ToString().c_str());
+    }
+  }
   std::printf("phalanxd: stopped in %.3f s\n",
               absl::ToDoubleSeconds(absl::Now() - stop_start));
   return 0;
@@ -341,7 +430,9 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "phalanxd [--listen ADDR] [--data-dir DIR] [--metrics-listen ADDR] "
       "[--config FILE] [--fleet FILE] [--queues FILE] [--auth FILE] "
-      "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]");
+      "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] "
+      "[--etcd-endpoints URL[,URL...] --replica-id ID [--advertise-address "
+      "HOST:PORT] [--etcd-prefix /phalanx/NAME] [--etcd-lease-ttl 5s]]");
   absl::ParseCommandLine(argc, argv);
   return phalanx::server::Serve();
 }
