@@ -24,9 +24,10 @@ constexpr char kPrefix[] = "/phalanx/test";
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
 // A candidate: its election and whether it was told of a loss.
+// `lost` outlives `election`, whose renewal thread may notify it.
 struct Candidate {
-  std::unique_ptr<EtcdElection> election;
   absl::Notification lost;
+  std::unique_ptr<EtcdElection> election;
 };
 
 class EtcdElectionTest : public ::testing::Test {

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
@@ -61,7 +62,8 @@ std::string Tail(const std::string& path, size_t bytes) {
 
 bool EtcdCluster::Available() { return access(kEtcdPath, X_OK) == 0; }
 
-EtcdCluster::EtcdCluster(int members) {
+EtcdCluster::EtcdCluster(int members, EtcdClusterTls tls)
+    : tls_(std::move(tls)) {
   char pattern[] = "/tmp/phalanx-etcd-XXXXXX";
   root_ = mkdtemp(pattern);
   for (int i = 0; i < members; ++i) {
@@ -79,7 +81,8 @@ EtcdCluster::~EtcdCluster() {
 }
 
 std::string EtcdCluster::endpoint(int i) const {
-  return absl::StrCat("http://127.0.0.1:", members_[i].client_port);
+  return absl::StrCat(tls_.cert_file.empty() ? "http" : "https",
+                      "://127.0.0.1:", members_[i].client_port);
 }
 
 std::vector<std::string> EtcdCluster::endpoints() const {
@@ -114,6 +117,10 @@ bool EtcdCluster::Spawn(int i, const std::string& state) {
                                    "--initial-cluster-token=phalanx-test",
                                    "--logger=zap",
                                    "--log-outputs=stderr"};
+  if (!tls_.cert_file.empty()) {
+    args.push_back("--cert-file=" + tls_.cert_file);
+    args.push_back("--key-file=" + tls_.key_file);
+  }
   const std::string log = root_ + "/" + member.name + ".log";
   member.pid = fork();
   if (member.pid < 0) return false;
@@ -154,9 +161,15 @@ bool EtcdCluster::Restart(int i) {
 }
 
 bool EtcdCluster::Healthy(int i, int timeout_ms) const {
-  auto channel =
-      grpc::CreateChannel(absl::StrCat("127.0.0.1:", members_[i].client_port),
-                          grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::InsecureChannelCredentials();
+  if (!tls_.cert_file.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = Tail(tls_.ca_file, 1 << 20);
+    credentials = grpc::SslCredentials(ssl);
+  }
+  auto channel = grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", members_[i].client_port), credentials);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(timeout_ms));

@@ -12,6 +12,14 @@
 
 namespace phalanx::testing {
 
+// Serves the client URLs over TLS with this certificate when set (the
+// peers keep plain HTTP); `ca_file` signs it, for the health checks.
+struct EtcdClusterTls {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+};
+
 class EtcdCluster {
  public:
   // Where the etcd binary is looked for.
@@ -19,7 +27,7 @@ class EtcdCluster {
   // True when kEtcdPath exists (tests skip otherwise).
   static bool Available();
 
-  explicit EtcdCluster(int members = 3);
+  explicit EtcdCluster(int members = 3, EtcdClusterTls tls = {});
   ~EtcdCluster();  // kills the members it started, removes the directory
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -36,7 +44,7 @@ class EtcdCluster {
   bool Healthy(int i, int timeout_ms = 1000) const;
 
   int size() const { return static_cast<int>(members_.size()); }
-  // "http://127.0.0.1:P" of member `i`.
+  // "http://127.0.0.1:P" (or https://) of member `i`.
   std::string endpoint(int i) const;
   // Every member's endpoint.
   std::vector<std::string> endpoints() const;
@@ -58,6 +66,7 @@ class EtcdCluster {
   std::string InitialCluster() const;
 
   std::string root_;
+  EtcdClusterTls tls_;
   std::vector<Member> members_;
 };
 

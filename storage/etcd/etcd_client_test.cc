@@ -2,6 +2,8 @@
 // (tests/etcd_cluster.h). Skipped only when /usr/bin/etcd is absent.
 #include "storage/etcd/etcd_client.h"
 
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -236,6 +238,45 @@ TEST_F(EtcdClientTest, AuthenticatesWithUserAndPassword) {
   ASSERT_NE(root, nullptr);
   ASSERT_TRUE(root->Put(PutOf("/t/k", "v")).ok());
   EXPECT_EQ(root->Range(RangeOf("/t/k"))->kvs_size(), 1);
+}
+
+// A self-signed certificate for 127.0.0.1 (its own CA), made with openssl
+// in `dir`; returns false when openssl fails.
+bool MakeCertificate(const std::string& dir) {
+  const std::string command =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=etcd "
+      "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+      dir + "/etcd.key -out " + dir + "/etcd.crt >/dev/null 2>&1";
+  return std::system(command.c_str()) == 0;
+}
+
+TEST(EtcdClientTlsTest, SpeaksTlsToAnHttpsCluster) {
+  if (!EtcdCluster::Available()) {
+    GTEST_SKIP() << EtcdCluster::kEtcdPath << " is absent";
+  }
+  char pattern[] = "/tmp/phalanx-etcd-tls-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  ASSERT_TRUE(MakeCertificate(dir));
+  const std::string cert = dir + "/etcd.crt";
+  EtcdCluster cluster(3, {cert, cert, dir + "/etcd.key"});
+  ASSERT_TRUE(cluster.Start()) << cluster.logs();
+  ASSERT_EQ(cluster.endpoint(0).substr(0, 8), "https://");
+
+  EtcdClientOptions options;
+  options.endpoints = cluster.endpoints();
+  options.tls_files.ca_file = cert;  // https:// turns TLS on
+  auto client = EtcdClient::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->Put(PutOf("/t/k", "v")).ok());
+  EXPECT_EQ((*client)->Range(RangeOf("/t/k"))->kvs_size(), 1);
+
+  // Without the CA the server's certificate is not trusted.
+  options.tls_files.ca_file.clear();
+  options.call_timeout = absl::Seconds(2);
+  auto untrusting = EtcdClient::Connect(options);
+  ASSERT_TRUE(untrusting.ok()) << untrusting.status();
+  EXPECT_FALSE((*untrusting)->Put(PutOf("/t/k", "w")).ok());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
