@@ -6,6 +6,7 @@
 // store and exits 0.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -292,13 +293,25 @@ struct Listening {
   int port = 0;
 };
 
+// The largest request served. In HA mode at most half the log's batch
+// bound (docs/ha.md), so one command cannot make a batch etcd refuses.
+int MaxMessageBytes(bool ha) {
+  const int flag = absl::GetFlag(FLAGS_max_message_bytes);
+  if (!ha) return flag;
+  const int bound = static_cast<int>(storage::etcd::kDefaultMaxBatchBytes / 2);
+  if (flag > bound) {
+    std::printf("phalanxd: HA mode: --max-message-bytes capped at %d\n", bound);
+  }
+  return std::min(flag, bound);
+}
+
 Listening StartServer(const std::shared_ptr<grpc::ServerCredentials>& creds,
                       const std::vector<grpc::Service*>& services,
-                      Metrics& metrics) {
+                      Metrics& metrics, int max_message_bytes) {
   grpc::ServerBuilder builder;
   Listening out;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen), creds, &out.port);
-  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  builder.SetMaxReceiveMessageSize(max_message_bytes);
   for (grpc::Service* service : services) builder.RegisterService(service);
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
@@ -371,8 +384,9 @@ int Serve() {
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   }
   loop.Start();
-  Listening grpc_server = StartServer(
-      *creds, {&scheduler_service, &fleet_service, &admin_service}, metrics);
+  Listening grpc_server =
+      StartServer(*creds, {&scheduler_service, &fleet_service, &admin_service},
+                  metrics, MaxMessageBytes(stores->ha != nullptr));
   if (grpc_server.server == nullptr || grpc_server.port == 0) {
     loop.Stop();
     return Fail(absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_listen)));

@@ -75,6 +75,10 @@ TEST_F(HaTest, TheStandbyTakesOverWithEveryAcknowledgedWrite) {
   ASSERT_TRUE(a->Start()) << a->output();
   EXPECT_EQ(Health(a->channel(), "phalanx.v1.Leader"), 1);
   EXPECT_EQ(Health(a->channel(), ""), 1);
+  // No request may come near the log's batch bound.
+  EXPECT_NE(a->output().find("--max-message-bytes capped at"),
+            std::string::npos)
+      << a->output();
   auto stub = a->Scheduler();
   const v1::Gang gang = SubmitOk(*stub, SubmitRequest("a", 2, 8, "rack"));
 
