@@ -303,6 +303,7 @@ WatchStream::~WatchStream() {
 void WatchStream::Cancel() { context_.TryCancel(); }
 
 absl::StatusOr<epb::WatchResponse> WatchStream::Read() {
+  if (!stream_) return absl::FailedPreconditionError("etcd watch: ended");
   epb::WatchResponse response;
   while (stream_->Read(&response)) {
     if (response.canceled()) {

@@ -60,7 +60,8 @@ class WatchStream {
   ~WatchStream();
   // The next response carrying events (progress-only responses are
   // skipped). Fails with Cancelled after Cancel, OutOfRange when the start
-  // revision was compacted, or the stream's error.
+  // revision was compacted, or the stream's error; FailedPrecondition once
+  // the stream has ended.
   absl::StatusOr<epb::WatchResponse> Read();
   // Ends the stream; a blocked Read returns.
   void Cancel();
