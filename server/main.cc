@@ -1,10 +1,13 @@
 // phalanxd: the Phalanx gang-scheduling daemon. Recovers its state from
-// RocksDB, applies the start-up files, serves gRPC (Scheduler, Fleet, Admin,
-// health, reflection) and /metrics, and on SIGTERM or SIGINT ends watch
-// streams, drains in-flight calls, closes the store and exits 0.
+// RocksDB (or, with --etcd-endpoints, from the replicated log on etcd once
+// this replica leads: docs/ha.md), applies the start-up files, serves
+// gRPC (Scheduler, Fleet, Admin, health, reflection) and /metrics, and on
+// SIGTERM or SIGINT ends watch streams, drains in-flight calls, closes the
+// store and exits 0.
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +26,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -33,6 +37,7 @@
 #include "server/auth.h"
 #include "server/fleet_service.h"
 #include "server/gate.h"
+#include "server/ha_mode.h"
 #include "server/metrics.h"
 #include "server/scheduler_loop.h"
 #include "server/scheduler_service.h"
@@ -74,6 +79,26 @@ ABSL_FLAG(std::string, auth, "",
           "Principals (proto3 JSON of phalanx.v1.AuthConfig); SIGHUP "
           "re-reads it. Without it every caller is an admin (loopback "
           "development mode)");
+
+ABSL_FLAG(std::vector<std::string>, etcd_endpoints, {},
+          "HA mode (docs/ha.md): etcd client URLs, comma-separated "
+          "(http://HOST:PORT or https://HOST:PORT)");
+ABSL_FLAG(std::string, replica_id, "", "HA mode: this replica's name");
+ABSL_FLAG(std::string, advertise_address, "",
+          "HA mode: the gRPC address other replicas and clients reach this "
+          "one at (default: --listen)");
+ABSL_FLAG(std::string, etcd_prefix, "/phalanx/default",
+          "HA mode: the etcd key prefix of this Phalanx cluster");
+ABSL_FLAG(absl::Duration, etcd_lease_ttl, absl::Seconds(5),
+          "HA mode: the leader's lease; a dead leader is replaced after it");
+ABSL_FLAG(std::string, etcd_user, "", "HA mode: etcd user");
+ABSL_FLAG(std::string, etcd_password_file, "",
+          "HA mode: file holding the etcd user's password");
+ABSL_FLAG(std::string, etcd_ca, "",
+          "HA mode: PEM roots of etcd's certificate (turns on TLS)");
+ABSL_FLAG(std::string, etcd_cert, "",
+          "HA mode: PEM client certificate for etcd (mTLS)");
+ABSL_FLAG(std::string, etcd_key, "", "HA mode: the key of --etcd-cert");
 
 namespace phalanx::server {
 namespace {
@@ -220,18 +245,94 @@ int WaitForStop(const sigset_t& signals, Authenticator& authenticator,
   }
 }
 
+absl::StatusOr<HaOptions> HaFlags() {
+  HaOptions options;
+  options.etcd.endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
+  options.etcd.user = absl::GetFlag(FLAGS_etcd_user);
+  if (const std::string file = absl::GetFlag(FLAGS_etcd_password_file);
+      !file.empty()) {
+    ASSIGN_OR_RETURN(options.etcd.password, ReadFile(file));
+    while (!options.etcd.password.empty() &&
+           options.etcd.password.back() == '\n') {
+      options.etcd.password.pop_back();
+    }
+  }
+  options.etcd.tls_files = {absl::GetFlag(FLAGS_etcd_ca),
+                            absl::GetFlag(FLAGS_etcd_cert),
+                            absl::GetFlag(FLAGS_etcd_key)};
+  options.etcd.tls = !options.etcd.tls_files.ca_file.empty();
+  options.replica_id = absl::GetFlag(FLAGS_replica_id);
+  options.advertise_address = absl::GetFlag(FLAGS_advertise_address);
+  if (options.advertise_address.empty()) {
+    options.advertise_address = absl::GetFlag(FLAGS_listen);
+  }
+  options.prefix = absl::GetFlag(FLAGS_etcd_prefix);
+  options.lease_ttl = absl::GetFlag(FLAGS_etcd_lease_ttl);
+  return options;
+}
+
+// The state store: the local RocksDB, or in HA mode (--etcd-endpoints) the
+// replicated log once this replica leads (it stands by until then).
+struct Stores {
+  std::unique_ptr<storage::RocksDbStore> local;
+  std::unique_ptr<HaReplica> ha;
+  core::StateStore* state = nullptr;
+  core::AuditStore* audit = nullptr;
+  storage::RocksDbStore* rocks = nullptr;  // the local store, in both modes
+};
+
+// Backups copy the embedded store; in HA mode etcd holds the state of
+// record, so CreateBackup is UNIMPLEMENTED there (docs/ha.md).
+AdminService::Backup BackupOf(const Stores& stores) {
+  if (stores.ha != nullptr) return nullptr;
+  return [db = stores.rocks](const std::string& dir) {
+    return db->CreateCheckpoint(dir);
+  };
+}
+
+absl::StatusOr<Stores> OpenStores(const std::string& data_dir,
+                                  const sigset_t& signals) {
+  Stores stores;
+  if (absl::GetFlag(FLAGS_etcd_endpoints).empty()) {
+    ASSIGN_OR_RETURN(stores.local, storage::RocksDbStore::Open(data_dir));
+    stores.state = stores.local.get();
+    stores.audit = stores.local.get();
+    stores.rocks = stores.local.get();
+    return stores;
+  }
+  ASSIGN_OR_RETURN(HaOptions options, HaFlags());
+  ASSIGN_OR_RETURN(stores.ha, HaReplica::Open(std::move(options), data_dir));
+  RETURN_IF_ERROR(stores.ha->WaitToLead(signals));
+  stores.state = stores.ha->store();
+  stores.audit = stores.ha->store();
+  stores.rocks = stores.ha->store()->local();
+  return stores;
+}
+
 struct Listening {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };
 
+// The largest request served. In HA mode at most half the log's batch
+// bound (docs/ha.md), so one command cannot make a batch etcd refuses.
+int MaxMessageBytes(bool ha) {
+  const int flag = absl::GetFlag(FLAGS_max_message_bytes);
+  if (!ha) return flag;
+  const int bound = static_cast<int>(storage::etcd::kDefaultMaxBatchBytes / 2);
+  if (flag > bound) {
+    std::printf("phalanxd: HA mode: --max-message-bytes capped at %d\n", bound);
+  }
+  return std::min(flag, bound);
+}
+
 Listening StartServer(const std::shared_ptr<grpc::ServerCredentials>& creds,
                       const std::vector<grpc::Service*>& services,
-                      Metrics& metrics) {
+                      Metrics& metrics, int max_message_bytes) {
   grpc::ServerBuilder builder;
   Listening out;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen), creds, &out.port);
-  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  builder.SetMaxReceiveMessageSize(max_message_bytes);
   for (grpc::Service* service : services) builder.RegisterService(service);
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
@@ -308,35 +409,33 @@ int Serve() {
     const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
     std::error_code error;
     std::filesystem::create_directories(data_dir, error);
-    auto store = storage::RocksDbStore::Open(data_dir);
-    if (!store.ok()) return Fail(store.status().ToString());
-    if (const int from = (*store)->opened_schema_version();
+    auto stores = OpenStores(data_dir, signals);
+    if (absl::IsCancelled(stores.status())) return 0;
+    if (!stores.ok()) return Fail(stores.status().ToString());
+    if (const int from = stores->rocks->opened_schema_version();
         from > 0 && from < storage::RocksDbStore::kSchemaVersion) {
       std::printf("phalanxd: migrated %s from schema version %d to %d\n",
                   data_dir.c_str(), from,
                   storage::RocksDbStore::kSchemaVersion);
     }
     const absl::Time start = absl::Now();
-    auto scheduler = RecoverAndApply(**store, *files, start);
+    auto scheduler = RecoverAndApply(*stores->state, *files, start);
     if (!scheduler.ok()) return Fail(scheduler.status().ToString());
     const absl::Duration recovery = absl::Now() - start;
     const size_t gangs = (*scheduler)->gangs().size();
-    auto audit = AuditLog::Open(store->get());
+    auto audit = AuditLog::Open(stores->audit);
     if (!audit.ok()) return Fail(audit.status().ToString());
 
-    WatchHub hub(store->get(), (*scheduler)->revision());
+    WatchHub hub(stores->state, (*scheduler)->revision());
     Metrics metrics(absl::GetFlag(FLAGS_metrics_listen), &hub);
     metrics.SetAuditDropped([log = audit->get()] { return log->dropped(); });
-    metrics.SetWalSyncs([db = store->get()] { return db->WalSyncs(); });
+    metrics.SetWalSyncs([db = stores->rocks] { return db->WalSyncs(); });
     Gate gate(authenticator->get(), &metrics, audit->get());
-    SchedulerLoop loop(*std::move(scheduler), store->get(),
+    SchedulerLoop loop(*std::move(scheduler), stores->state,
                        {audit->get(), &gate, &hub, &metrics});
     SchedulerService scheduler_service(&loop, &hub, &gate);
     FleetService fleet_service(&loop, &gate);
-    AdminService admin_service(&loop, &gate, audit->get(),
-                               [db = store->get()](const std::string& dir) {
-                                 return db->CreateCheckpoint(dir);
-                               });
+    AdminService admin_service(&loop, &gate, audit->get(), BackupOf(*stores));
 
     grpc::EnableDefaultHealthCheckService(true);
     // Reflection answers anyone; with --auth every RPC but health needs a
@@ -346,11 +445,18 @@ int Serve() {
     }
     loop.Start();
     Listening grpc_server = StartServer(
-        *creds, {&scheduler_service, &fleet_service, &admin_service}, metrics);
+        *creds, {&scheduler_service, &fleet_service, &admin_service}, metrics,
+        MaxMessageBytes(stores->ha != nullptr));
     if (grpc_server.server == nullptr || grpc_server.port == 0) {
       loop.Stop();
       return Fail(
           absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_listen)));
+    }
+    // "" is SERVING by default; phalanx.v1.Leader only in HA mode, where
+    // serving at all means leading (a standby does not serve yet).
+    if (stores->ha) {
+      grpc_server.server->GetHealthCheckService()->SetServingStatus(
+          "phalanx.v1.Leader", true);
     }
     // The file first, so whoever sees the printed lines finds it written.
     if (const std::string path = absl::GetFlag(FLAGS_print_address_file);
@@ -387,6 +493,13 @@ int Serve() {
     stage("grpc");
     loop.Stop();
     stage("loop");
+    if (stores->ha) {
+      // Hand over at once rather than after a lease TTL.
+      if (absl::Status s = stores->ha->Resign(); !s.ok()) {
+        std::printf("phalanxd: resign: %s\n", s.ToString().c_str());
+      }
+      stage("resign");
+    }
     grpc_server.server.reset();
     stage("grpc-threads");
     metrics.StopServing();
@@ -421,7 +534,9 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "phalanxd [--listen ADDR] [--data-dir DIR] [--metrics-listen ADDR] "
       "[--config FILE] [--fleet FILE] [--queues FILE] [--auth FILE] "
-      "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]");
+      "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] "
+      "[--etcd-endpoints URL[,URL...] --replica-id ID [--advertise-address "
+      "HOST:PORT] [--etcd-prefix /phalanx/NAME] [--etcd-lease-ttl 5s]]");
   absl::FlagsUsageConfig usage;
   usage.version_string = [] {
     return std::string("phalanxd " PHALANX_VERSION_STRING "\n");

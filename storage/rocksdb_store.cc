@@ -42,6 +42,8 @@ constexpr char kMetaKey[] = "state";
 constexpr char kConfigKey[] = "current";
 // In the meta family: the data dir's schema version, a decimal number.
 constexpr char kSchemaVersionKey[] = "schema_version";
+// The HA log's last applied seq (docs/ha.md), beside the state it produced.
+constexpr char kLogSeqKey[] = "log_seq";
 
 absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
   if (s.ok()) return absl::OkStatus();
@@ -285,6 +287,25 @@ absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
 }
 
 absl::Status RocksDbStore::Commit(const core::Mutation& m) {
+  return Write(m, 0);
+}
+
+absl::Status RocksDbStore::ApplyLogBatch(const core::Mutation& m, int64_t seq) {
+  return Write(m, seq);
+}
+
+absl::StatusOr<int64_t> RocksDbStore::LogSeq() {
+  std::string value;
+  rocksdb::Status s = db_->Get({}, handles_[kMeta], kLogSeqKey, &value);
+  if (s.IsNotFound()) return 0;
+  RETURN_IF_ERROR(FromRocks(s, "read log seq"));
+  if (value.size() != 8) return absl::DataLossError("log seq: bad length");
+  int64_t seq = 0;
+  for (unsigned char byte : value) seq = (seq << 8) | byte;
+  return seq;
+}
+
+absl::Status RocksDbStore::Write(const core::Mutation& m, int64_t log_seq) {
   rocksdb::WriteBatch batch;
   std::string buffer;
   auto put = [&](Family family, const std::string& key,
@@ -358,6 +379,7 @@ absl::Status RocksDbStore::Commit(const core::Mutation& m) {
   storage::v1::MetaRecord meta;
   convert::ToProto(m.meta, &meta);
   put(kMeta, kMetaKey, meta);
+  if (log_seq > 0) batch.Put(handles_[kMeta], kLogSeqKey, EventKey(log_seq));
 
   rocksdb::WriteOptions write_options;
   write_options.sync = options_.sync;

@@ -69,6 +69,12 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
                                                            int limit) override;
   absl::StatusOr<int64_t> LastAuditSequence() override;
 
+  // Commits `mutation`, the HA log's entry `seq` (docs/ha.md), and records
+  // `seq` as applied in the same atomic write.
+  absl::Status ApplyLogBatch(const core::Mutation& mutation, int64_t seq);
+  // The last log seq applied; 0 when none.
+  absl::StatusOr<int64_t> LogSeq();
+
   // WAL fsyncs since open (RocksDB's WAL_FILE_SYNCED ticker).
   uint64_t WalSyncs() const;
   // The schema version the data dir had before Open migrated it (0 for a new
@@ -91,6 +97,8 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
   RocksDbStore() = default;
   // Reads the schema version, migrates it to kSchemaVersion or refuses it.
   absl::Status CheckSchema();
+  // Commit, also recording `log_seq` when it is > 0.
+  absl::Status Write(const core::Mutation& mutation, int64_t log_seq);
 
   Options options_;
   int opened_schema_version_ = 0;

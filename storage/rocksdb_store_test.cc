@@ -230,5 +230,18 @@ TEST_F(RocksDbStoreTest, CheckpointDirectoryRules) {
   std::filesystem::remove_all(empty);
 }
 
+TEST_F(RocksDbStoreTest, AppliedLogSeqIsKeptWithItsBatch) {
+  {
+    auto store = OpenStore();
+    EXPECT_EQ(*store->LogSeq(), 0);
+    ASSERT_TRUE(store->ApplyLogBatch(Populated()->TakeMutation(), 300).ok());
+    // A plain commit leaves the applied seq alone.
+    ASSERT_TRUE(store->Commit(core::Mutation{}).ok());
+  }
+  auto store = OpenStore();
+  EXPECT_EQ(*store->LogSeq(), 300);
+  EXPECT_EQ(store->LoadAll()->gangs.size(), 1u);
+}
+
 }  // namespace
 }  // namespace phalanx::storage

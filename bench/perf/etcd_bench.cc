@@ -1,0 +1,152 @@
+// phalanx-etcd-bench: fenced etcd transactions against a real 3-member etcd
+// cluster on loopback (tests/etcd_cluster.h), the HA mode's commit path
+// (docs/ha.md). Two phases, each bounded in time:
+//   txn:    W writer threads, each appending its own key with the leader
+//           fence (compare PREFIX/leader create_revision == term) — raw
+//           fenced Txn/s and latency at each concurrency;
+//   commit: one EtcdStateStore::Commit after another of a small batch (one
+//           submitted gang), as the scheduler loop does — Commit/s.
+// Prints one line per phase and concurrency.
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "bench/perf/stats.h"
+#include "core/scheduler.h"
+#include "core/testing.h"
+#include "storage/etcd/etcd_state_store.h"
+#include "tests/etcd_cluster.h"
+
+ABSL_FLAG(std::string, writers, "1,8", "Concurrencies of the txn phase");
+ABSL_FLAG(double, seconds, 5, "Seconds per measured phase");
+
+namespace phalanx::perf {
+namespace {
+
+namespace etcd = ::phalanx::storage::etcd;
+namespace epb = ::etcdserverpb;
+constexpr char kPrefix[] = "/phalanx/bench";
+
+int64_t PutLeader(etcd::EtcdClient& client) {
+  epb::PutRequest put;
+  put.set_key(std::string(kPrefix) + "/leader");
+  put.set_value("bench 127.0.0.1:1");
+  return client.Put(put)->header().revision();
+}
+
+// One writer: fenced appends of its own keys until `stop`.
+void Writer(etcd::EtcdClient& client, int64_t term, int id,
+            const std::atomic<bool>& stop, std::vector<double>& latencies_us) {
+  const std::string value(512, 'x');  // about a small batch's size
+  for (int64_t n = 0; !stop.load() && n < 10'000'000; ++n) {
+    epb::TxnRequest txn;
+    epb::Compare* fence = txn.add_compare();
+    fence->set_key(std::string(kPrefix) + "/leader");
+    fence->set_target(epb::Compare::CREATE);
+    fence->set_result(epb::Compare::EQUAL);
+    fence->set_create_revision(term);
+    epb::PutRequest* put = txn.add_success()->mutable_request_put();
+    put->set_key(absl::StrFormat("%s/w/%d/%d", kPrefix, id, n));
+    put->set_value(value);
+    const absl::Time start = absl::Now();
+    auto response = client.Txn(txn);
+    if (!response.ok() || !response->succeeded()) {
+      std::fprintf(stderr, "txn failed: %s\n",
+                   response.status().ToString().c_str());
+      return;
+    }
+    latencies_us.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+  }
+}
+
+void TxnPhase(etcd::EtcdClient& client, int64_t term, int writers,
+              absl::Duration length) {
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<double>> latencies(writers);
+  std::vector<std::thread> threads;
+  const absl::Time start = absl::Now();
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back(
+        [&, w] { Writer(client, term, w, stop, latencies[w]); });
+  }
+  absl::SleepFor(length);
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::vector<double> all;
+  for (const auto& each : latencies)
+    all.insert(all.end(), each.begin(), each.end());
+  std::printf("txn writers=%d txn_per_s=%.0f p50_us=%.0f p99_us=%.0f\n",
+              writers, all.size() / seconds, Percentile(all, 50),
+              Percentile(all, 99));
+}
+
+void CommitPhase(etcd::EtcdClient& client, int64_t term, const std::string& dir,
+                 absl::Duration length) {
+  auto local = storage::RocksDbStore::Open(dir);
+  etcd::EtcdStateStoreOptions options;
+  options.prefix = kPrefix;
+  etcd::EtcdStateStore store(&client, std::move(*local), options);
+  store.set_term(term);
+  core::Scheduler s(core::Config{});
+  (void)s.UpsertNodes(core::testing::MakeNodes(1, 2, 4));
+  core::Queue queue;
+  queue.name = core::QueueName("q");
+  (void)s.PutQueue(queue);
+  (void)store.Commit(s.TakeMutation());
+  std::vector<double> latencies;
+  const absl::Time start = absl::Now();
+  while (absl::Now() - start < length && latencies.size() < 10'000'000) {
+    (void)s.Submit(core::testing::Spec("q").Pods(1, 1), absl::Now());
+    const core::Mutation m = s.TakeMutation();
+    const absl::Time t = absl::Now();
+    if (absl::Status st = store.Commit(m); !st.ok()) {
+      std::fprintf(stderr, "commit failed: %s\n", st.ToString().c_str());
+      return;
+    }
+    latencies.push_back(absl::ToDoubleMicroseconds(absl::Now() - t));
+  }
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::printf("commit writers=1 commit_per_s=%.0f p50_us=%.0f p99_us=%.0f\n",
+              latencies.size() / seconds, Percentile(latencies, 50),
+              Percentile(latencies, 99));
+}
+
+int Main() {
+  testing::EtcdCluster cluster(3);
+  if (!cluster.Start()) {
+    std::fprintf(stderr, "etcd did not start:\n%s\n", cluster.logs().c_str());
+    return 1;
+  }
+  etcd::EtcdClientOptions options;
+  options.endpoints = cluster.endpoints();
+  auto client = etcd::EtcdClient::Connect(options);
+  if (!client.ok()) return 1;
+  const int64_t term = PutLeader(**client);
+  const absl::Duration length = absl::Seconds(absl::GetFlag(FLAGS_seconds));
+  for (absl::string_view w :
+       absl::StrSplit(absl::GetFlag(FLAGS_writers), ',')) {
+    int writers = 0;
+    if (absl::SimpleAtoi(w, &writers) && writers > 0) {
+      TxnPhase(**client, term, writers, length);
+    }
+  }
+  CommitPhase(**client, term, cluster.root() + "/replica", length);
+  return 0;
+}
+
+}  // namespace
+}  // namespace phalanx::perf
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return phalanx::perf::Main();
+}

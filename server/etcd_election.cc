@@ -1,0 +1,198 @@
+#include "server/etcd_election.h"
+
+#include <pthread.h>
+
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace phalanx::server {
+namespace {
+
+namespace epb = ::etcdserverpb;
+using storage::etcd::EtcdClient;
+
+}  // namespace
+
+EtcdElection::EtcdElection(EtcdClient* client, EtcdElectionOptions options,
+                           std::function<void()> on_lost)
+    : client_(client),
+      options_(std::move(options)),
+      on_lost_(std::move(on_lost)) {}
+
+EtcdElection::~EtcdElection() { StopRenewing(); }
+
+absl::Status EtcdElection::EnsureLease() {
+  if (lease_ != 0) {
+    absl::StatusOr<absl::Duration> ttl = client_->LeaseKeepAlive(lease_);
+    if (ttl.ok()) return absl::OkStatus();
+    if (ttl.status().code() != absl::StatusCode::kNotFound) {
+      return ttl.status();
+    }
+  }
+  ASSIGN_OR_RETURN(lease_, client_->LeaseGrant(options_.lease_ttl));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> EtcdElection::TryCreate(int64_t* seen) {
+  epb::TxnRequest txn;
+  epb::Compare* absent = txn.add_compare();
+  absent->set_key(LeaderKey());
+  absent->set_target(epb::Compare::CREATE);
+  absent->set_result(epb::Compare::EQUAL);
+  absent->set_create_revision(0);
+  epb::PutRequest* put = txn.add_success()->mutable_request_put();
+  put->set_key(LeaderKey());
+  put->set_value(absl::StrCat(options_.replica_id, " ", options_.address));
+  put->set_lease(lease_);
+  txn.add_failure()->mutable_request_range()->set_key(LeaderKey());
+  ASSIGN_OR_RETURN(epb::TxnResponse response, client_->Txn(txn));
+  *seen = response.header().revision();
+  if (response.succeeded()) return response.header().revision();
+  const epb::RangeResponse& range = response.responses(0).response_range();
+  // Our own key from an attempt whose reply was lost (UNAVAILABLE retry).
+  if (range.kvs_size() == 1 && range.kvs(0).lease() == lease_) {
+    return range.kvs(0).create_revision();
+  }
+  return 0;
+}
+
+absl::Status EtcdElection::WaitForVacancy(int64_t seen, absl::Time deadline) {
+  const absl::Duration left = deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) {
+    return absl::DeadlineExceededError("campaign: another replica leads");
+  }
+  ASSIGN_OR_RETURN(auto watch, client_->Watch(LeaderKey(), "", seen + 1, left));
+  // Each response has events; one with a DELETE means the seat is free.
+  for (;;) {
+    absl::StatusOr<epb::WatchResponse> response = watch->Read();
+    if (!response.ok()) {
+      if (absl::Now() >= deadline) {
+        return absl::DeadlineExceededError("campaign: another replica leads");
+      }
+      return response.status();
+    }
+    for (const mvccpb::Event& event : response->events()) {
+      if (event.type() == mvccpb::Event::DELETE) return absl::OkStatus();
+    }
+  }
+}
+
+absl::StatusOr<int64_t> EtcdElection::Campaign(absl::Time deadline) {
+  StopRenewing();
+  // Each round: a live lease, one attempt, then wait for the seat to free.
+  while (absl::Now() < deadline) {
+    RETURN_IF_ERROR(EnsureLease());
+    int64_t seen = 0;
+    ASSIGN_OR_RETURN(const int64_t term, TryCreate(&seen));
+    if (term > 0) {
+      term_ = term;
+      leading_ = true;
+      {
+        absl::MutexLock lock(&mu_);
+        stop_ = false;
+      }
+      renewer_ = std::thread([this] {
+        pthread_setname_np(pthread_self(), "phalanx-lease");
+        Renew();
+      });
+      return term;
+    }
+    absl::Status waited = WaitForVacancy(seen, deadline);
+    if (!waited.ok() && waited.code() != absl::StatusCode::kUnavailable) {
+      return waited;
+    }
+  }
+  return absl::DeadlineExceededError("campaign: another replica leads");
+}
+
+bool EtcdElection::RenewOnce(absl::Time& last_renewed) {
+  const absl::Time sent = absl::Now();
+  absl::StatusOr<absl::Duration> ttl = client_->LeaseKeepAlive(lease_);
+  if (ttl.ok()) {
+    last_renewed = sent;
+  } else if (ttl.status().code() == absl::StatusCode::kNotFound) {
+    Lose("the lease expired or was revoked");
+    return false;
+  } else if (absl::Now() - last_renewed >= options_.lease_ttl) {
+    Lose(absl::StrCat("no renewal for a whole lease ttl: ",
+                      ttl.status().ToString()));
+    return false;
+  }
+  absl::StatusOr<LeaderInfo> leader = Leader();
+  if (leader.ok() && leader->term != term_) {
+    Lose(absl::StrCat("the election key belongs to term ", leader->term));
+    return false;
+  }
+  if (leader.status().code() == absl::StatusCode::kNotFound) {
+    Lose("the election key is gone");
+    return false;
+  }
+  return true;
+}
+
+void EtcdElection::Renew() {
+  absl::Time last_renewed = absl::Now();
+  const absl::Duration interval = options_.lease_ttl / 3;
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto stopping = [this]()
+                          ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_; };
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), interval)) return;
+    }
+    if (!RenewOnce(last_renewed)) return;
+  }
+}
+
+void EtcdElection::Lose(const std::string& why) {
+  std::fprintf(stderr, "phalanxd: leadership of term %lld lost: %s\n",
+               static_cast<long long>(term_.load()), why.c_str());
+  leading_ = false;
+  if (on_lost_) on_lost_();
+}
+
+void EtcdElection::StopRenewing() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  if (!renewer_.joinable()) return;
+  // From on_lost, on the renewer itself: it returns right after.
+  if (renewer_.get_id() == std::this_thread::get_id()) {
+    renewer_.detach();
+  } else {
+    renewer_.join();
+  }
+}
+
+absl::Status EtcdElection::Resign() {
+  StopRenewing();
+  leading_ = false;
+  if (lease_ == 0) return absl::OkStatus();
+  // Revoking the lease deletes the key: the next candidate wins at once.
+  RETURN_IF_ERROR(client_->LeaseRevoke(lease_));
+  lease_ = 0;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LeaderInfo> EtcdElection::Leader() const {
+  epb::RangeRequest range;
+  range.set_key(LeaderKey());
+  ASSIGN_OR_RETURN(epb::RangeResponse response, client_->Range(range));
+  if (response.kvs_size() == 0) {
+    return absl::NotFoundError("no replica leads");
+  }
+  const mvccpb::KeyValue& kv = response.kvs(0);
+  LeaderInfo info;
+  const size_t space = kv.value().find(' ');
+  info.replica_id = kv.value().substr(0, space);
+  if (space != std::string::npos) info.address = kv.value().substr(space + 1);
+  info.term = kv.create_revision();
+  info.lease = kv.lease();
+  return info;
+}
+
+}  // namespace phalanx::server

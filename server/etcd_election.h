@@ -1,0 +1,96 @@
+// EtcdElection: the Election port on etcd (docs/ha.md). A candidate holds a
+// lease (Options::lease_ttl) and creates PREFIX/leader with it in a
+// transaction "create if absent"; the winner's term is that key's create
+// revision, so terms only grow. While leading, a thread renews the lease
+// every ttl/3 and checks the key is still its own; when the lease is gone,
+// the key is someone else's, or renewals have failed for a whole ttl, the
+// replica stops leading (fail-stop) and `on_lost` runs once. A loser waits
+// on a Watch of the key for it to be deleted, then tries again.
+//
+// The key's value is "REPLICA_ID ADDRESS", what followers report as the
+// leader (replica ids have no spaces).
+//
+// Thread-safe.
+#ifndef PHALANX_SERVER_ETCD_ELECTION_H_
+#define PHALANX_SERVER_ETCD_ELECTION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/election.h"
+#include "storage/etcd/etcd_client.h"
+
+namespace phalanx::server {
+
+struct EtcdElectionOptions {
+  std::string prefix;      // "/phalanx/NAME", no trailing slash
+  std::string replica_id;  // no spaces
+  std::string address;     // where this replica serves gRPC
+  absl::Duration lease_ttl = absl::Seconds(5);
+};
+
+// Who leads, as the election key says.
+struct LeaderInfo {
+  std::string replica_id;
+  std::string address;
+  int64_t term = 0;
+  int64_t lease = 0;
+};
+
+class EtcdElection : public Election {
+ public:
+  // `client` must outlive the election. `on_lost` runs once, on the
+  // renewal thread, when leadership is lost other than by Resign.
+  EtcdElection(storage::etcd::EtcdClient* client, EtcdElectionOptions options,
+               std::function<void()> on_lost);
+  // Stops renewing; the lease then expires (Resign hands over at once).
+  ~EtcdElection() override;
+
+  absl::StatusOr<int64_t> Campaign(absl::Time deadline) override;
+  bool leading() const override { return leading_.load(); }
+  absl::Status Resign() override;
+
+  // The term won by the last Campaign; 0 before.
+  int64_t term() const { return term_.load(); }
+  // The lease this candidate campaigns with; 0 before Campaign.
+  int64_t lease() const { return lease_.load(); }
+  // The current leader; NotFound when none.
+  absl::StatusOr<LeaderInfo> Leader() const;
+  std::string LeaderKey() const { return options_.prefix + "/leader"; }
+
+ private:
+  // Renews our lease or grants a new one.
+  absl::Status EnsureLease();
+  // One "create if absent" attempt. Returns the term when won, 0 when
+  // another leads; `*seen` is the revision the attempt saw.
+  absl::StatusOr<int64_t> TryCreate(int64_t* seen);
+  // Blocks until the key is deleted after revision `seen`, or `deadline`.
+  absl::Status WaitForVacancy(int64_t seen, absl::Time deadline);
+  // The renewal thread's body.
+  void Renew();
+  // One renewal; returns false once leadership is lost.
+  bool RenewOnce(absl::Time& last_renewed);
+  void StopRenewing();
+  void Lose(const std::string& why);
+
+  storage::etcd::EtcdClient* const client_;
+  const EtcdElectionOptions options_;
+  const std::function<void()> on_lost_;
+  std::atomic<bool> leading_{false};
+  std::atomic<int64_t> term_{0};
+  std::atomic<int64_t> lease_{0};
+  std::thread renewer_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace phalanx::server
+
+#endif  // PHALANX_SERVER_ETCD_ELECTION_H_

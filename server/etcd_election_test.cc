@@ -1,0 +1,195 @@
+// EtcdElection, and fencing of EtcdStateStore by the term it wins, against
+// a real 3-member etcd cluster (tests/etcd_cluster.h).
+#include "server/etcd_election.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "core/scheduler.h"
+#include "core/testing.h"
+#include "gtest/gtest.h"
+#include "storage/etcd/etcd_state_store.h"
+#include "tests/etcd_cluster.h"
+
+namespace phalanx::server {
+namespace {
+
+using ::phalanx::testing::EtcdCluster;
+using storage::etcd::EtcdClient;
+using storage::etcd::EtcdStateStore;
+
+constexpr char kPrefix[] = "/phalanx/test";
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+
+// A candidate: its election and whether it was told of a loss.
+// `lost` outlives `election`, whose renewal thread may notify it.
+struct Candidate {
+  absl::Notification lost;
+  std::unique_ptr<EtcdElection> election;
+};
+
+class EtcdElectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!EtcdCluster::Available()) {
+      GTEST_SKIP() << EtcdCluster::kEtcdPath
+                   << " is absent: install etcd-server to run the etcd tests";
+    }
+    cluster_ = std::make_unique<EtcdCluster>(3);
+    ASSERT_TRUE(cluster_->Start()) << cluster_->logs();
+    storage::etcd::EtcdClientOptions options;
+    options.endpoints = cluster_->endpoints();
+    client_ = std::move(*EtcdClient::Connect(options));
+  }
+
+  std::unique_ptr<Candidate> NewCandidate(const std::string& id) {
+    auto candidate = std::make_unique<Candidate>();
+    EtcdElectionOptions options;
+    options.prefix = kPrefix;
+    options.replica_id = id;
+    options.address = "127.0.0.1:" + std::to_string(7000 + id.size());
+    options.lease_ttl = absl::Seconds(2);
+    Candidate* raw = candidate.get();
+    candidate->election = std::make_unique<EtcdElection>(
+        client_.get(), options, [raw] { raw->lost.Notify(); });
+    return candidate;
+  }
+
+  std::unique_ptr<EtcdStateStore> Replica(const std::string& name) {
+    auto local = storage::RocksDbStore::Open(cluster_->root() + "/" + name);
+    EXPECT_TRUE(local.ok()) << local.status();
+    storage::etcd::EtcdStateStoreOptions options;
+    options.prefix = kPrefix;
+    return std::make_unique<EtcdStateStore>(client_.get(), std::move(*local),
+                                            options);
+  }
+
+  std::unique_ptr<EtcdCluster> cluster_;
+  std::unique_ptr<EtcdClient> client_;
+};
+
+absl::Time In(absl::Duration d) { return absl::Now() + d; }
+
+// Runs b's campaign on a thread; join() it before reading `result`.
+struct Background {
+  absl::StatusOr<int64_t> result = absl::UnknownError("not run");
+  std::thread thread;
+  void Run(EtcdElection& election, absl::Duration timeout) {
+    thread = std::thread([this, &election, timeout] {
+      result = election.Campaign(In(timeout));
+    });
+  }
+  void join() { thread.join(); }
+};
+
+TEST_F(EtcdElectionTest, OfTwoCandidatesOneLeads) {
+  auto a = NewCandidate("a");
+  auto b = NewCandidate("bb");
+  auto term = a->election->Campaign(In(absl::Seconds(10)));
+  ASSERT_TRUE(term.ok()) << term.status();
+  EXPECT_GT(*term, 0);
+  EXPECT_TRUE(a->election->leading());
+  EXPECT_EQ(b->election->Campaign(In(absl::Milliseconds(500))).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_FALSE(b->election->leading());
+  auto leader = b->election->Leader();
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  EXPECT_EQ(leader->replica_id, "a");
+  EXPECT_EQ(leader->address, "127.0.0.1:7001");
+  EXPECT_EQ(leader->term, *term);
+  EXPECT_FALSE(a->lost.HasBeenNotified());
+}
+
+TEST_F(EtcdElectionTest, WhenTheLeadersLeaseIsRevokedTheOtherWins) {
+  auto a = NewCandidate("a");
+  auto b = NewCandidate("bb");
+  auto a_term = a->election->Campaign(In(absl::Seconds(10)));
+  ASSERT_TRUE(a_term.ok()) << a_term.status();
+  Background campaign;
+  campaign.Run(*b->election, absl::Seconds(20));
+  // What an expiry does, at once: the lease and its key are gone.
+  ASSERT_TRUE(client_->LeaseRevoke(a->election->lease()).ok());
+  campaign.join();
+  ASSERT_TRUE(campaign.result.ok()) << campaign.result.status();
+  EXPECT_GT(*campaign.result, *a_term);
+  EXPECT_TRUE(b->election->leading());
+  // a notices at its next renewal (every ttl/3) and stops leading.
+  EXPECT_TRUE(a->lost.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_FALSE(a->election->leading());
+  EXPECT_EQ(b->election->Leader()->replica_id, "bb");
+}
+
+TEST_F(EtcdElectionTest, ResignHandsOverAtOnce) {
+  auto a = NewCandidate("a");
+  auto b = NewCandidate("bb");
+  ASSERT_TRUE(a->election->Campaign(In(absl::Seconds(10))).ok());
+  Background campaign;
+  campaign.Run(*b->election, absl::Seconds(20));
+  ASSERT_TRUE(a->election->Resign().ok());
+  campaign.join();
+  ASSERT_TRUE(campaign.result.ok()) << campaign.result.status();
+  EXPECT_FALSE(a->election->leading());
+  EXPECT_FALSE(a->lost.HasBeenNotified());  // resigning is not losing
+}
+
+TEST_F(EtcdElectionTest, TheLeaseOutlivesManyTtlsWhileRenewed) {
+  auto a = NewCandidate("a");
+  ASSERT_TRUE(a->election->Campaign(In(absl::Seconds(10))).ok());
+  // 2 TTLs: without renewals the key would be gone.
+  EXPECT_FALSE(a->lost.WaitForNotificationWithTimeout(absl::Seconds(4)));
+  EXPECT_TRUE(a->election->leading());
+  EXPECT_EQ(a->election->Leader()->term, a->election->term());
+}
+
+// A mutation that admits one more gang on `s`.
+core::Mutation Batch(core::Scheduler& s) {
+  EXPECT_TRUE(s.Submit(core::testing::Spec("llm").Pods(1, 1), kT0).ok());
+  s.RunCycle(kT0);
+  return s.TakeMutation();
+}
+
+std::unique_ptr<core::Scheduler> Fleet() {
+  auto s = std::make_unique<core::Scheduler>(core::Config{});
+  EXPECT_TRUE(s->UpsertNodes(core::testing::MakeNodes(1, 1, 2)).ok());
+  core::Queue queue;
+  queue.name = core::QueueName("llm");
+  EXPECT_TRUE(s->PutQueue(queue).ok());
+  return s;
+}
+
+TEST_F(EtcdElectionTest, ADeposedLeaderCannotCommitEvenAfterWakingUp) {
+  auto a = NewCandidate("a");
+  auto b = NewCandidate("bb");
+  auto a_store = Replica("a");
+  auto b_store = Replica("b");
+  auto a_term = a->election->Campaign(In(absl::Seconds(10)));
+  ASSERT_TRUE(a_term.ok()) << a_term.status();
+  a_store->set_term(*a_term);
+  auto a_state = Fleet();
+  ASSERT_TRUE(a_store->Commit(a_state->TakeMutation()).ok());
+
+  // a "pauses": its lease is gone (as if it expired while a was frozen),
+  // b wins and catches up, but has not committed yet.
+  ASSERT_TRUE(client_->LeaseRevoke(a->election->lease()).ok());
+  auto b_term = b->election->Campaign(In(absl::Seconds(10)));
+  ASSERT_TRUE(b_term.ok()) << b_term.status();
+  ASSERT_TRUE(b_store->LoadAll().ok());
+  b_store->set_term(*b_term);
+  // a "wakes up" with its old term and the next free seq: refused.
+  const absl::Status stale = a_store->Commit(Batch(*a_state));
+  EXPECT_EQ(stale.code(), absl::StatusCode::kAborted) << stale;
+  EXPECT_EQ(a_store->applied_seq(), 1);
+
+  // b commits; a, still on its old term, is refused again.
+  auto b_state = Fleet();
+  ASSERT_TRUE(b_store->Commit(Batch(*b_state)).ok());
+  EXPECT_EQ(b_store->applied_seq(), 2);
+  EXPECT_EQ(a_store->Commit(Batch(*a_state)).code(),
+            absl::StatusCode::kAborted);
+  EXPECT_TRUE(a->lost.WaitForNotificationWithTimeout(absl::Seconds(10)));
+}
+
+}  // namespace
+}  // namespace phalanx::server

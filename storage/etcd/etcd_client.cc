@@ -1,0 +1,322 @@
+#include "storage/etcd/etcd_client.h"
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "core/status_macros.h"
+
+namespace phalanx::storage::etcd {
+namespace {
+
+// Larger than any response we ask for (log pages are bounded by count).
+constexpr int kMaxReceiveBytes = 64 << 20;
+
+absl::StatusOr<std::string> ReadPem(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    const EtcdClientOptions& options) {
+  if (!options.tls) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  if (!options.tls_files.ca_file.empty()) {
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(options.tls_files.ca_file));
+  }
+  if (!options.tls_files.cert_file.empty()) {
+    ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPem(options.tls_files.cert_file));
+    ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPem(options.tls_files.key_file));
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+// "http://h:p" -> "h:p"; fails on an empty host:port.
+absl::StatusOr<std::string> Target(absl::string_view endpoint, bool* tls) {
+  if (absl::ConsumePrefix(&endpoint, "https://")) {
+    *tls = true;
+  } else {
+    absl::ConsumePrefix(&endpoint, "http://");
+  }
+  absl::ConsumeSuffix(&endpoint, "/");
+  if (endpoint.empty() || !absl::StrContains(endpoint, ':')) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd endpoint: want host:port, got \"", endpoint.substr(0, 64), "\""));
+  }
+  return std::string(endpoint);
+}
+
+bool TokenRefused(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+}
+
+}  // namespace
+
+absl::Status FromGrpc(const grpc::Status& status, absl::string_view what) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat(what, ": ", status.error_message()));
+}
+
+std::string PrefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    if (static_cast<unsigned char>(end.back()) < 0xff) {
+      end.back() = static_cast<char>(end.back() + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
+    EtcdClientOptions options) {
+  if (options.endpoints.empty()) {
+    return absl::InvalidArgumentError("etcd endpoints: none given");
+  }
+  std::vector<std::string> targets;
+  for (const std::string& endpoint : options.endpoints) {
+    ASSIGN_OR_RETURN(std::string target, Target(endpoint, &options.tls));
+    targets.push_back(std::move(target));
+  }
+  ASSIGN_OR_RETURN(auto credentials, Credentials(options));
+  std::unique_ptr<EtcdClient> client(new EtcdClient(std::move(options)));
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  // Fail fast on a dead endpoint so the client moves to the next one.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  for (std::string& target : targets) {
+    auto channel = grpc::CreateCustomChannel(target, credentials, args);
+    client->endpoints_.push_back({std::move(target), std::move(channel)});
+  }
+  return client;
+}
+
+std::string EtcdClient::current_endpoint() const {
+  absl::MutexLock lock(&mu_);
+  return endpoints_[current_].target;
+}
+
+std::pair<std::shared_ptr<grpc::Channel>, size_t> EtcdClient::Current() const {
+  absl::MutexLock lock(&mu_);
+  return {endpoints_[current_].channel, current_};
+}
+
+void EtcdClient::Advance(size_t from) {
+  absl::MutexLock lock(&mu_);
+  // Another call may have moved on already; move only once per failure.
+  if (current_ == from) current_ = (current_ + 1) % endpoints_.size();
+}
+
+void EtcdClient::Prepare(grpc::ClientContext& context, absl::Duration timeout) {
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  absl::MutexLock lock(&mu_);
+  if (!token_.empty()) context.AddMetadata("token", token_);
+}
+
+absl::Status EtcdClient::Authenticate(
+    const std::shared_ptr<grpc::Channel>& channel) {
+  if (options_.user.empty()) return absl::OkStatus();
+  auto stub = epb::Auth::NewStub(channel);
+  epb::AuthenticateRequest request;
+  request.set_name(options_.user);
+  request.set_password(options_.password);
+  epb::AuthenticateResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
+  RETURN_IF_ERROR(FromGrpc(stub->Authenticate(&context, request, &response),
+                           "etcd authenticate"));
+  absl::MutexLock lock(&mu_);
+  token_ = response.token();
+  return absl::OkStatus();
+}
+
+bool EtcdClient::NeedsToken() const {
+  absl::MutexLock lock(&mu_);
+  return !options_.user.empty() && token_.empty();
+}
+
+template <typename Call>
+absl::Status EtcdClient::Invoke(Call call) {
+  absl::Status last;
+  bool reauthenticated = false;
+  // At most one try per endpoint, plus one after a refused token.
+  for (size_t attempt = 0; attempt < endpoints_.size() + 1; ++attempt) {
+    auto [channel, index] = Current();
+    last = NeedsToken() ? Authenticate(channel) : absl::OkStatus();
+    if (last.ok()) {
+      grpc::ClientContext context;
+      Prepare(context, options_.call_timeout);
+      const grpc::Status status = call(channel, context);
+      if (TokenRefused(status) && !options_.user.empty() && !reauthenticated) {
+        reauthenticated = true;
+        absl::MutexLock lock(&mu_);
+        token_.clear();
+        continue;
+      }
+      last = FromGrpc(status, "etcd");
+    }
+    // A member cut off from the quorum lets calls hang to their deadline:
+    // send the next call elsewhere (this one's time is spent).
+    if (last.code() == absl::StatusCode::kDeadlineExceeded) Advance(index);
+    if (last.code() != absl::StatusCode::kUnavailable) return last;
+    Advance(index);
+  }
+  return last;
+}
+
+absl::StatusOr<epb::RangeResponse> EtcdClient::Range(
+    const epb::RangeRequest& request) {
+  epb::RangeResponse response;
+  RETURN_IF_ERROR(Invoke([&](auto channel, grpc::ClientContext& context) {
+    return epb::KV::NewStub(channel)->Range(&context, request, &response);
+  }));
+  return response;
+}
+
+absl::StatusOr<epb::PutResponse> EtcdClient::Put(
+    const epb::PutRequest& request) {
+  epb::PutResponse response;
+  RETURN_IF_ERROR(Invoke([&](auto channel, grpc::ClientContext& context) {
+    return epb::KV::NewStub(channel)->Put(&context, request, &response);
+  }));
+  return response;
+}
+
+absl::StatusOr<epb::TxnResponse> EtcdClient::Txn(
+    const epb::TxnRequest& request) {
+  epb::TxnResponse response;
+  RETURN_IF_ERROR(Invoke([&](auto channel, grpc::ClientContext& context) {
+    return epb::KV::NewStub(channel)->Txn(&context, request, &response);
+  }));
+  return response;
+}
+
+absl::StatusOr<epb::DeleteRangeResponse> EtcdClient::DeleteRange(
+    const epb::DeleteRangeRequest& request) {
+  epb::DeleteRangeResponse response;
+  RETURN_IF_ERROR(Invoke([&](auto channel, grpc::ClientContext& context) {
+    return epb::KV::NewStub(channel)->DeleteRange(&context, request, &response);
+  }));
+  return response;
+}
+
+absl::StatusOr<int64_t> EtcdClient::LeaseGrant(absl::Duration ttl) {
+  epb::LeaseGrantRequest request;
+  request.set_ttl(std::max<int64_t>(1, absl::ToInt64Seconds(ttl)));
+  epb::LeaseGrantResponse response;
+  RETURN_IF_ERROR(Invoke([&](auto channel, grpc::ClientContext& context) {
+    return epb::Lease::NewStub(channel)->LeaseGrant(&context, request,
+                                                    &response);
+  }));
+  if (!response.error().empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("etcd lease grant: ", response.error()));
+  }
+  return response.id();
+}
+
+absl::StatusOr<absl::Duration> EtcdClient::LeaseKeepAlive(int64_t lease) {
+  epb::LeaseKeepAliveRequest request;
+  request.set_id(lease);
+  epb::LeaseKeepAliveResponse response;
+  RETURN_IF_ERROR(Invoke([&](auto channel, grpc::ClientContext& context) {
+    // One request and one response on a fresh stream ("keepalive once").
+    auto stream = epb::Lease::NewStub(channel)->LeaseKeepAlive(&context);
+    if (!stream->Write(request) || !stream->Read(&response)) {
+      return stream->Finish();
+    }
+    stream->WritesDone();
+    context.TryCancel();
+    stream->Finish();
+    return grpc::Status::OK;
+  }));
+  if (response.ttl() <= 0) {
+    return absl::NotFoundError(
+        absl::StrCat("etcd lease ", lease, ": expired or revoked"));
+  }
+  return absl::Seconds(response.ttl());
+}
+
+absl::Status EtcdClient::LeaseRevoke(int64_t lease) {
+  epb::LeaseRevokeRequest request;
+  request.set_id(lease);
+  epb::LeaseRevokeResponse response;
+  return Invoke([&](auto channel, grpc::ClientContext& context) {
+    return epb::Lease::NewStub(channel)->LeaseRevoke(&context, request,
+                                                     &response);
+  });
+}
+
+absl::StatusOr<std::unique_ptr<WatchStream>> EtcdClient::Watch(
+    const std::string& key, const std::string& range_end,
+    int64_t start_revision, absl::Duration stream_timeout) {
+  epb::WatchRequest request;
+  epb::WatchCreateRequest* create = request.mutable_create_request();
+  create->set_key(key);
+  create->set_range_end(range_end);
+  create->set_start_revision(start_revision);
+  // Try each endpoint at most once until one confirms the watch.
+  absl::Status last;
+  for (size_t attempt = 0; attempt < endpoints_.size(); ++attempt) {
+    auto [channel, index] = Current();
+    std::unique_ptr<WatchStream> watch(new WatchStream());
+    Prepare(watch->context_, stream_timeout);
+    watch->stub_ = epb::Watch::NewStub(channel);
+    watch->stream_ = watch->stub_->Watch(&watch->context_);
+    epb::WatchResponse created;
+    if (watch->stream_->Write(request) && watch->stream_->Read(&created) &&
+        created.created()) {
+      if (created.canceled()) {
+        return absl::OutOfRangeError(absl::StrCat(
+            "etcd watch: compacted up to ", created.compact_revision(), " ",
+            created.cancel_reason()));
+      }
+      return watch;
+    }
+    watch->context_.TryCancel();
+    last = FromGrpc(watch->stream_->Finish(), "etcd watch");
+    watch->stream_.reset();
+    // A member cut off from the quorum lets calls hang to their deadline:
+    // send the next call elsewhere (this one's time is spent).
+    if (last.code() == absl::StatusCode::kDeadlineExceeded) Advance(index);
+    if (last.code() != absl::StatusCode::kUnavailable) return last;
+    Advance(index);
+  }
+  return last;
+}
+
+WatchStream::~WatchStream() {
+  if (!stream_) return;
+  context_.TryCancel();
+  stream_->Finish();
+}
+
+void WatchStream::Cancel() { context_.TryCancel(); }
+
+absl::StatusOr<epb::WatchResponse> WatchStream::Read() {
+  if (!stream_) return absl::FailedPreconditionError("etcd watch: ended");
+  epb::WatchResponse response;
+  while (stream_->Read(&response)) {
+    if (response.canceled()) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "etcd watch canceled (compacted up to ", response.compact_revision(),
+          "): ", response.cancel_reason()));
+    }
+    if (response.events_size() > 0) return response;
+  }
+  grpc::Status status = stream_->Finish();
+  stream_.reset();
+  if (status.ok()) return absl::CancelledError("etcd watch: stream ended");
+  return FromGrpc(status, "etcd watch");
+}
+
+}  // namespace phalanx::storage::etcd

@@ -1,0 +1,147 @@
+// EtcdClient: a small client of etcd's v3 gRPC API (docs/ha.md) — KV Range,
+// Put, Txn and DeleteRange; Lease Grant, KeepAlive and Revoke; Watch. Every
+// unary call has a deadline (Options::call_timeout). The client holds one
+// channel per endpoint and sends to the current one; a call that fails with
+// UNAVAILABLE moves it to the next endpoint (round robin) and is retried
+// there, at most once per endpoint; one that fails with DEADLINE_EXCEEDED
+// is not retried, but the next call goes to the next endpoint. A retried
+// mutation may therefore apply twice: callers make their writes idempotent
+// (compares in a Txn).
+//
+// With Options::user set, the client authenticates (Auth.Authenticate) and
+// sends the token with every call, re-authenticating once when etcd says the
+// token is no longer valid. With Options::tls set, it speaks TLS (and mTLS
+// when a client certificate is given).
+//
+// Thread-safe: any method may be called from any thread.
+#ifndef PHALANX_STORAGE_ETCD_ETCD_CLIENT_H_
+#define PHALANX_STORAGE_ETCD_ETCD_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace phalanx::storage::etcd {
+
+namespace epb = ::etcdserverpb;
+
+struct TlsFiles {
+  std::string ca_file;    // PEM roots that sign etcd's certificate
+  std::string cert_file;  // optional client certificate (mTLS)
+  std::string key_file;   // its key
+};
+
+struct EtcdClientOptions {
+  // "http://host:port", "https://host:port" or "host:port".
+  std::vector<std::string> endpoints;
+  absl::Duration call_timeout = absl::Seconds(5);
+  // Set to speak TLS to every endpoint.
+  bool tls = false;
+  TlsFiles tls_files;
+  // Set to authenticate as this etcd user.
+  std::string user;
+  std::string password;
+};
+
+// One Watch stream, created by EtcdClient::Watch. Read blocks; Cancel may be
+// called from another thread to end a blocked Read. Not thread-safe
+// otherwise.
+class WatchStream {
+ public:
+  ~WatchStream();
+  // The next response carrying events (progress-only responses are
+  // skipped). Fails with Cancelled after Cancel, OutOfRange when the start
+  // revision was compacted, or the stream's error; FailedPrecondition once
+  // the stream has ended.
+  absl::StatusOr<epb::WatchResponse> Read();
+  // Ends the stream; a blocked Read returns.
+  void Cancel();
+
+ private:
+  friend class EtcdClient;
+  WatchStream() = default;
+  grpc::ClientContext context_;
+  std::unique_ptr<epb::Watch::Stub> stub_;
+  std::unique_ptr<
+      grpc::ClientReaderWriter<epb::WatchRequest, epb::WatchResponse>>
+      stream_;
+};
+
+class EtcdClient {
+ public:
+  // Builds the channels; connects lazily. Fails with InvalidArgument for an
+  // empty or malformed endpoint list, NotFound for unreadable TLS files.
+  static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(
+      EtcdClientOptions options);
+
+  absl::StatusOr<epb::RangeResponse> Range(const epb::RangeRequest& request);
+  absl::StatusOr<epb::PutResponse> Put(const epb::PutRequest& request);
+  absl::StatusOr<epb::TxnResponse> Txn(const epb::TxnRequest& request);
+  absl::StatusOr<epb::DeleteRangeResponse> DeleteRange(
+      const epb::DeleteRangeRequest& request);
+
+  // Grants a lease of `ttl` (whole seconds, at least 1); returns its id.
+  absl::StatusOr<int64_t> LeaseGrant(absl::Duration ttl);
+  // Renews `lease` once; returns the TTL etcd granted. Fails with NotFound
+  // when the lease has expired or was revoked.
+  absl::StatusOr<absl::Duration> LeaseKeepAlive(int64_t lease);
+  absl::Status LeaseRevoke(int64_t lease);
+
+  // Watches [key, range_end) from `start_revision` (0 = from now). The
+  // stream lives until Cancel or `stream_timeout`.
+  absl::StatusOr<std::unique_ptr<WatchStream>> Watch(
+      const std::string& key, const std::string& range_end,
+      int64_t start_revision, absl::Duration stream_timeout);
+
+  // The endpoint calls go to now (changes on UNAVAILABLE).
+  std::string current_endpoint() const;
+
+ private:
+  struct Endpoint {
+    std::string target;  // host:port
+    std::shared_ptr<grpc::Channel> channel;
+  };
+  explicit EtcdClient(EtcdClientOptions options)
+      : options_(std::move(options)) {}
+
+  // Runs `call(channel, context)` against the current endpoint, moving to
+  // the next one on UNAVAILABLE, and re-authenticating once when the token
+  // was refused.
+  template <typename Call>
+  absl::Status Invoke(Call call);
+  // Sets the deadline and the auth token on `context`.
+  void Prepare(grpc::ClientContext& context, absl::Duration timeout);
+  // True when a user is configured and no token is held.
+  bool NeedsToken() const;
+  // Fetches a token from `channel` (when a user is configured).
+  absl::Status Authenticate(const std::shared_ptr<grpc::Channel>& channel);
+  // The current endpoint's channel and its index.
+  std::pair<std::shared_ptr<grpc::Channel>, size_t> Current() const;
+  void Advance(size_t from);
+
+  const EtcdClientOptions options_;
+  std::vector<Endpoint> endpoints_;
+  mutable absl::Mutex mu_;
+  size_t current_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string token_ ABSL_GUARDED_BY(mu_);
+};
+
+// The key just after every key that starts with `prefix` (a range_end for
+// "all keys under prefix").
+std::string PrefixEnd(const std::string& prefix);
+
+// Converts a gRPC status to an absl::Status with the same code.
+absl::Status FromGrpc(const grpc::Status& status, absl::string_view what);
+
+}  // namespace phalanx::storage::etcd
+
+#endif  // PHALANX_STORAGE_ETCD_ETCD_CLIENT_H_

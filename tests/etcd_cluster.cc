@@ -1,0 +1,208 @@
+#include "tests/etcd_cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace phalanx::testing {
+namespace {
+
+// Binds 127.0.0.1:`port` (0 = any free one); returns the bound port, or 0.
+int BindPort(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  socklen_t len = sizeof(addr);
+  int bound = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    bound = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return bound;
+}
+
+// A free port P whose neighbour P+1 is free too (client and peer ports).
+int FreePortPair() {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const int port = BindPort(0);
+    if (port > 0 && port < 65535 && BindPort(port + 1) == port + 1) {
+      return port;
+    }
+  }
+  return 0;
+}
+
+std::string Tail(const std::string& path, size_t bytes) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string all = text.str();
+  return all.size() > bytes ? all.substr(all.size() - bytes) : all;
+}
+
+}  // namespace
+
+bool EtcdCluster::Available() { return access(kEtcdPath, X_OK) == 0; }
+
+EtcdCluster::EtcdCluster(int members, EtcdClusterTls tls)
+    : tls_(std::move(tls)) {
+  char pattern[] = "/tmp/phalanx-etcd-XXXXXX";
+  root_ = mkdtemp(pattern);
+  for (int i = 0; i < members; ++i) {
+    Member member;
+    member.name = absl::StrCat("e", i);
+    member.client_port = FreePortPair();
+    member.peer_port = member.client_port + 1;
+    members_.push_back(member);
+  }
+}
+
+EtcdCluster::~EtcdCluster() {
+  for (int i = 0; i < size(); ++i) Kill(i);
+  std::filesystem::remove_all(root_);
+}
+
+std::string EtcdCluster::endpoint(int i) const {
+  return absl::StrCat(tls_.cert_file.empty() ? "http" : "https",
+                      "://127.0.0.1:", members_[i].client_port);
+}
+
+std::vector<std::string> EtcdCluster::endpoints() const {
+  std::vector<std::string> all;
+  for (int i = 0; i < size(); ++i) all.push_back(endpoint(i));
+  return all;
+}
+
+std::string EtcdCluster::InitialCluster() const {
+  std::string cluster;
+  for (const Member& member : members_) {
+    if (!cluster.empty()) cluster += ",";
+    absl::StrAppend(&cluster, member.name,
+                    "=http://127.0.0.1:", member.peer_port);
+  }
+  return cluster;
+}
+
+bool EtcdCluster::Spawn(int i, const std::string& state) {
+  Member& member = members_[i];
+  const std::string client = endpoint(i);
+  const std::string peer = absl::StrCat("http://127.0.0.1:", member.peer_port);
+  std::vector<std::string> args = {kEtcdPath,
+                                   "--name=" + member.name,
+                                   "--data-dir=" + root_ + "/" + member.name,
+                                   "--listen-client-urls=" + client,
+                                   "--advertise-client-urls=" + client,
+                                   "--listen-peer-urls=" + peer,
+                                   "--initial-advertise-peer-urls=" + peer,
+                                   "--initial-cluster=" + InitialCluster(),
+                                   "--initial-cluster-state=" + state,
+                                   "--initial-cluster-token=phalanx-test",
+                                   "--logger=zap",
+                                   "--log-outputs=stderr"};
+  if (!tls_.cert_file.empty()) {
+    args.push_back("--cert-file=" + tls_.cert_file);
+    args.push_back("--key-file=" + tls_.key_file);
+  }
+  const std::string log = root_ + "/" + member.name + ".log";
+  member.pid = fork();
+  if (member.pid < 0) return false;
+  if (member.pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return true;
+}
+
+bool EtcdCluster::Start() {
+  for (int i = 0; i < size(); ++i) {
+    if (!Spawn(i, "new")) return false;
+  }
+  for (int i = 0; i < size(); ++i) {
+    if (!WaitHealthy(i)) return false;
+  }
+  return true;
+}
+
+void EtcdCluster::Kill(int i) {
+  Member& member = members_[i];
+  if (member.pid <= 0) return;
+  kill(member.pid, SIGKILL);
+  waitpid(member.pid, nullptr, 0);
+  member.pid = -1;
+}
+
+bool EtcdCluster::Restart(int i) {
+  Kill(i);
+  return Spawn(i, "existing") && WaitHealthy(i);
+}
+
+bool EtcdCluster::Healthy(int i, int timeout_ms) const {
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::InsecureChannelCredentials();
+  if (!tls_.cert_file.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = Tail(tls_.ca_file, 1 << 20);
+    credentials = grpc::SslCredentials(ssl);
+  }
+  auto channel = grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", members_[i].client_port), credentials);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(timeout_ms));
+  etcdserverpb::RangeRequest request;
+  request.set_key("health");  // a linearizable read needs a leader
+  etcdserverpb::RangeResponse response;
+  return etcdserverpb::KV::NewStub(channel)
+      ->Range(&context, request, &response)
+      .ok();
+}
+
+bool EtcdCluster::WaitHealthy(int i) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (members_[i].pid <= 0) return false;
+    if (waitpid(members_[i].pid, nullptr, WNOHANG) == members_[i].pid) {
+      members_[i].pid = -1;  // it exited (and is reaped)
+      return false;
+    }
+    if (Healthy(i)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+std::string EtcdCluster::logs() const {
+  std::string all;
+  for (const Member& member : members_) {
+    absl::StrAppend(&all, "--- ", member.name, " ---\n",
+                    Tail(root_ + "/" + member.name + ".log", 2000), "\n");
+  }
+  return all;
+}
+
+}  // namespace phalanx::testing
