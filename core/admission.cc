@@ -351,7 +351,10 @@ const Reservation* Scheduler::ReservationOf(const GangId& id) const {
 std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
                                               absl::Time now) {
   std::vector<char> taken(reserved_slot_.size());
-  for (size_t i = 0; i < taken.size(); ++i) taken[i] = reserved_slot_[i] >= 0;
+  for (size_t i = 0; i < taken.size(); ++i) {
+    taken[i] =
+        reserved_slot_[i] >= 0 || HeldForOther(static_cast<int>(i), gang->id);
+  }
   std::optional<Reservation> reservation = PlanReservation(
       *gang, fleet_, taken, [this](const GangId& id) { return FindGang(id); },
       now);

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "core/check.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
@@ -344,9 +346,33 @@ const std::string& Scheduler::NeverFitsReason(const GangSpec& spec) const {
     ever_fits_version_ = fleet_.structure_version();
   }
   auto [it, added] = ever_fits_.try_emplace(PlacementShapeKey(spec));
-  if (added) {
-    Fleet& fleet = const_cast<Fleet&>(fleet_);  // kTotal never allocates
-    it->second = PlaceGang(spec, fleet, CapacityBasis::kTotal).reason;
+  if (!added) return it->second;
+  // Each pod set on every GPU first (cheap, and it names the set that can
+  // never fit); then, for several pod sets, the joint search on an idle
+  // twin of the fleet, where the sets take room from one another.
+  Fleet& fleet = const_cast<Fleet&>(fleet_);  // kTotal never allocates
+  it->second = PlaceGang(spec, fleet, CapacityBasis::kTotal).reason;
+  if (it->second.empty() && spec.pod_sets.size() > 1) {
+    if (idle_twin_ == nullptr ||
+        idle_twin_version_ != fleet_.structure_version()) {
+      idle_twin_ = std::make_unique<Fleet>(fleet_.levels());
+      std::vector<Node> nodes;
+      nodes.reserve(fleet_.slots().size());
+      for (const Fleet::Slot& slot : fleet_.slots()) {
+        nodes.push_back(slot.node);
+        nodes.back().state = NodeState::kReady;
+      }
+      idle_twin_->Upsert(nodes);
+      idle_twin_version_ = fleet_.structure_version();
+    }
+    PlacementResult joint = PlaceGang(spec, *idle_twin_);
+    if (!joint.placed) {
+      std::string why =
+          absl::StrReplaceAll(joint.reason, {{"NO_FIT: ", ""},
+                                             {"NO_FIT at level ", "at level "},
+                                             {"largest free ", "largest "}});
+      it->second = absl::StrCat("can never fit: ", why);
+    }
   }
   return it->second;
 }

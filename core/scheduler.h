@@ -1,6 +1,6 @@
 // Scheduler: the whole scheduling state and its commands, as pure logic
-// (docs/design.md §3–§4). Commands validate, change state and record what changed;
-// RunCycle admits pending gangs all or nothing; TakeMutation hands the
+// (docs/design.md §3–§4). Commands validate, change state and record what
+// changed; RunCycle admits pending gangs all or nothing; TakeMutation hands the
 // changes to the caller to persist. Time is always an argument.
 //
 // Owned by one thread (the scheduler loop in the daemon, the simulator's main
@@ -141,7 +141,8 @@ class Scheduler {
   const FairShareLedger& ledger() const { return ledger_; }
   // Reservations made by the last cycle, in order.
   const std::vector<Reservation>& reservations() const { return reservations_; }
-  // Bumped whenever a pending gang could newly fit (docs/design.md §4 speed rules).
+  // Bumped whenever a pending gang could newly fit (docs/design.md §4 speed
+  // rules).
   int64_t capacity_epoch() const { return capacity_epoch_; }
   // Gangs moved off failed or drained nodes since this process started, by
   // (outcome: "repaired" | "evicted", cause: "unhealthy" | "drain_deadline");
@@ -357,6 +358,10 @@ class Scheduler {
   // not), valid for one fleet structure version.
   mutable absl::flat_hash_map<std::string, std::string> ever_fits_;
   mutable uint64_t ever_fits_version_ = 0;
+  // The fleet with every node READY and idle, for the joint "can it ever
+  // fit" search; rebuilt when the fleet's structure version moves.
+  mutable std::unique_ptr<Fleet> idle_twin_;
+  mutable uint64_t idle_twin_version_ = 0;
   std::optional<absl::Time> started_at_;
   int64_t revision_ = 0;
   int64_t next_gang_seq_ = 1;

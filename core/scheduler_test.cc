@@ -128,7 +128,7 @@ TEST_F(SchedulerTest, BadSubmitsNameTheFieldAndStoreNothing) {
        "spec.pod_sets[0].topology.level: unknown level \"zone\" (levels: "
        "block, rack, node)"},
       {Spec("llm").Pods(1, 16), absl::StatusCode::kFailedPrecondition,
-       "spec: can never fit: the fleet holds 0 of 1 pods of 16 GPUs"},
+       "spec: can never fit: the largest node has 8 GPUs; a pod needs 16"},
       {Spec("llm").Pods(3, 8).Required("rack"),
        absl::StatusCode::kFailedPrecondition,
        "spec: can never fit: the largest rack holds 2 of 3 pods of 8 GPUs"},
