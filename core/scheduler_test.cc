@@ -157,8 +157,11 @@ TEST_F(SchedulerTest, ReportsFollowTheLifecycle) {
       {gang->id, GangState::kSucceeded, {}, false, "ok"}, now_);
   ASSERT_TRUE(done.ok());
   EXPECT_EQ((*done)->state, GangState::kSucceeded);
-  EXPECT_TRUE((*done)->placement.empty());
+  // The last placement stays on the finished gang, released.
+  EXPECT_EQ((*done)->placement.size(), 1u);
+  EXPECT_TRUE((*done)->placement_released);
   EXPECT_EQ(scheduler_.Usage(QueueName("llm")).active, 0);
+  EXPECT_EQ(scheduler_.fleet().slots()[0].FreeGpus(), 8);
 }
 
 // Eviction when repair is impossible: core/repair_test.cc.
