@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
+#include "core/placement_order.h"
 
 namespace phalanx::core {
 namespace {
@@ -945,68 +946,6 @@ PlacementResult PlaceInOrder(const GangSpec& spec, Fleet& fleet,
   return result;
 }
 
-// Appends what placement sees of `set` (not its name) to `key`. Strings are
-// length-prefixed, so no name can forge a separator.
-void AppendSetShape(std::string& key, const PodSetSpec& set) {
-  auto append = [&key](absl::string_view text) {
-    absl::StrAppend(&key, text.size(), ":", text, ",");
-  };
-  absl::StrAppend(&key, "|", set.count, "x", set.gpus, ",", set.cpu_millis, ",",
-                  set.memory_bytes, ",", static_cast<int>(set.topology.mode),
-                  ",", set.slice.size, ",");
-  append(set.topology.level);
-  append(set.slice.level);
-  append(set.group);
-  for (const std::string& model : set.gpu_models) append(model);
-}
-
-// The pod sets of `spec`, most constrained first: larger pods, larger
-// slices, REQUIRED before PREFERRED before UNCONSTRAINED, narrower levels,
-// more GPUs in all; then by shape, so the order depends on what the sets
-// are and never on where they are listed (sets alike in every respect are
-// interchangeable and keep their listed order).
-std::vector<size_t> MostConstrainedFirst(const GangSpec& spec,
-                                         const Fleet& fleet) {
-  struct Key {
-    std::tuple<int, int, int, int, int64_t, int64_t, int64_t> hardness;
-    std::string shape;
-    size_t index;
-  };
-  std::vector<Key> keys;
-  for (size_t i = 0; i < spec.pod_sets.size(); ++i) {
-    const PodSetSpec& set = spec.pod_sets[i];
-    const TopologyMode mode = set.topology.mode;
-    const int strictness = mode == TopologyMode::kRequired    ? 2
-                           : mode == TopologyMode::kPreferred ? 1
-                                                              : 0;
-    const int level = mode == TopologyMode::kUnconstrained
-                          ? -1
-                          : fleet.LevelIndex(set.topology.level);
-    Key key{
-        {-set.gpus, -set.slice.size, -strictness, -level,
-         -int64_t{set.count} * set.gpus, -set.cpu_millis, -set.memory_bytes},
-        "",
-        i};
-    AppendSetShape(key.shape, set);
-    keys.push_back(std::move(key));
-  }
-  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return std::tie(a.hardness, a.shape, a.index) <
-           std::tie(b.hardness, b.shape, b.index);
-  });
-  std::vector<size_t> order;
-  for (const Key& key : keys) order.push_back(key.index);
-  return order;
-}
-
-// The joint search bounds (docs/design.md §6): every order of the pod sets
-// for gangs of up to kExhaustiveSets sets (at most 4! = 24 orders); beyond,
-// the most-constrained-first order and each other set brought to its front.
-// Every order is one greedy placement, so a search costs at most
-// kMaxOrders + (number of sets) placements of the gang.
-constexpr size_t kExhaustiveSets = 4;
-constexpr size_t kMaxOrders = 24;
-
 // Places the gang with `model` (and, when mixing is allowed, each pod set's
 // own preference list), searching orders of its pod sets: one pod set
 // placed first can take the only room another had, so no listed order is
@@ -1027,28 +966,13 @@ PlacementResult PlaceWithModel(const GangSpec& spec, Fleet& fleet,
         PlaceInOrder(spec, fleet, model, options, probe, {i});
     if (!alone.placed) return alone;
   }
-  size_t tried = 1;
-  auto attempt = [&](const std::vector<size_t>& order) {
-    ++tried;
-    return PlaceInOrder(spec, fleet, model, options, probe, order);
-  };
-  if (sets <= kExhaustiveSets) {
-    std::vector<size_t> positions(sets);
-    for (size_t i = 0; i < sets; ++i) positions[i] = i;
-    while (std::next_permutation(positions.begin(), positions.end()) &&
-           tried < kMaxOrders) {
-      std::vector<size_t> order;
-      for (size_t p : positions) order.push_back(canonical[p]);
-      if (PlacementResult r = attempt(order); r.placed) return r;
+  OrderSearch search(canonical);
+  for (std::vector<size_t> order; search.Next(order);) {
+    if (PlacementResult r =
+            PlaceInOrder(spec, fleet, model, options, probe, order);
+        r.placed) {
+      return r;
     }
-    return first;
-  }
-  for (size_t front = 1; front < sets && tried < kMaxOrders; ++front) {
-    std::vector<size_t> order = {canonical[front]};
-    for (size_t i = 0; i < sets; ++i) {
-      if (i != front) order.push_back(canonical[i]);
-    }
-    if (PlacementResult r = attempt(order); r.placed) return r;
   }
   return first;
 }
@@ -1071,7 +995,7 @@ std::string GateMixed(const ModelGate& gate, const Fleet& fleet,
 
 std::string PlacementShapeKey(const GangSpec& spec) {
   std::string key = spec.allow_mixed_models ? "mixed" : "single";
-  for (const PodSetSpec& set : spec.pod_sets) AppendSetShape(key, set);
+  for (const PodSetSpec& set : spec.pod_sets) AppendPodSetShape(key, set);
   return key;
 }
 
