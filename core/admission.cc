@@ -527,14 +527,19 @@ void Scheduler::StampUnreached(const std::string& reason) {
         group.stamped == reason) {
       continue;
     }
-    // A gang holding a reservation keeps saying so (that is true too).
+    // A gang holding a reservation keeps saying so, and one an attempt
+    // found not to fit keeps its NO_FIT reason (both still true; rewriting
+    // them every time the cycle stops at another place would only churn
+    // writes).
     bool all = true;
     for (const PendingKey& member : group.members) {
       if (ReservationOf(member.id) != nullptr) {
         all = false;
         continue;
       }
-      SetReason(gangs_.at(member.id), reason);
+      const GangPtr& gang = gangs_.at(member.id);
+      if (gang->reason.starts_with("NO_FIT")) continue;
+      SetReason(gang, reason);
     }
     if (all) group.stamped = reason;
   }
