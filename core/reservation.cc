@@ -76,9 +76,9 @@ class Projection {
 
 // When the gang could start in `domain_index`: the fewest holders (in order
 // of expected end) whose release lets the placer place the whole gang
-// inside the domain, on nodes not `taken`. Found by a binary search over
-// that count (releasing more never takes room away), so it costs
-// O(log holders) placements restricted to the domain.
+// inside the domain, on nodes not `taken`. Found by a galloping search
+// over that count (releasing more never takes room away): O(log answer)
+// placements restricted to the domain and O(answer) releases.
 Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
                  const std::vector<char>& taken,
                  const std::vector<int>& taken_slots,
@@ -118,10 +118,24 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
     return PlaceGang(gang.spec, fleet, options);
   };
   if (place(0).placed) return {Outcome::kNow, {}};
-  PlacementResult placed = place(projection.size());
-  if (!placed.placed) return {};
-  size_t lo = 1;
-  size_t hi = projection.size();
+  // Galloping search: 1, 2, 4, ... holders gone until the gang fits (the
+  // answer is mostly a few gangs, so this costs O(answer) releases, not
+  // O(holders)), then a binary search below the first count that fits.
+  const size_t count = projection.size();
+  if (count == 0) return {};  // nothing to wait for, and it does not fit
+  PlacementResult placed;
+  size_t lo = 1;  // the gang does not fit with fewer than lo gone
+  size_t hi = 0;  // it fits with hi gone (0: not found yet)
+  for (size_t k = 1; hi == 0; k = std::min(count, k * 2)) {
+    if (PlacementResult r = place(k); r.placed) {
+      hi = k;
+      placed = std::move(r);
+    } else if (k == count) {
+      return {};  // not even with the domain empty
+    } else {
+      lo = k + 1;
+    }
+  }
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
     if (PlacementResult r = place(mid); r.placed) {
