@@ -354,7 +354,10 @@ const Reservation* Scheduler::ReservationOf(const GangId& id) const {
 std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
                                               absl::Time now) {
   std::vector<char> taken(reserved_slot_.size());
-  for (size_t i = 0; i < taken.size(); ++i) taken[i] = reserved_slot_[i] >= 0;
+  for (size_t i = 0; i < taken.size(); ++i) {
+    taken[i] =
+        reserved_slot_[i] >= 0 || HeldForOther(static_cast<int>(i), gang->id);
+  }
   std::optional<Reservation> reservation = PlanReservation(
       *gang, fleet_, taken, [this](const GangId& id) { return FindGang(id); },
       now);
@@ -436,6 +439,7 @@ void Scheduler::RunCycle(absl::Time now) {
   //    unless one of them could still make a reservation.
   CycleOrder order(*this, CouldReserveNow(now));
   GangPtr blocker;
+  std::string stopped_because;
   int64_t free_gpus = FreeReadyGpus();
   for (auto offer = order.Next(); offer.gang != nullptr; offer = order.Next()) {
     const GangPtr& gang = offer.gang;
@@ -443,24 +447,38 @@ void Scheduler::RunCycle(absl::Time now) {
     // 4. Stop early when nothing further can change: a strict-FIFO head
     //    blocks everyone behind it; with no free GPU, no reservation left
     //    to make and no preemption, no later gang can be admitted. The
-    //    gangs not reached keep their reasons.
-    if (blocker != nullptr) break;
+    //    gangs not reached get the shared cause as their reason (4b).
+    if (blocker != nullptr) {
+      stopped_because =
+          absl::StrCat("WAITING: strict FIFO: behind gang ",
+                       blocker->id.value(), ", which does not fit");
+      break;
+    }
     if (free_gpus == 0 && !config_.preemption.enabled &&
         static_cast<int>(reservations_.size()) >= config_.reservation.depth &&
         gang->spec.TotalGpus() > 0) {
+      stopped_because = kNoFreeGpuReason;
       break;
     }
     // 5. Gate (held queue), quota, then place all pod sets at once — all or
     //    nothing; nodes reserved for others only for gangs that end before.
     //    5b. A member of a group that failed at this epoch with an estimate
     //    no longer than its own fails alike, without trying.
+    //    5c. With accept_unfit_gangs, a gang that can never fit the fleet
+    //    as built is not tried (the answer is cached per shape until the
+    //    nodes change).
     const bool known = group.KnownToFail(capacity_epoch_, offer.estimate);
-    Attempt attempt = known ? Attempt{group.reason} : TryAdmit(gang, now);
+    std::string never = known ? "" : NeverFitsPending(gang->spec);
+    Attempt attempt = known           ? Attempt{group.reason}
+                      : never.empty() ? TryAdmit(gang, now)
+                                      : Attempt{std::move(never)};
     std::string& reason = attempt.reason;
+    const bool never_fits = reason.starts_with(kNeverFitsPrefix);
     // 6. Preempt: cheapest sufficient victims of lower priority (or
     //    borrowing beyond nominal in the cohort), only on a fresh attempt.
     bool preempting = false;
-    if (!reason.empty() && !known && !reason.starts_with("QUEUE_HELD")) {
+    if (!reason.empty() && !known && !never_fits &&
+        !reason.starts_with("QUEUE_HELD")) {
       if (auto started = TryPreempt(gang, now)) {
         reason = *started;
         preempting = true;
@@ -476,8 +494,8 @@ void Scheduler::RunCycle(absl::Time now) {
     }
     // 7. Reserve: a head gang that does not fit reserves the domain where
     //    it can start soonest.
-    if (!reason.empty() && !preempting && !reason.starts_with("QUOTA") &&
-        !reason.starts_with("QUEUE_HELD")) {
+    if (!reason.empty() && !preempting && !never_fits &&
+        !reason.starts_with("QUOTA") && !reason.starts_with("QUEUE_HELD")) {
       if (auto reserved = ReserveFor(gang, now)) {
         reason = absl::StrCat(*reserved, " (", reason, ")");
       }
@@ -492,11 +510,62 @@ void Scheduler::RunCycle(absl::Time now) {
     order.Advance(group.AllKnownToFail(capacity_epoch_) &&
                   !config_.admission.strict_fifo);
   }
+  // 4b. The gangs an early stop did not reach: the shared cause, once per
+  //     group whose members do not all carry it yet (so a stalled cycle
+  //     still costs the number of groups).
+  if (!stopped_because.empty()) StampUnreached(stopped_because);
   // 9. New reservations are events; a changed set may let others fit.
-  //    Gangs that joined a group known to fail get its reason.
+  //    Gangs that joined a group known to fail get its reason; gangs whose
+  //    reservation went (a config change, a re-plan) lose its reason.
   AnnounceReservations(previous, now);
   reservations_epoch_ = capacity_epoch_;
   SettleJoinedGangs();
+  ClearLostReservations(previous);
+}
+
+void Scheduler::StampUnreached(const std::string& reason) {
+  for (auto& [key, group] : pending_.groups()) {
+    // A group that failed at this epoch was reached (or is known to fail):
+    // its reasons are true.
+    if (group.members.empty() || group.failed_epoch == capacity_epoch_ ||
+        group.stamped == reason) {
+      continue;
+    }
+    // A gang holding a reservation keeps saying so, and one an attempt
+    // found not to fit keeps its NO_FIT reason (both still true; rewriting
+    // them every time the cycle stops at another place would only churn
+    // writes).
+    bool all = true;
+    for (const PendingKey& member : group.members) {
+      if (ReservationOf(member.id) != nullptr) {
+        all = false;
+        continue;
+      }
+      const GangPtr& gang = gangs_.at(member.id);
+      if (gang->reason.starts_with("NO_FIT")) continue;
+      SetReason(gang, reason);
+    }
+    if (all) group.stamped = reason;
+  }
+}
+
+void Scheduler::ClearLostReservations(
+    const std::vector<Reservation>& previous) {
+  for (const Reservation& lost : previous) {
+    if (ReservationOf(lost.gang) != nullptr) continue;
+    const GangPtr gang = FindGang(lost.gang);
+    if (gang == nullptr || gang->state != GangState::kPending ||
+        !gang->reason.starts_with("RESERVED: ")) {
+      continue;
+    }
+    // "RESERVED: … (why it did not fit)": keep the cause, drop the hold.
+    std::string reason = kWaitingReason;
+    if (const size_t open = gang->reason.find(" (");
+        open != std::string::npos && gang->reason.ends_with(")")) {
+      reason = gang->reason.substr(open + 2, gang->reason.size() - open - 3);
+    }
+    SetReason(gang, std::move(reason));
+  }
 }
 
 // A full plan weighs every domain of a level (a pass over the fleet), so

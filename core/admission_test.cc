@@ -134,7 +134,9 @@ TEST_F(AdmissionTest, StrictFifoLetsNothingPassTheHead) {
   EXPECT_EQ(StateOf(filler), GangState::kAdmitted);
   EXPECT_EQ(StateOf(head), GangState::kPending);
   EXPECT_EQ(StateOf(small), GangState::kPending);
-  EXPECT_EQ(ReasonOf(small), "WAITING: in line for admission");
+  // The cycle stopped at the head; the gang behind it says so.
+  EXPECT_EQ(ReasonOf(small), "WAITING: strict FIFO: behind gang " +
+                                 head->id.value() + ", which does not fit");
 }
 
 TEST_F(AdmissionTest, BestEffortSkipsTheHeadThatDoesNotFit) {

@@ -168,6 +168,15 @@ TEST(FreeIndexTest, MinimaOverRanges) {
   }
 }
 
+std::string PodsText(const PlacementResult& r) {
+  std::string out;
+  for (const PodPlacement& pod : r.pods) {
+    absl::StrAppend(&out, pod.pod_set, "#", pod.index, "@", pod.node.value(),
+                    " ");
+  }
+  return out;
+}
+
 // Indexed placement (a node filter that names the slots it restricts) gives
 // exactly the result of counting every node (the same filter over all slots).
 TEST(FreeIndexTest, IndexedPlacementEqualsCountingEveryNode) {
@@ -194,7 +203,10 @@ TEST(FreeIndexTest, IndexedPlacementEqualsCountingEveryNode) {
       const PlacementResult b = PlaceGang(spec, fleet, counted);
       ASSERT_EQ(a.placed, b.placed) << "seed " << seed << " trial " << trial;
       EXPECT_EQ(a.reason, b.reason) << "seed " << seed << " trial " << trial;
-      EXPECT_EQ(a.pods, b.pods) << "seed " << seed << " trial " << trial;
+      EXPECT_EQ(a.pods, b.pods) << "seed " << seed << " trial " << trial << "\n"
+                                << PodsText(a) << "\n"
+                                << PodsText(b) << "\n"
+                                << PlacementShapeKey(spec);
       placed += a.placed;
     }
   }

@@ -103,7 +103,10 @@ struct Gang {
   absl::Time submit_time;
   std::optional<absl::Time> admit_time;
   std::optional<absl::Time> finish_time;
-  std::vector<PodPlacement> placement;  // pods in pod-set order while held
+  // Pods in pod-set order while held; a final gang keeps its last one with
+  // `placement_released` set (it holds nothing).
+  std::vector<PodPlacement> placement;
+  bool placement_released = false;
   int64_t revision = 0;
   int attempts = 0;
   std::optional<absl::Time> last_checkpoint_time;
@@ -187,6 +190,10 @@ struct AdmissionConfig {
   // Stop the cycle at the first gang that cannot be admitted (strict FIFO):
   // nothing passes a head that does not fit.
   bool strict_fifo = false;
+  // Accept a gang that can never fit the fleet as built: it stays PENDING
+  // with reason "NEVER_FITS: …" and is checked again when nodes change.
+  // Off: Submit refuses it with FailedPrecondition.
+  bool accept_unfit_gangs = false;
   bool operator==(const AdmissionConfig&) const = default;
 };
 

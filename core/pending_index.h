@@ -54,6 +54,10 @@ struct PendingGroup {
   int64_t failed_epoch = -1;
   absl::Duration failed_estimate;
   std::string reason;
+  // When not empty, the cycle stamped this reason on every member it
+  // stopped before reaching (members with a NO_FIT reason kept theirs);
+  // cleared when a member joins or gets another reason.
+  std::string stamped;
 
   // Whether a member with `estimate` is known to fail at `epoch`.
   bool KnownToFail(int64_t epoch, absl::Duration estimate) const {

@@ -7,11 +7,13 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
+#include "core/placement_order.h"
 
 namespace phalanx::core {
 namespace {
@@ -42,6 +44,30 @@ int64_t PodsOnNode(const Fleet::Slot& slot, const PodSetSpec& set,
 
 using Fills = std::vector<std::pair<int, int>>;  // (slot, pods) in fill order
 
+// Domains at `level` (-1: the root) a placement inside domain `within` may
+// use: every domain of the level when `within` is the root; else those
+// inside it, and `within` itself for its own level and every level above
+// (inside it, a constraint at a wider level is met). `scratch` holds the
+// answer when it is not the fleet's own list.
+const std::vector<int>& UsableDomains(const Fleet& fleet, int level, int within,
+                                      std::vector<int>& scratch) {
+  static const std::vector<int> kRoot = {0};
+  if (within == 0) return level < 0 ? kRoot : fleet.DomainsAtLevel(level);
+  const Fleet::Domain& w = fleet.domains()[within];
+  scratch.clear();
+  if (level <= w.level) {
+    scratch.push_back(within);
+    return scratch;
+  }
+  for (int d : fleet.DomainsAtLevel(level)) {
+    const Fleet::Domain& domain = fleet.domains()[d];
+    if (domain.node_begin >= w.node_begin && domain.node_end <= w.node_end) {
+      scratch.push_back(d);
+    }
+  }
+  return scratch;
+}
+
 // Places the pods of one pod set restricted to one GPU model (or any).
 //
 // Counting is indexed when the basis is free capacity, pods need GPUs and a
@@ -63,6 +89,9 @@ class PodSetPlacer {
         first_fit_(options.first_fit),
         slice_level_(set.slice.size > 0 ? fleet.LevelIndex(set.slice.level)
                                         : -1),
+        within_(options.within_domain),
+        slot_begin_(fleet.domains()[within_].node_begin),
+        slot_end_(fleet.domains()[within_].node_end),
         indexed_(
             options.basis == CapacityBasis::kFree && set.gpus > 0 &&
             (!options.node_allowed || options.restricted_slots != nullptr)) {
@@ -81,14 +110,18 @@ class PodSetPlacer {
     const int level = fleet_.LevelIndex(topo.level);
     PHALANX_CHECK(level >= 0);
     if (topo.mode == TopologyMode::kRequired) return Required(level, reason);
+    // Once it walked up, the constraint is already missed: use the fewest
+    // nodes (and so domains) it can.
     for (int l = level; l >= 0; --l) {
       std::string ignored;
-      if (auto fill = Required(l, ignored)) return fill;
+      if (auto fill = Required(l, ignored, /*fewest_nodes=*/l != level)) {
+        return fill;
+      }
     }
-    const int64_t fleet_pods = DomainPods(0);
+    const int64_t fleet_pods = DomainPods(within_);
     if (fleet_pods >= set_.count) {
       fills_.clear();
-      Fill(0, set_.count);
+      FillFewestNodes(within_, set_.count);
       return fills_;
     }
     reason = ShortBy("fleet", fleet_pods);
@@ -131,10 +164,16 @@ class PodSetPlacer {
     const auto& slots = fleet_.slots();
     node_pods_.resize(slots.size());
     prefix_.assign(slots.size() + 1, 0);
+    free_prefix_.assign(slots.size() + 1, 0);
     for (size_t i = 0; i < slots.size(); ++i) {
-      const bool allowed = !options.node_allowed || options.node_allowed(i);
+      const bool allowed = static_cast<int>(i) >= slot_begin_ &&
+                           static_cast<int>(i) < slot_end_ &&
+                           (!options.node_allowed || options.node_allowed(i));
       node_pods_[i] = allowed ? PodsOnNode(slots[i], set_, model_, basis_) : 0;
       prefix_[i + 1] = prefix_[i] + node_pods_[i];
+      free_prefix_[i + 1] =
+          free_prefix_[i] +
+          (node_pods_[i] > 0 ? FreeGpus(static_cast<int>(i)) : 0);
     }
   }
 
@@ -179,7 +218,10 @@ class PodSetPlacer {
   // Pods of the set that fit on the node at `slot`.
   int64_t NodePods(int slot) const {
     if (!indexed_) return node_pods_[slot];
-    if (model_index_ < 0 || Excluded(slot)) return 0;
+    if (model_index_ < 0 || slot < slot_begin_ || slot >= slot_end_ ||
+        Excluded(slot)) {
+      return 0;
+    }
     return PodsOnNode(fleet_.slots()[slot], set_, model_, basis_);
   }
 
@@ -211,7 +253,47 @@ class PodSetPlacer {
                                            : s.FreeGpus();
   }
 
+  // On every resource of the fleet, what keeps each node from holding a
+  // single pod of the set: "the largest node has 8 GPUs; a pod needs 16".
+  std::string NodeShortfall() const {
+    int64_t gpus = 0;
+    int64_t cpu = 0;
+    int64_t memory = 0;
+    bool any = false;
+    bool cpu_untracked = false;
+    bool memory_untracked = false;
+    for (const Fleet::Slot& slot : fleet_.slots()) {
+      const NodeSpec& node = slot.node.spec;
+      if (model_ != nullptr && node.gpu_model != *model_) continue;
+      any = true;
+      gpus = std::max<int64_t>(gpus, node.gpu_count);
+      cpu = std::max(cpu, node.cpu_millis);
+      memory = std::max(memory, node.memory_bytes);
+      cpu_untracked |= node.cpu_millis == 0;
+      memory_untracked |= node.memory_bytes == 0;
+    }
+    if (!any) return absl::StrCat("no node has GPU model ", *model_);
+    if (gpus < set_.gpus) {
+      return absl::StrCat("the largest node has ", gpus, " GPUs; a pod needs ",
+                          set_.gpus);
+    }
+    if (!cpu_untracked && cpu < set_.cpu_millis) {
+      return absl::StrCat("the largest node has ", cpu,
+                          " CPU millis; a pod needs ", set_.cpu_millis);
+    }
+    if (!memory_untracked && memory < set_.memory_bytes) {
+      return absl::StrCat("the largest node has ", memory,
+                          " bytes of memory; a pod needs ", set_.memory_bytes);
+    }
+    return absl::StrCat("no node has ", set_.gpus, " GPUs, ", set_.cpu_millis,
+                        " CPU millis and ", set_.memory_bytes,
+                        " bytes of memory together, as a pod needs");
+  }
+
   std::string ShortBy(absl::string_view where, int64_t best) const {
+    if (basis_ == CapacityBasis::kTotal && best == 0) {
+      return absl::StrCat("can never fit: ", NodeShortfall());
+    }
     if (basis_ == CapacityBasis::kTotal) {
       return absl::StrCat("can never fit: the largest ", where, " holds ", best,
                           " of ", set_.count, " pods of ", set_.gpus, " GPUs");
@@ -221,7 +303,9 @@ class PodSetPlacer {
   }
 
   // Every pod inside one domain at `level` (levels().size() = one node).
-  std::optional<Fills> Required(int level, std::string& reason) {
+  // With `fewest_nodes`, the domain's pods go on the fewest nodes.
+  std::optional<Fills> Required(int level, std::string& reason,
+                                bool fewest_nodes = false) {
     const int depth = static_cast<int>(fleet_.levels().size());
     fills_.clear();
     if (level == depth) {
@@ -235,13 +319,17 @@ class PodSetPlacer {
     }
     int64_t largest = 0;
     const int best = BestFit(
-        fleet_.DomainsAtLevel(level), set_.count,
+        UsableDomains(fleet_, level, within_, scratch_), set_.count,
         [this](int domain) { return DomainPods(domain); }, largest);
     if (best < 0) {
       reason = ShortBy(fleet_.levels()[level], largest);
       return std::nullopt;
     }
-    Fill(best, set_.count);
+    if (fewest_nodes) {
+      FillFewestNodes(best, set_.count);
+    } else {
+      Fill(best, set_.count);
+    }
     return fills_;
   }
 
@@ -265,6 +353,20 @@ class PodSetPlacer {
     return best;
   }
 
+  // The indexed slots with `free` free GPUs of the model, from the first
+  // slot of the domain placement stays inside on (in fleet order).
+  struct SlotRange {
+    absl::btree_set<int>::const_iterator b, e;
+    absl::btree_set<int>::const_iterator begin() const { return b; }
+    absl::btree_set<int>::const_iterator end() const { return e; }
+  };
+  SlotRange SlotsWithFree(int64_t free) const {
+    const absl::btree_set<int>& slots =
+        index_.SlotsWithFree(model_index_, static_cast<int>(free));
+    return {slot_begin_ == 0 ? slots.begin() : slots.lower_bound(slot_begin_),
+            slots.end()};
+  }
+
   // The node that fits `need` pods with the fewest free GPUs (ties: fleet
   // order; first fit: the first node that fits), or -1.
   int TightestNode(int64_t need) const {
@@ -272,7 +374,8 @@ class PodSetPlacer {
       if (model_index_ < 0) return -1;
       const int64_t lowest = std::min<int64_t>(need * set_.gpus, kNoGpuLimit);
       for (int64_t free = lowest; free <= index_.max_gpus(); ++free) {
-        for (int slot : index_.SlotsWithFree(model_index_, free)) {
+        for (int slot : SlotsWithFree(free)) {
+          if (slot >= slot_end_) break;
           if (NodePods(slot) >= need) return slot;
         }
       }
@@ -297,7 +400,8 @@ class PodSetPlacer {
     if (model_index_ < 0) return 0;
     for (int free = index_.max_gpus(); free >= set_.gpus; --free) {
       if (std::min<int64_t>(set_.count, free / set_.gpus) <= largest) break;
-      for (int slot : index_.SlotsWithFree(model_index_, free)) {
+      for (int slot : SlotsWithFree(free)) {
+        if (slot >= slot_end_) break;
         largest = std::max(largest, NodePods(slot));
       }
     }
@@ -310,26 +414,34 @@ class PodSetPlacer {
   void Fill(int domain, int64_t count) {
     const Fleet::Domain& d = fleet_.domains()[domain];
     std::vector<int64_t> left;
+    std::vector<int64_t> free;
     if (d.child_domains.empty()) {
       for (int i = d.node_begin; i < d.node_end; ++i) {
         left.push_back(NodePods(i));
+        free.push_back(FreeGpus(i));
       }
-      for (const auto& [i, pods] : Distribute(left, count)) {
+      for (const auto& [i, pods] : Distribute(left, free, count)) {
         fills_.emplace_back(d.node_begin + i, static_cast<int>(pods));
       }
       return;
     }
-    for (int child : d.child_domains) left.push_back(DomainPods(child));
-    for (const auto& [i, pods] : Distribute(left, count)) {
+    for (int child : d.child_domains) {
+      left.push_back(DomainPods(child));
+      free.push_back(DomainFreeGpus(child));
+    }
+    for (const auto& [i, pods] : Distribute(left, free, count)) {
       Fill(d.child_domains[i], pods);
     }
   }
 
   // Splits `count` units over parts that hold `left[i]` each: the part the
   // remainder fits most tightly, else the largest, until none is left (first
-  // fit: in order). Returns (part, units) in fill order.
-  std::vector<std::pair<int, int64_t>> Distribute(std::vector<int64_t> left,
-                                                  int64_t count) const {
+  // fit: in order). Where parts hold as many units, the one with the fewest
+  // free GPUs (`free[i]`) wins: it leaves the fewest GPUs unused. Returns
+  // (part, units) in fill order.
+  std::vector<std::pair<int, int64_t>> Distribute(
+      std::vector<int64_t> left, const std::vector<int64_t>& free,
+      int64_t count) const {
     std::vector<std::pair<int, int64_t>> parts;
     if (first_fit_) {
       for (size_t i = 0; i < left.size() && count > 0; ++i) {
@@ -342,20 +454,112 @@ class PodSetPlacer {
     while (count > 0) {
       int pick = -1;
       for (size_t i = 0; i < left.size(); ++i) {
-        if (left[i] >= count && (pick < 0 || left[i] < left[pick])) pick = i;
+        if (left[i] < count) continue;
+        if (pick < 0 || left[i] < left[pick] ||
+            (left[i] == left[pick] && free[i] < free[pick])) {
+          pick = static_cast<int>(i);
+        }
       }
       if (pick >= 0) {
         parts.emplace_back(pick, count);
         return parts;
       }
-      pick = static_cast<int>(std::max_element(left.begin(), left.end()) -
-                              left.begin());
+      for (size_t i = 0; i < left.size(); ++i) {
+        if (pick < 0 || left[i] > left[pick] ||
+            (left[i] == left[pick] && free[i] < free[pick])) {
+          pick = static_cast<int>(i);
+        }
+      }
       PHALANX_CHECK(left[pick] > 0);
       parts.emplace_back(pick, left[pick]);
       count -= left[pick];
       left[pick] = 0;
     }
     return parts;
+  }
+
+  // Free GPUs on the nodes of `domain` that could take a pod of the set
+  // (a tie-break only: the node filter is not applied).
+  int64_t DomainFreeGpus(int domain) const {
+    const Fleet::Domain& d = fleet_.domains()[domain];
+    if (!indexed_) return free_prefix_[d.node_end] - free_prefix_[d.node_begin];
+    if (model_index_ < 0) return 0;
+    // Counted as the nodes' own pods are (DomainPods): from the histogram
+    // where GPUs alone decide and no node is filtered out, else per node.
+    int64_t free = 0;
+    if ((!gpus_bind_everywhere_ && !GpusBind(d.node_begin, d.node_end)) ||
+        excluded_pods_.contains(domain)) {
+      for (int i = d.node_begin; i < d.node_end; ++i) {
+        if (NodePods(i) > 0) free += FreeGpus(i);
+      }
+      return free;
+    }
+    for (int gpus = set_.gpus; gpus <= index_.max_gpus(); ++gpus) {
+      free += gpus * index_.Nodes(domain, model_index_, gpus);
+    }
+    return free;
+  }
+
+  // Puts `count` pods into `domain` on the fewest nodes: the nodes that
+  // hold the most pods first (of those, the ones in the lowest domain that
+  // holds the most, so they cluster), and as the last node the one that
+  // fits the remainder most tightly — in a lowest domain already used, else
+  // in the tightest one, then with the fewest free GPUs. Taking the largest
+  // first is what makes the node count least; the tie-breaks then keep
+  // domains few and whole nodes whole. Costs a sort of the domain's nodes.
+  void FillFewestNodes(int domain, int64_t count) {
+    if (first_fit_) {
+      Fill(domain, count);
+      return;
+    }
+    const Fleet::Domain& d = fleet_.domains()[domain];
+    struct Candidate {
+      int64_t pods;
+      int64_t leaf_pods;
+      int free;
+      int slot;
+      int leaf;
+    };
+    std::map<int, int64_t> leaf_pods;
+    std::vector<Candidate> nodes;
+    for (int i = d.node_begin; i < d.node_end; ++i) {
+      const int64_t pods = NodePods(i);
+      if (pods <= 0) continue;
+      const int leaf = index_.LeafDomain(i);
+      auto [it, added] = leaf_pods.try_emplace(leaf, 0);
+      if (added) it->second = DomainPods(leaf);
+      nodes.push_back({pods, it->second, FreeGpus(i), i, leaf});
+    }
+    std::sort(nodes.begin(), nodes.end(),
+              [](const Candidate& a, const Candidate& b) {
+                return std::tie(b.pods, b.leaf_pods, a.free, a.slot) <
+                       std::tie(a.pods, a.leaf_pods, b.free, b.slot);
+              });
+    std::set<int> leaves_used;
+    for (size_t p = 0; p < nodes.size() && count > 0; ++p) {
+      if (nodes[p].pods < count) {
+        fills_.emplace_back(nodes[p].slot, static_cast<int>(nodes[p].pods));
+        leaves_used.insert(nodes[p].leaf);
+        count -= nodes[p].pods;
+        continue;
+      }
+      // The last node: of those after p that hold the fewest pods still
+      // >= count (a run, as the order is by pods), the best by tie-break.
+      size_t end = p;
+      while (end + 1 < nodes.size() && nodes[end + 1].pods >= count) ++end;
+      size_t best = end;
+      for (size_t q = end; q >= p && nodes[q].pods == nodes[end].pods; --q) {
+        auto key = [&](const Candidate& c) {
+          return std::make_tuple(!leaves_used.contains(c.leaf), c.leaf_pods,
+                                 c.free, c.slot);
+        };
+        if (key(nodes[q]) < key(nodes[best])) best = q;
+        if (q == 0) break;
+      }
+      fills_.emplace_back(nodes[best].slot, static_cast<int>(count));
+      count = 0;
+    }
+    PHALANX_CHECK(count == 0);
   }
 
   // Whether slices constrain more than the topology already does.
@@ -380,7 +584,7 @@ class PodSetPlacer {
     int64_t largest = 0;
     for (int level = top; level >= -1; --level) {
       const std::vector<int>& domains =
-          level < 0 ? kFleetDomain : fleet_.DomainsAtLevel(level);
+          UsableDomains(fleet_, level, within_, scratch_);
       const int best = BestFit(
           domains, need, [this](int domain) { return DomainSlices(domain); },
           largest);
@@ -393,6 +597,10 @@ class PodSetPlacer {
     }
     const std::string where =
         topo.mode == TopologyMode::kRequired ? topo.level : "fleet";
+    if (basis_ == CapacityBasis::kTotal && DomainPods(within_) == 0) {
+      reason = absl::StrCat("can never fit: ", NodeShortfall());
+      return std::nullopt;
+    }
     reason = absl::StrCat(
         basis_ == CapacityBasis::kTotal ? "can never fit: " : "NO_FIT: ",
         "the largest ", where, " holds ", largest, " of ", need, " slices of ",
@@ -425,26 +633,33 @@ class PodSetPlacer {
       return;
     }
     std::vector<int64_t> left;
+    std::vector<int64_t> free;
     if (d.child_domains.empty()) {
       for (int i = d.node_begin; i < d.node_end; ++i) {
         left.push_back(NodePods(i) / size);
+        free.push_back(FreeGpus(i));
       }
-      for (const auto& [i, count] : Distribute(left, slices)) {
+      for (const auto& [i, count] : Distribute(left, free, slices)) {
         fills_.emplace_back(d.node_begin + i, static_cast<int>(count * size));
       }
       return;
     }
-    for (int child : d.child_domains) left.push_back(DomainSlices(child));
-    for (const auto& [i, count] : Distribute(left, slices)) {
+    for (int child : d.child_domains) {
+      left.push_back(DomainSlices(child));
+      free.push_back(DomainFreeGpus(child));
+    }
+    for (const auto& [i, count] : Distribute(left, free, slices)) {
       FillSlices(d.child_domains[i], count);
     }
   }
 
   // UNCONSTRAINED: fill the least-free nodes first (pack into fragments).
   std::optional<Fills> PackLeastFree(std::string& reason) {
-    const int64_t fleet_pods = DomainPods(0);
+    const int64_t fleet_pods = DomainPods(within_);
     if (fleet_pods < set_.count) {
-      reason = basis_ == CapacityBasis::kTotal
+      reason = basis_ == CapacityBasis::kTotal && fleet_pods == 0
+                   ? absl::StrCat("can never fit: ", NodeShortfall())
+               : basis_ == CapacityBasis::kTotal
                    ? absl::StrCat("can never fit: the fleet holds ", fleet_pods,
                                   " of ", set_.count, " pods of ", set_.gpus,
                                   " GPUs")
@@ -462,11 +677,12 @@ class PodSetPlacer {
     };
     if (indexed_ && !first_fit_) {
       for (int free = set_.gpus; free <= index_.max_gpus(); ++free) {
-        for (int slot : index_.SlotsWithFree(model_index_, free)) {
+        for (int slot : SlotsWithFree(free)) {
+          if (slot >= slot_end_) break;
           if (take(slot)) return fills_;
         }
       }
-      PHALANX_CHECK(false);  // DomainPods(0) promised enough
+      PHALANX_CHECK(false);  // DomainPods(within_) promised enough
     }
     std::vector<int> order;
     for (size_t i = 0; i < fleet_.slots().size(); ++i) {
@@ -482,7 +698,6 @@ class PodSetPlacer {
     return fills_;
   }
 
-  inline static const std::vector<int> kFleetDomain = {0};
   // Bounds the free-GPU walk (no node has more GPUs than this).
   static constexpr int64_t kNoGpuLimit = 1 << 20;
 
@@ -493,10 +708,15 @@ class PodSetPlacer {
   const CapacityBasis basis_;
   const bool first_fit_;
   const int slice_level_;  // -1 when the set is not sliced
+  const int within_;       // the domain placement stays inside
+  const int slot_begin_;   // its slots: [slot_begin_, slot_end_)
+  const int slot_end_;
+  std::vector<int> scratch_;  // for UsableDomains
   const bool indexed_;
   // Counted up front (not indexed).
   std::vector<int64_t> node_pods_;
   std::vector<int64_t> prefix_;
+  std::vector<int64_t> free_prefix_;  // free GPUs of nodes with pods > 0
   // Indexed.
   int model_index_ = -1;
   double cpu_per_gpu_ = 0;
@@ -588,7 +808,9 @@ std::optional<std::vector<PodPlacement>> PlaceSet(
 // walks up a level at a time. Returns "" or why not.
 class GroupPlacer {
  public:
-  GroupPlacer(const GangSpec& spec, const std::string& group, Fleet& fleet,
+  // Members are placed in the order they stand in `order`.
+  GroupPlacer(const GangSpec& spec, const std::string& group,
+              const std::vector<size_t>& order, Fleet& fleet,
               const std::string* model, const PlacementOptions& options,
               Gang& probe, std::vector<std::vector<PodPlacement>>& per_set)
       : spec_(spec),
@@ -597,7 +819,7 @@ class GroupPlacer {
         options_(options),
         probe_(probe),
         per_set_(per_set) {
-    for (size_t i = 0; i < spec.pod_sets.size(); ++i) {
+    for (size_t i : order) {
       if (spec.pod_sets[i].group == group) members_.push_back(i);
     }
   }
@@ -620,8 +842,9 @@ class GroupPlacer {
   // Domains at `level` (-1 = the fleet) where every member fits on its
   // own, by the capacity they leave behind, least first.
   std::vector<int> Candidates(int level) const {
-    const std::vector<int> domains =
-        level < 0 ? std::vector<int>{0} : fleet_.DomainsAtLevel(level);
+    std::vector<int> scratch;
+    const std::vector<int>& domains =
+        UsableDomains(fleet_, level, options_.within_domain, scratch);
     std::vector<std::pair<int64_t, int>> fits;
     std::vector<int64_t> left(domains.size(), 0);
     std::vector<char> fit(domains.size(), 1);
@@ -678,22 +901,26 @@ class GroupPlacer {
 };
 
 // Places every pod set with `model` (and, when mixing is allowed, each pod
-// set's own preference list); a group's pod sets together, where the first
-// of them stands. Allocates tentatively under `probe`.
-PlacementResult PlaceWithModel(const GangSpec& spec, Fleet& fleet,
-                               const std::string* model,
-                               const PlacementOptions& options, Gang& probe) {
+// set's own preference list) one after another in `order` (indices into
+// spec.pod_sets); a group's pod sets together, where the first of them
+// stands in `order`. Allocates tentatively under `probe`; the pods of the
+// result are in pod-set order.
+PlacementResult PlaceInOrder(const GangSpec& spec, Fleet& fleet,
+                             const std::string* model,
+                             const PlacementOptions& options, Gang& probe,
+                             const std::vector<size_t>& order) {
   std::vector<std::vector<PodPlacement>> per_set(spec.pod_sets.size());
   std::set<std::string> groups_placed;
   PlacementResult result;
-  for (size_t i = 0; i < spec.pod_sets.size() && result.reason.empty(); ++i) {
+  for (size_t i : order) {
+    if (!result.reason.empty()) break;
     const PodSetSpec& set = spec.pod_sets[i];
     if (!set.group.empty() &&
         set.topology.mode != TopologyMode::kUnconstrained) {
       if (groups_placed.insert(set.group).second) {
-        result.reason =
-            GroupPlacer(spec, set.group, fleet, model, options, probe, per_set)
-                .Place();
+        result.reason = GroupPlacer(spec, set.group, order, fleet, model,
+                                    options, probe, per_set)
+                            .Place();
       }
       continue;
     }
@@ -719,6 +946,37 @@ PlacementResult PlaceWithModel(const GangSpec& spec, Fleet& fleet,
   return result;
 }
 
+// Places the gang with `model` (and, when mixing is allowed, each pod set's
+// own preference list), searching orders of its pod sets: one pod set
+// placed first can take the only room another had, so no listed order is
+// trusted. Most constrained first; when that fails and every set fits on
+// its own, the other orders until one places the gang. A set that does not
+// fit on its own fits in no order, and says why.
+PlacementResult PlaceWithModel(const GangSpec& spec, Fleet& fleet,
+                               const std::string* model,
+                               const PlacementOptions& options, Gang& probe) {
+  const size_t sets = spec.pod_sets.size();
+  if (sets == 1) return PlaceInOrder(spec, fleet, model, options, probe, {0});
+  const std::vector<size_t> canonical = MostConstrainedFirst(spec, fleet);
+  PlacementResult first =
+      PlaceInOrder(spec, fleet, model, options, probe, canonical);
+  if (first.placed) return first;
+  for (size_t i : canonical) {
+    PlacementResult alone =
+        PlaceInOrder(spec, fleet, model, options, probe, {i});
+    if (!alone.placed) return alone;
+  }
+  OrderSearch search(canonical);
+  for (std::vector<size_t> order; search.Next(order);) {
+    if (PlacementResult r =
+            PlaceInOrder(spec, fleet, model, options, probe, order);
+        r.placed) {
+      return r;
+    }
+  }
+  return first;
+}
+
 // The reason `gate` refuses the GPUs of a placement that mixes models, or "".
 std::string GateMixed(const ModelGate& gate, const Fleet& fleet,
                       const std::vector<PodPlacement>& pods) {
@@ -736,21 +994,8 @@ std::string GateMixed(const ModelGate& gate, const Fleet& fleet,
 }  // namespace
 
 std::string PlacementShapeKey(const GangSpec& spec) {
-  // Strings are length-prefixed, so no name can forge a separator.
-  auto append = [](std::string& key, absl::string_view text) {
-    absl::StrAppend(&key, text.size(), ":", text, ",");
-  };
   std::string key = spec.allow_mixed_models ? "mixed" : "single";
-  for (const PodSetSpec& set : spec.pod_sets) {
-    absl::StrAppend(&key, "|", set.count, "x", set.gpus, ",", set.cpu_millis,
-                    ",", set.memory_bytes, ",",
-                    static_cast<int>(set.topology.mode), ",", set.slice.size,
-                    ",");
-    append(key, set.topology.level);
-    append(key, set.slice.level);
-    append(key, set.group);
-    for (const std::string& model : set.gpu_models) append(key, model);
-  }
+  for (const PodSetSpec& set : spec.pod_sets) AppendPodSetShape(key, set);
   return key;
 }
 

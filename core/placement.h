@@ -1,8 +1,11 @@
-// Placement (docs/design.md §6): where a gang's pods go on a Fleet, all or nothing.
-// REQUIRED picks the best-fitting domain at the level and descends into it;
-// PREFERRED walks up a level at a time; UNCONSTRAINED packs the least-free
-// nodes first. Pure functions over a Fleet; not thread-safe with writers of
-// that Fleet.
+// Placement (docs/design.md §6): where a gang's pods go on a Fleet, all or
+// nothing. REQUIRED picks the best-fitting domain at the level and descends
+// into it; PREFERRED walks up a level at a time (then onto the fewest
+// nodes); UNCONSTRAINED packs the least-free nodes first. The pod sets of a
+// gang are placed jointly: a bounded search over their order (most
+// constrained first; every order for up to 4 sets; at most 24 orders), so
+// the order they are listed in never decides. Pure functions over a Fleet;
+// not thread-safe with writers of that Fleet.
 #ifndef PHALANX_CORE_PLACEMENT_H_
 #define PHALANX_CORE_PLACEMENT_H_
 
@@ -45,6 +48,10 @@ struct PlacementOptions {
   // other slot is allowed. Lets placement count free capacity per domain
   // from the fleet's free index instead of visiting every node.
   const std::vector<int>* restricted_slots = nullptr;
+  // The Fleet domain (index into Fleet::domains()) whose nodes placement
+  // may use; 0 = the whole fleet. Inside it, a constraint at its level or
+  // above is met by the domain itself.
+  int within_domain = 0;
 };
 
 // Finds a placement for every pod of `spec` on `fleet`. Leaves `fleet` as it

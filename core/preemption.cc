@@ -107,9 +107,13 @@ bool Scheduler::FitsWithout(const GangPtr& gang,
 }
 
 double Scheduler::PreemptionBudget(const Gang& gang, absl::Time now) const {
+  Fleet& fleet = const_cast<Fleet&>(fleet_);  // placement restores it
+  // Kept out only by reservations or holds: it is about to fit.
+  if (PlaceGang(gang.spec, fleet).placed) return 0;
   const std::vector<char> none(fleet_.slots().size());
+  // PlanReservation releases gangs tentatively and restores them.
   const std::optional<Reservation> natural = PlanReservation(
-      gang, fleet_, none, [this](const GangId& id) { return FindGang(id); },
+      gang, fleet, none, [this](const GangId& id) { return FindGang(id); },
       now);
   const absl::Duration wait =
       natural ? natural->start - now : absl::InfiniteDuration();

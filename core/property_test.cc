@@ -68,7 +68,11 @@ void CheckInvariants(const Scheduler& s, absl::Time now) {
   std::map<std::string, uint64_t> used;
   for (const auto& [id, gang] : s.gangs()) {
     if (!HoldsCapacity(gang->state)) {
-      EXPECT_TRUE(gang->placement.empty()) << id;
+      // Only a final gang keeps a placement, and it is released.
+      EXPECT_EQ(gang->placement_released, !gang->placement.empty()) << id;
+      if (!IsFinal(gang->state)) {
+        EXPECT_TRUE(gang->placement.empty()) << id;
+      }
       if (gang->state == GangState::kPending) {
         EXPECT_FALSE(gang->reason.empty()) << id;
       }

@@ -3,30 +3,26 @@
 #include <algorithm>
 #include <tuple>
 
+#include "core/check.h"
+#include "core/placement.h"
+
 namespace phalanx::core {
 namespace {
 
-// The pod set that dominates the gang's needs (most GPUs in all).
-const PodSetSpec& LargestPodSet(const GangSpec& spec) {
-  return *std::max_element(spec.pod_sets.begin(), spec.pod_sets.end(),
-                           [](const PodSetSpec& a, const PodSetSpec& b) {
-                             return int64_t{a.count} * a.gpus <
-                                    int64_t{b.count} * b.gpus;
-                           });
-}
-
-// The level a reservation covers: the constraint's level (node level
-// reserves one node's domain, i.e. the lowest level), or the whole fleet.
-int ReservationLevel(const PodSetSpec& set, const Fleet& fleet) {
-  if (set.topology.mode == TopologyMode::kUnconstrained) return -1;
+// The level a reservation covers first: the widest level a constrained pod
+// set names (the node level reserves within the lowest level), or the whole
+// fleet when no pod set is constrained.
+int ReservationLevel(const GangSpec& spec, const Fleet& fleet) {
   const int depth = static_cast<int>(fleet.levels().size());
-  return std::min(fleet.LevelIndex(set.topology.level), depth - 1);
-}
-
-bool Acceptable(const PodSetSpec& set, const Fleet::Slot& slot) {
-  return set.gpu_models.empty() ||
-         std::find(set.gpu_models.begin(), set.gpu_models.end(),
-                   slot.node.spec.gpu_model) != set.gpu_models.end();
+  int level = depth;
+  bool constrained = false;
+  for (const PodSetSpec& set : spec.pod_sets) {
+    if (set.topology.mode == TopologyMode::kUnconstrained) continue;
+    constrained = true;
+    level = std::min(level, fleet.LevelIndex(set.topology.level));
+  }
+  if (!constrained || depth == 0) return -1;
+  return std::min(level, depth - 1);
 }
 
 struct Candidate {
@@ -40,82 +36,143 @@ struct Candidate {
   }
 };
 
-// The fewest nodes (most pods first, then fleet order) that hold `set` with
-// `free[i]` GPUs free on slot begin + i (-1: not eligible).
-std::vector<int> FewestNodes(const std::vector<int>& free, int begin,
-                             const PodSetSpec& set) {
-  std::vector<std::pair<int64_t, int>> by_pods;  // (-pods, slot)
-  for (size_t i = 0; i < free.size(); ++i) {
-    const int64_t pods = free[i] > 0 ? free[i] / set.gpus : 0;
-    if (pods > 0) by_pods.emplace_back(-pods, begin + static_cast<int>(i));
-  }
-  std::sort(by_pods.begin(), by_pods.end());
-  std::vector<int> slots;
-  int64_t pods = 0;
-  for (const auto& [negative_pods, slot] : by_pods) {
-    if (pods >= set.count) break;
-    slots.push_back(slot);
-    pods -= negative_pods;
-  }
-  std::sort(slots.begin(), slots.end());
-  return slots;
-}
+// What a domain offers the gang once the gangs holding its nodes end.
+struct Outcome {
+  enum Kind { kNever, kNow, kLater } kind = kNever;
+  Candidate candidate;  // kLater
+};
 
-// When enough GPUs free up in `domain` for `set`, releasing the gangs there
-// in order of expected end. Keeps the pods that fit as a running total, so
-// the cost is one pass over the domain plus the pods of the gangs released.
-std::optional<Candidate> Evaluate(
-    int domain_index, const PodSetSpec& set, const Fleet& fleet,
-    const std::vector<char>& taken,
-    const std::function<GangPtr(const GangId&)>& find, absl::Time now) {
-  if (set.gpus <= 0) return std::nullopt;
-  const Fleet::Domain& domain = fleet.domains()[domain_index];
-  const int begin = domain.node_begin;
-  std::vector<int> free(domain.node_end - begin, -1);  // -1: not eligible
-  std::vector<GangId> holders;
-  int64_t capacity = 0;  // pods with every eligible GPU free
-  int64_t pods = 0;      // pods that fit now
-  for (int i = begin; i < domain.node_end; ++i) {
-    const Fleet::Slot& slot = fleet.slots()[i];
-    if (taken[i] || slot.node.state != NodeState::kReady ||
-        !Acceptable(set, slot)) {
-      continue;
+// The gangs holding eligible nodes of a domain, released tentatively from
+// the fleet in order of expected end (then id), and allocated again on
+// destruction (or when fewer are asked for).
+class Projection {
+ public:
+  Projection(Fleet& fleet, std::vector<GangPtr> holders)
+      : fleet_(fleet), holders_(std::move(holders)) {}
+  Projection(const Projection&) = delete;
+  Projection& operator=(const Projection&) = delete;
+  ~Projection() { ReleaseFirst(0); }
+
+  size_t size() const { return holders_.size(); }
+  const GangPtr& holder(size_t i) const { return holders_[i]; }
+
+  // Leaves exactly the first `k` holders released.
+  void ReleaseFirst(size_t k) {
+    while (released_ < k) {
+      const Gang& gang = *holders_[released_++];
+      fleet_.Release(gang, gang.placement);
     }
-    free[i - begin] = slot.FreeGpus();
-    capacity += slot.node.spec.gpu_count / set.gpus;
-    pods += free[i - begin] / set.gpus;
-    for (const auto& [id, count] : slot.gang_pods) holders.push_back(id);
+    while (released_ > k) {
+      const Gang& gang = *holders_[--released_];
+      PHALANX_CHECK(fleet_.Allocate(gang, gang.placement).ok());
+    }
   }
-  if (capacity < set.count) return std::nullopt;
-  std::sort(holders.begin(), holders.end());
-  holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+
+ private:
+  Fleet& fleet_;
+  std::vector<GangPtr> holders_;
+  size_t released_ = 0;
+};
+
+// When the gang could start in `domain_index`: the fewest holders (in order
+// of expected end) whose release lets the placer place the whole gang
+// inside the domain, on nodes not `taken`. Found by a galloping search
+// over that count (releasing more never takes room away): O(log answer)
+// placements restricted to the domain and O(answer) releases.
+Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
+                 const std::vector<char>& taken,
+                 const std::vector<int>& taken_slots,
+                 const std::function<GangPtr(const GangId&)>& find,
+                 absl::Time now) {
+  const Fleet::Domain& domain = fleet.domains()[domain_index];
+  std::vector<GangId> ids;
+  int64_t capacity = 0;  // GPUs of eligible nodes
+  for (int i = domain.node_begin; i < domain.node_end; ++i) {
+    const Fleet::Slot& slot = fleet.slots()[i];
+    if (taken[i] || slot.node.state != NodeState::kReady) continue;
+    capacity += slot.node.spec.gpu_count;
+    for (const auto& [id, count] : slot.gang_pods) ids.push_back(id);
+  }
+  if (capacity < gang.spec.TotalGpus()) return {};
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::vector<std::pair<absl::Time, GangPtr>> ends;
-  for (const GangId& id : holders) {
-    if (GangPtr gang = find(id))
-      ends.emplace_back(ExpectedEnd(*gang, now), gang);
+  for (const GangId& id : ids) {
+    if (GangPtr holder = find(id)) {
+      ends.emplace_back(ExpectedEnd(*holder, now), std::move(holder));
+    }
   }
   std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
     return std::tie(a.first, a.second->id) < std::tie(b.first, b.second->id);
   });
-  Candidate candidate{now, 0, domain_index, {}};
-  for (const auto& [end, gang] : ends) {
-    if (pods >= set.count) break;
-    // A node's used GPUs are freed when the last gang on it ends; counting
-    // a gang's share approximately: free what it holds on each node.
-    for (const PodPlacement& pod : gang->placement) {
-      const int slot = fleet.Find(pod.node) - begin;
-      if (slot < 0 || slot >= static_cast<int>(free.size()) || free[slot] < 0) {
-        continue;
-      }
-      const int released = static_cast<int>(pod.gpu_indices.size());
-      pods += (free[slot] + released) / set.gpus - free[slot] / set.gpus;
-      free[slot] += released;
-      candidate.to_release += released;
+  std::vector<GangPtr> holders;
+  for (auto& [end, holder] : ends) holders.push_back(std::move(holder));
+  Projection projection(fleet, std::move(holders));
+
+  PlacementOptions options;
+  options.within_domain = domain_index;
+  options.node_allowed = [&taken](int slot) { return !taken[slot]; };
+  options.restricted_slots = &taken_slots;
+  auto place = [&](size_t k) {
+    projection.ReleaseFirst(k);
+    return PlaceGang(gang.spec, fleet, options);
+  };
+  if (place(0).placed) return {Outcome::kNow, {}};
+  // Galloping search: 1, 2, 4, ... holders gone until the gang fits (the
+  // answer is mostly a few gangs, so this costs O(answer) releases, not
+  // O(holders)), then a binary search below the first count that fits.
+  const size_t count = projection.size();
+  if (count == 0) return {};  // nothing to wait for, and it does not fit
+  PlacementResult placed;
+  size_t lo = 1;  // the gang does not fit with fewer than lo gone
+  size_t hi = 0;  // it fits with hi gone (0: not found yet)
+  for (size_t k = 1; hi == 0; k = std::min(count, k * 2)) {
+    if (PlacementResult r = place(k); r.placed) {
+      hi = k;
+      placed = std::move(r);
+    } else if (k == count) {
+      return {};  // not even with the domain empty
+    } else {
+      lo = k + 1;
     }
-    candidate.start = end;
   }
-  candidate.slots = FewestNodes(free, begin, set);
-  return candidate;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (PlacementResult r = place(mid); r.placed) {
+      hi = mid;
+      placed = std::move(r);
+    } else {
+      lo = mid + 1;
+    }
+  }
+  // `placed` is the placement with the first `hi` holders gone.
+  Candidate candidate{now, 0, domain_index, {}};
+  for (size_t i = 0; i < hi; ++i) {
+    const Gang& holder = *projection.holder(i);
+    candidate.start = std::max(candidate.start, ExpectedEnd(holder, now));
+    for (const PodPlacement& pod : holder.placement) {
+      const int slot = fleet.Find(pod.node);
+      if (slot >= domain.node_begin && slot < domain.node_end && !taken[slot]) {
+        candidate.to_release += static_cast<int64_t>(pod.gpu_indices.size());
+      }
+    }
+  }
+  for (const PodPlacement& pod : placed.pods) {
+    candidate.slots.push_back(fleet.Find(pod.node));
+  }
+  std::sort(candidate.slots.begin(), candidate.slots.end());
+  candidate.slots.erase(
+      std::unique(candidate.slots.begin(), candidate.slots.end()),
+      candidate.slots.end());
+  return {Outcome::kLater, std::move(candidate)};
+}
+
+std::vector<int> TakenSlots(const std::vector<char>& taken) {
+  std::vector<int> slots;
+  for (size_t i = 0; i < taken.size(); ++i) {
+    if (taken[i]) slots.push_back(static_cast<int>(i));
+  }
+  return slots;
 }
 
 std::vector<NodeId> NodesAt(const Fleet& fleet, const std::vector<int>& slots) {
@@ -134,21 +191,27 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {
 }
 
 std::optional<Reservation> PlanReservation(
-    const Gang& gang, const Fleet& fleet, const std::vector<char>& taken,
+    const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
     const std::function<GangPtr(const GangId&)>& find, absl::Time now) {
-  const PodSetSpec& set = LargestPodSet(gang.spec);
-  // The constraint's level first; when no domain there could ever host it
-  // (a PREFERRED gang larger than its level), the levels above it, up to
-  // the whole fleet.
+  const std::vector<int> taken_slots = TakenSlots(taken);
+  // The constraint's level first; when no domain there could ever host the
+  // gang (a PREFERRED gang larger than its level, pod sets that fit no one
+  // rack together), the levels above it, up to the whole fleet.
   std::optional<Candidate> best;
-  for (int level = ReservationLevel(set, fleet); !best && level >= -1;
+  for (int level = ReservationLevel(gang.spec, fleet); !best && level >= -1;
        --level) {
     const std::vector<int> domains =
         level < 0 ? std::vector<int>{0} : fleet.DomainsAtLevel(level);
     for (int domain : domains) {
-      std::optional<Candidate> c =
-          Evaluate(domain, set, fleet, taken, find, now);
-      if (c && (!best || *c < *best)) best = c;
+      Outcome outcome =
+          Evaluate(domain, gang, fleet, taken, taken_slots, find, now);
+      // It fits now: nothing is to be waited for, and holding nodes for it
+      // would only keep others out.
+      if (outcome.kind == Outcome::kNow) return std::nullopt;
+      if (outcome.kind == Outcome::kLater &&
+          (!best || outcome.candidate < *best)) {
+        best = std::move(outcome.candidate);
+      }
     }
   }
   if (!best) return std::nullopt;
@@ -159,16 +222,20 @@ std::optional<Reservation> PlanReservation(
 }
 
 std::optional<Reservation> RefreshReservation(
-    const Reservation& reservation, const Gang& gang, const Fleet& fleet,
+    const Reservation& reservation, const Gang& gang, Fleet& fleet,
     const std::vector<char>& taken,
     const std::function<GangPtr(const GangId&)>& find, absl::Time now) {
-  std::optional<Candidate> again = Evaluate(
-      reservation.domain, LargestPodSet(gang.spec), fleet, taken, find, now);
-  if (!again) return std::nullopt;
+  if (reservation.domain >= static_cast<int>(fleet.domains().size()) ||
+      fleet.domains()[reservation.domain].path != reservation.path) {
+    return std::nullopt;
+  }
+  Outcome again = Evaluate(reservation.domain, gang, fleet, taken,
+                           TakenSlots(taken), find, now);
+  if (again.kind != Outcome::kLater) return std::nullopt;
   Reservation refreshed = reservation;
-  refreshed.start = again->start;
-  refreshed.gpus_to_release = again->to_release;
-  refreshed.nodes = NodesAt(fleet, again->slots);
+  refreshed.start = again.candidate.start;
+  refreshed.gpus_to_release = again.candidate.to_release;
+  refreshed.nodes = NodesAt(fleet, again.candidate.slots);
   return refreshed;
 }
 

@@ -1,10 +1,13 @@
-// Reservations with backfill (docs/design.md §4 step 5). When a gang at the head of
-// the order does not fit, PlanReservation picks the domain where it can start
-// soonest — with runtime estimates, the domain whose running gangs' expected
-// ends free enough GPUs earliest; without, the one that needs the least
-// capacity released. While the reservation stands, other gangs may use its
-// nodes only if they are expected to end before it starts. Pure functions;
-// thread-compatible.
+// Reservations with backfill (docs/design.md §4 step 5). When a gang at the
+// head of the order does not fit, PlanReservation picks the domain where it can
+// start soonest — with runtime estimates, the domain whose running gangs'
+// expected ends free enough GPUs earliest; without, the one that needs the
+// least capacity released. "Enough" is decided by the placer itself (PlaceGang,
+// every pod set, slice and group) on the capacity projected once those gangs
+// end, and the nodes held are the ones that placement uses. While the
+// reservation stands, other gangs may use its nodes only if they are
+// expected to end before it starts. Pure functions over a Fleet they change
+// tentatively and restore; thread-compatible.
 #ifndef PHALANX_CORE_RESERVATION_H_
 #define PHALANX_CORE_RESERVATION_H_
 
@@ -25,9 +28,9 @@ struct Reservation {
   std::string path;             // "" for the whole fleet
   absl::Time start;             // estimated; InfiniteFuture when unknown
   int64_t gpus_to_release = 0;  // still held by others in the domain
-  // The nodes held for the gang: in its domain, the fewest that fit it once
-  // the gangs expected to end by `start` have ended (others may use the
-  // rest of the domain).
+  // The nodes held for the gang: the nodes of its placement in the domain
+  // once the gangs expected to end by `start` have ended (others may use
+  // the rest of the domain).
   std::vector<NodeId> nodes;
   bool operator==(const Reservation&) const = default;
 };
@@ -37,18 +40,22 @@ struct Reservation {
 absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
 
 // Plans a reservation for `gang` on `fleet`, avoiding nodes where
-// `taken[slot]` is true (reserved for earlier gangs). `find` looks up the
-// gangs holding nodes. Returns nullopt when no domain could ever host it.
+// `taken[slot]` is true (reserved for earlier gangs, held for preemptors).
+// `find` looks up the gangs holding nodes. Returns nullopt when no domain
+// could host it even once every gang there ended, and when it fits now (a
+// reservation is for a gang that waits for capacity, never a hold on nodes
+// it could take already). Leaves `fleet` as it was.
 std::optional<Reservation> PlanReservation(
-    const Gang& gang, const Fleet& fleet, const std::vector<char>& taken,
+    const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
     const std::function<GangPtr(const GangId&)>& find, absl::Time now);
 
 // Re-estimates `reservation` of `gang` on its own domain (start, GPUs still
-// to release), avoiding `taken` slots. Returns nullopt when that domain
-// could no longer host the gang. Costs one pass over the domain, where
-// PlanReservation passes over every domain of the level.
+// to release, nodes), avoiding `taken` slots. Returns nullopt when that
+// domain could no longer host the gang, or could now (it is then admitted
+// like any gang). Costs O(log gangs there) placements inside the domain,
+// where PlanReservation weighs every domain of the level.
 std::optional<Reservation> RefreshReservation(
-    const Reservation& reservation, const Gang& gang, const Fleet& fleet,
+    const Reservation& reservation, const Gang& gang, Fleet& fleet,
     const std::vector<char>& taken,
     const std::function<GangPtr(const GangId&)>& find, absl::Time now);
 

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "core/check.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
@@ -143,7 +145,11 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
                                  gang.spec.queue.value()));
     }
     const bool holds = HoldsCapacity(gang.state);
-    if (holds != !gang.placement.empty() ||
+    // A final gang may keep its last placement, released; nothing else
+    // holds a placement without holding its GPUs.
+    const bool kept = IsFinal(gang.state) && gang.placement_released;
+    if ((holds && gang.placement_released) ||
+        (!kept && holds != !gang.placement.empty()) ||
         (holds &&
          static_cast<int>(gang.placement.size()) != gang.spec.TotalPods())) {
       return refuse(absl::StrCat("gang ", gang.id.value(), " is ",
@@ -206,6 +212,16 @@ const HeldGpus& Scheduler::Held(const QueueName& queue) const {
 }
 
 GangPtr Scheduler::Put(Gang gang) {
+  // What the placement means follows from the state: held while the gang
+  // holds capacity; none while pending; the last one, released, once final.
+  if (HoldsCapacity(gang.state)) {
+    gang.placement_released = false;
+  } else if (gang.state == GangState::kPending) {
+    gang.placement.clear();
+    gang.placement_released = false;
+  } else {
+    gang.placement_released = !gang.placement.empty();
+  }
   bool was_pending = false;
   auto it = gangs_.find(gang.id);
   if (it != gangs_.end()) {
@@ -241,7 +257,10 @@ GangPtr Scheduler::Put(Gang gang) {
   } else {
     leases_.Erase(gang.id);
   }
-  if (IsFinal(gang.state)) finished_.insert({FinishTime(gang), gang.id});
+  if (IsFinal(gang.state)) {
+    finished_.insert({FinishTime(gang), gang.id});
+    tombstones_.erase(gang.id);  // back under retention
+  }
   ++gang_counts_[{gang.spec.queue, gang.state}];
   dirty_gangs_.insert(gang.id);
   auto ptr = std::make_shared<const Gang>(std::move(gang));
@@ -269,19 +288,24 @@ void Scheduler::Charge(const Gang& gang, int sign) {
   }
 }
 
-// Frees the gang's capacity and clears its placement; pending gangs may now
-// fit, so the capacity epoch moves.
+// Frees the gang's capacity; pending gangs may now fit, so the capacity
+// epoch moves. The placement stays on the record, released (Put clears it
+// when the gang goes back to PENDING, keeps it when the gang is final).
 void Scheduler::ReleaseCapacity(Gang& gang, absl::Time now) {
   if (!HoldsCapacity(gang.state)) return;
   ledger_.Accrue(gang.spec.queue, Held(gang.spec.queue), now);
   Charge(gang, -1);
   BumpEpoch();
   fleet_.Release(gang, gang.placement);
-  gang.placement.clear();
+  gang.placement_released = true;
 }
 
 void Scheduler::SetReason(const GangPtr& gang, std::string reason) {
   if (gang->reason == reason) return;
+  if (gang->state == GangState::kPending) {
+    PendingGroup* group = pending_.GroupOf(gang->id);
+    if (group != nullptr && group->stamped != reason) group->stamped.clear();
+  }
   Gang copy = *gang;
   copy.reason = std::move(reason);
   Put(std::move(copy));
@@ -321,10 +345,21 @@ absl::Status Scheduler::CheckSubmittable(const GangSpec& spec) const {
     RETURN_IF_ERROR(
         CheckLevels(spec.pod_sets[i], absl::StrCat("spec.pod_sets[", i, "]")));
   }
-  if (const std::string& why = NeverFitsReason(spec); !why.empty()) {
+  if (const std::string& why = NeverFitsReason(spec);
+      !why.empty() && !config_.admission.accept_unfit_gangs) {
     return absl::FailedPreconditionError(absl::StrCat("spec: ", why));
   }
   return absl::OkStatus();
+}
+
+std::string Scheduler::NeverFitsPending(const GangSpec& spec) const {
+  if (!config_.admission.accept_unfit_gangs) return "";
+  const std::string& why = NeverFitsReason(spec);
+  if (why.empty()) return "";
+  absl::string_view what = why;
+  absl::ConsumePrefix(&what, "can never fit: ");
+  return absl::StrCat(kNeverFitsPrefix, what,
+                      " (checked again when nodes change)");
 }
 
 absl::Status Scheduler::CheckLevels(const PodSetSpec& set,
@@ -364,9 +399,33 @@ const std::string& Scheduler::NeverFitsReason(const GangSpec& spec) const {
     ever_fits_version_ = fleet_.structure_version();
   }
   auto [it, added] = ever_fits_.try_emplace(PlacementShapeKey(spec));
-  if (added) {
-    Fleet& fleet = const_cast<Fleet&>(fleet_);  // kTotal never allocates
-    it->second = PlaceGang(spec, fleet, CapacityBasis::kTotal).reason;
+  if (!added) return it->second;
+  // Each pod set on every GPU first (cheap, and it names the set that can
+  // never fit); then, for several pod sets, the joint search on an idle
+  // twin of the fleet, where the sets take room from one another.
+  Fleet& fleet = const_cast<Fleet&>(fleet_);  // kTotal never allocates
+  it->second = PlaceGang(spec, fleet, CapacityBasis::kTotal).reason;
+  if (it->second.empty() && spec.pod_sets.size() > 1) {
+    if (idle_twin_ == nullptr ||
+        idle_twin_version_ != fleet_.structure_version()) {
+      idle_twin_ = std::make_unique<Fleet>(fleet_.levels());
+      std::vector<Node> nodes;
+      nodes.reserve(fleet_.slots().size());
+      for (const Fleet::Slot& slot : fleet_.slots()) {
+        nodes.push_back(slot.node);
+        nodes.back().state = NodeState::kReady;
+      }
+      idle_twin_->Upsert(nodes);
+      idle_twin_version_ = fleet_.structure_version();
+    }
+    PlacementResult joint = PlaceGang(spec, *idle_twin_);
+    if (!joint.placed) {
+      std::string why =
+          absl::StrReplaceAll(joint.reason, {{"NO_FIT: ", ""},
+                                             {"NO_FIT at level ", "at level "},
+                                             {"largest free ", "largest "}});
+      it->second = absl::StrCat("can never fit: ", why);
+    }
   }
   return it->second;
 }
@@ -440,7 +499,8 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now,
   gang.spec = std::move(spec);
   gang.owner = std::move(owner);
   gang.state = GangState::kPending;
-  gang.reason = kWaitingReason;
+  gang.reason = NeverFitsPending(gang.spec);
+  if (gang.reason.empty()) gang.reason = kWaitingReason;
   gang.submit_time = now;
   if (!gang.spec.request_id.empty()) {
     RequestRecord record{key.first, key.second, gang.id, fingerprint,
@@ -775,8 +835,11 @@ void Scheduler::ExpireAndTrim(absl::Time now) {
     request_expiry_.erase(request_expiry_.begin());
     auto it = requests_.find(key);
     if (it != requests_.end() && it->second.expires <= now) {
+      const GangId gang = it->second.gang_id;
       requests_.erase(it);
       requests_deleted_.push_back(key);
+      // Retention already let the gang go; only its key kept it.
+      if (tombstones_.erase(gang) > 0) DeleteGang(gang);
     }
   }
   const RetentionConfig& keep = config_.retention;
@@ -784,18 +847,35 @@ void Scheduler::ExpireAndTrim(absl::Time now) {
          (static_cast<int64_t>(finished_.size()) > keep.finished_gangs ||
           finished_.begin()->first + keep.finished_gang_age <= now)) {
     const GangId id = finished_.begin()->second;
-    const Gang& gang = *gangs_.at(id);
-    --gang_counts_[{gang.spec.queue, gang.state}];
     finished_.erase(finished_.begin());
-    gangs_.erase(id);
-    dirty_gangs_.erase(id);
-    deleted_gangs_.insert(id);
+    // A retried submit, get or cancel must still find the gang its live
+    // request key names: it stays, out of retention's count, until the key
+    // expires.
+    if (RequestKeyLive(*gangs_.at(id))) {
+      tombstones_.insert(id);
+      continue;
+    }
+    DeleteGang(id);
   }
   if (revision_ - first_retained_revision_ + 1 > keep.events) {
     first_retained_revision_ = revision_ - keep.events + 1;
     trim_events_before_ = first_retained_revision_;
     dirty_meta_ = true;
   }
+}
+
+bool Scheduler::RequestKeyLive(const Gang& gang) const {
+  if (gang.spec.request_id.empty()) return false;
+  auto it = requests_.find({gang.spec.queue, gang.spec.request_id});
+  return it != requests_.end() && it->second.gang_id == gang.id;
+}
+
+void Scheduler::DeleteGang(const GangId& id) {
+  const Gang& gang = *gangs_.at(id);
+  --gang_counts_[{gang.spec.queue, gang.state}];
+  gangs_.erase(id);
+  dirty_gangs_.erase(id);
+  deleted_gangs_.insert(id);
 }
 
 Mutation Scheduler::TakeMutation() {
@@ -870,6 +950,9 @@ absl::StatusOr<PlacementResult> Scheduler::DryRun(GangSpec spec) {
   RETURN_IF_ERROR(ResolvePriorityClass(spec));
   RETURN_IF_ERROR(CheckMaxPriority(spec));
   RETURN_IF_ERROR(CheckSubmittable(spec));
+  if (std::string never = NeverFitsPending(spec); !never.empty()) {
+    return PlacementResult{false, {}, std::move(never)};
+  }
   return PlaceGang(spec, fleet_, OptionsFor(queues_.at(spec.queue)));
 }
 

@@ -37,6 +37,13 @@ namespace phalanx::core {
 
 // The reason of a gang no admission cycle has looked at yet.
 inline constexpr char kWaitingReason[] = "WAITING: in line for admission";
+// The reason of a gang a cycle stopped before reaching because no GPU was
+// free (and neither preemption nor a new reservation could change that).
+inline constexpr char kNoFreeGpuReason[] =
+    "NO_FIT: no GPU is free in the fleet; tried again when capacity changes";
+// Prefix of the reason of a gang accepted with admission.accept_unfit_gangs
+// that can never fit the fleet as built.
+inline constexpr char kNeverFitsPrefix[] = "NEVER_FITS: ";
 
 struct SubmitResult {
   GangPtr gang;
@@ -191,6 +198,10 @@ class Scheduler {
              absl::Time now);
   void SetReason(const GangPtr& gang, std::string reason);
   void ExpireAndTrim(absl::Time now);
+  // Whether the request key of `gang` is live and names it.
+  bool RequestKeyLive(const Gang& gang) const;
+  // Forgets a final gang (retention).
+  void DeleteGang(const GangId& id);
   void BumpEpoch() {
     ++capacity_epoch_;
     ForgetHeldSlots();  // slots may have moved
@@ -208,6 +219,9 @@ class Scheduler {
                            absl::string_view field) const;
   // Why `spec` could never fit the fleet as it is built, or "" if it could.
   const std::string& NeverFitsReason(const GangSpec& spec) const;
+  // With admission.accept_unfit_gangs, the "NEVER_FITS: …" reason of a spec
+  // that can never fit; else, or when it could fit, "".
+  std::string NeverFitsPending(const GangSpec& spec) const;
   const HeldGpus& Held(const QueueName& queue) const;
 
   // preemption.cc
@@ -302,6 +316,11 @@ class Scheduler {
   std::function<bool(const PendingKey&)> CouldReserveNow(absl::Time now);
   // Gives gangs that joined a group known to fail the group's reason.
   void SettleJoinedGangs();
+  // Gives every pending gang of a group the cycle did not reach `reason`.
+  void StampUnreached(const std::string& reason);
+  // Pending gangs that held one of `previous` and hold none now drop the
+  // "RESERVED: …" part of their reason.
+  void ClearLostReservations(const std::vector<Reservation>& previous);
   // The reservation `gang` holds, or a new one if it may reserve; returns
   // the reason prefix it then has.
   std::optional<std::string> ReserveFor(const GangPtr& gang, absl::Time now);
@@ -348,6 +367,9 @@ class Scheduler {
   std::vector<Reservation> reservations_;
   std::vector<int> reserved_slot_;  // fleet slot -> index in reservations_
   std::set<std::pair<absl::Time, GangId>> finished_;
+  // Final gangs retention let go that stay while their request key is live
+  // (out of finished_, so they do not count against retention).
+  absl::btree_set<GangId> tombstones_;
   absl::flat_hash_map<QueueName, QueueUsage> usage_;
   std::map<std::pair<QueueName, GangState>, int64_t> gang_counts_;
   absl::btree_map<std::pair<QueueName, std::string>, RequestRecord> requests_;
@@ -378,6 +400,10 @@ class Scheduler {
   // not), valid for one fleet structure version.
   mutable absl::flat_hash_map<std::string, std::string> ever_fits_;
   mutable uint64_t ever_fits_version_ = 0;
+  // The fleet with every node READY and idle, for the joint "can it ever
+  // fit" search; rebuilt when the fleet's structure version moves.
+  mutable std::unique_ptr<Fleet> idle_twin_;
+  mutable uint64_t idle_twin_version_ = 0;
   std::optional<absl::Time> started_at_;
   int64_t revision_ = 0;
   int64_t next_gang_seq_ = 1;

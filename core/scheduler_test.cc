@@ -128,7 +128,7 @@ TEST_F(SchedulerTest, BadSubmitsNameTheFieldAndStoreNothing) {
        "spec.pod_sets[0].topology.level: unknown level \"zone\" (levels: "
        "block, rack, node)"},
       {Spec("llm").Pods(1, 16), absl::StatusCode::kFailedPrecondition,
-       "spec: can never fit: the fleet holds 0 of 1 pods of 16 GPUs"},
+       "spec: can never fit: the largest node has 8 GPUs; a pod needs 16"},
       {Spec("llm").Pods(3, 8).Required("rack"),
        absl::StatusCode::kFailedPrecondition,
        "spec: can never fit: the largest rack holds 2 of 3 pods of 8 GPUs"},
@@ -157,8 +157,11 @@ TEST_F(SchedulerTest, ReportsFollowTheLifecycle) {
       {gang->id, GangState::kSucceeded, {}, false, "ok"}, now_);
   ASSERT_TRUE(done.ok());
   EXPECT_EQ((*done)->state, GangState::kSucceeded);
-  EXPECT_TRUE((*done)->placement.empty());
+  // The last placement stays on the finished gang, released.
+  EXPECT_EQ((*done)->placement.size(), 1u);
+  EXPECT_TRUE((*done)->placement_released);
   EXPECT_EQ(scheduler_.Usage(QueueName("llm")).active, 0);
+  EXPECT_EQ(scheduler_.fleet().slots()[0].FreeGpus(), 8);
 }
 
 // Eviction when repair is impossible: core/repair_test.cc.

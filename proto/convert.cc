@@ -301,6 +301,7 @@ void ToProto(const core::Gang& in, pb::Gang* out) {
   if (in.grace_deadline) {
     ToProto(*in.grace_deadline, out->mutable_grace_deadline());
   }
+  out->set_placement_released(in.placement_released);
 }
 
 absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
@@ -329,6 +330,7 @@ absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
       OptionalTime(in.has_lease_expire_time(), in.lease_expire_time());
   out.grace_deadline =
       OptionalTime(in.has_grace_deadline(), in.grace_deadline());
+  out.placement_released = in.placement_released();
   return out;
 }
 
@@ -468,6 +470,7 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
                    OrderingFromProto(in.admission().ordering(),
                                      absl::StrCat(f, ".admission.ordering")));
   out.admission.strict_fifo = in.admission().strict_fifo();
+  out.admission.accept_unfit_gangs = in.admission().accept_unfit_gangs();
   const pb::ReservationConfig& reservation = in.reservation();
   if (reservation.disabled()) {
     out.reservation.depth = 0;
@@ -559,6 +562,8 @@ void ToProto(const core::Config& in, pb::Config* out) {
   ToProto(in.startup_grace, out->mutable_node()->mutable_startup_grace());
   out->mutable_admission()->set_ordering(ToProto(in.admission.ordering));
   out->mutable_admission()->set_strict_fifo(in.admission.strict_fifo);
+  out->mutable_admission()->set_accept_unfit_gangs(
+      in.admission.accept_unfit_gangs);
   out->mutable_reservation()->set_depth(in.reservation.depth);
   out->mutable_reservation()->set_disabled(in.reservation.depth == 0);
   out->mutable_reservation()->set_min_priority(in.reservation.min_priority);

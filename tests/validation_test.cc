@@ -45,7 +45,7 @@ std::vector<BadSubmit> BadSubmits() {
       "rack, node)");
   add("more gpus than any node", SubmitRequest("a", 1, 16),
       grpc::StatusCode::FAILED_PRECONDITION,
-      "spec: can never fit: the fleet holds 0 of 1 pods of 16 GPUs");
+      "spec: can never fit: the largest node has 8 GPUs; a pod needs 16");
   add("never fits a rack", SubmitRequest("a", 3, 8, "rack"),
       grpc::StatusCode::FAILED_PRECONDITION,
       "spec: can never fit: the largest rack holds 2 of 3 pods of 8 GPUs");
