@@ -94,7 +94,9 @@ TEST_F(LeaseTest, ALapsedLeaseFailsTheGangAndFreesItsGpus) {
   EXPECT_EQ(failed->state, GangState::kFailed);
   EXPECT_EQ(failed->reason, "LEASE_EXPIRED");
   EXPECT_THAT(failed->message, HasSubstr("lease_duration 30s"));
-  EXPECT_TRUE(failed->placement.empty());
+  // The last placement is kept, released (it holds no GPU).
+  EXPECT_TRUE(failed->placement_released);
+  EXPECT_FALSE(failed->placement.empty());
   EXPECT_FALSE(failed->lease_expire_time.has_value());
   EXPECT_EQ(FreeGpus(*scheduler_), 32);
   Mutation m = scheduler_->TakeMutation();

@@ -114,7 +114,7 @@ TEST_F(LauncherApiTest, ALapsedLeaseFailsTheGangAndFreesItsGpus) {
       WaitFor(v1::EVENT_TYPE_FAILED, gang.revision() - 1);
   EXPECT_EQ(failed.gang().id(), gang.id());
   EXPECT_EQ(failed.gang().reason(), "LEASE_EXPIRED");
-  EXPECT_EQ(failed.gang().placement_size(), 0);
+  EXPECT_TRUE(failed.gang().placement_released());
   EXPECT_FALSE(failed.gang().has_lease_expire_time());
   // Its GPUs went to the waiting gang.
   const v1::GangEvent admitted =
