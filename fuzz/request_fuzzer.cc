@@ -87,6 +87,10 @@ bool Apply(const Call& call, core::Scheduler& s, absl::Time now) {
       (void)s.Report(*report, now);
       return true;
     }
+    case Call::kRenewLease:
+      if (!NonEmpty(call.renew_lease().gang_id())) return false;
+      (void)s.RenewLease(core::GangId(call.renew_lease().gang_id()), now);
+      return true;
     case Call::kExplain: {
       if (!NonEmpty(call.explain().gang_id())) return false;
       auto explanation = s.Explain(core::GangId(call.explain().gang_id()));
