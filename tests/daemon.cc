@@ -221,6 +221,23 @@ v1::Gang GetOk(v1::Scheduler::Stub& stub, const std::string& id) {
   return response.gang();
 }
 
+v1::GangEvent WaitForEvent(v1::Scheduler::Stub& stub, v1::EventType type,
+                           int64_t after, std::chrono::seconds timeout) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1::WatchGangsRequest request;
+  request.set_after_revision(after);
+  auto reader = stub.WatchGangs(&context, request);
+  v1::GangEvent event;
+  while (reader->Read(&event)) {
+    if (event.type() == type) {
+      context.TryCancel();
+      return event;
+    }
+  }
+  return v1::GangEvent();
+}
+
 std::string HttpGet(int port, const std::string& path) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

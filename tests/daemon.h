@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,6 +89,12 @@ v1::Gang SubmitOk(v1::Scheduler::Stub& stub,
                   const v1::SubmitGangRequest& request);
 // GetGang, expecting OK; returns the gang.
 v1::Gang GetOk(v1::Scheduler::Stub& stub, const std::string& id);
+
+// The first WatchGangs event of `type` after revision `after` (others
+// skipped), reading for at most `timeout`; an empty event when none came.
+v1::GangEvent WaitForEvent(
+    v1::Scheduler::Stub& stub, v1::EventType type, int64_t after,
+    std::chrono::seconds timeout = std::chrono::seconds(30));
 
 // An HTTP GET of http://127.0.0.1:port/path; returns the body ("" on error).
 std::string HttpGet(int port, const std::string& path);

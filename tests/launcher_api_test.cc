@@ -74,21 +74,11 @@ class LauncherApiTest : public ::testing::Test {
 
   // The first event of `type` after `after` (bounded: 30 s of stream).
   v1::GangEvent WaitFor(v1::EventType type, int64_t after) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::seconds(30));
-    v1::WatchGangsRequest request;
-    request.set_after_revision(after);
-    auto reader = scheduler_->WatchGangs(&context, request);
-    v1::GangEvent event;
-    while (reader->Read(&event)) {
-      if (event.type() == type) {
-        context.TryCancel();
-        return event;
-      }
+    v1::GangEvent event = WaitForEvent(*scheduler_, type, after);
+    if (event.type() != type) {
+      ADD_FAILURE() << "no event of type " << v1::EventType_Name(type);
     }
-    ADD_FAILURE() << "no event of type " << v1::EventType_Name(type);
-    return {};
+    return event;
   }
 
   std::unique_ptr<DaemonProcess> daemon_;

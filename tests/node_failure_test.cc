@@ -41,20 +41,7 @@ class NodeFailureTest : public ::testing::Test {
   // The first event of `type` after revision `after` (others skipped),
   // waiting at most 20 s; an empty event when none came.
   v1::GangEvent WaitFor(v1::EventType type, int64_t after) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::seconds(20));
-    v1::WatchGangsRequest request;
-    request.set_after_revision(after);
-    auto reader = scheduler_->WatchGangs(&context, request);
-    v1::GangEvent event;
-    while (reader->Read(&event)) {
-      if (event.type() == type) {
-        context.TryCancel();
-        return event;
-      }
-    }
-    return v1::GangEvent();
+    return WaitForEvent(*scheduler_, type, after, std::chrono::seconds(20));
   }
 
   v1::Node GetNode(const std::string& id) {
