@@ -396,10 +396,12 @@ std::optional<std::string> Scheduler::BlockedByReservation(const GangPtr& gang,
     const int r = reserved_slot_[fleet_.Find(pod.node)];
     if (r < 0) continue;
     const Reservation& reservation = reservations_[r];
+    // The reason names no gang: it is shown to this gang's owner, who may
+    // not see the queue of the gang the nodes are held for.
     return absl::StrCat(
-        "RESERVED_FOR ", reservation.gang.value(), ": it would fit in ",
+        "RESERVED_FOR: it would fit in ",
         reservation.path.empty() ? "the fleet" : reservation.path,
-        ", held for that gang; ",
+        ", held for a gang ahead of it in line; ",
         gang->spec.estimated_runtime > absl::ZeroDuration()
             ? "it is not expected to end before that gang starts"
             : "without estimated_runtime it cannot backfill");
