@@ -219,8 +219,10 @@ absl::StatusOr<SnapshotInfo> EtcdStateStore::WriteSnapshot(
     RETURN_IF_ERROR(fenced(txn));
   }
   int64_t revision = 0;
+  // A part holds records up to part_bytes; only a single larger record
+  // makes one larger (and is refused over the bound below).
   const size_t part_bytes =
-      std::min(options_.snapshot_chunk_bytes, options_.max_batch_bytes / 2);
+      std::min(options_.snapshot_chunk_bytes, options_.max_batch_bytes);
   RETURN_IF_ERROR(frozen.Export(
       part_bytes, [&](storage::v1::LogBatch& part) -> absl::Status {
         if (stopping_) return absl::CancelledError("snapshot: store closing");
