@@ -351,6 +351,27 @@ TEST_F(EtcdSnapshotTest, ALaggingReplicaHoldsTheLogBackUntilItsLeaseExpires) {
   ExpectSameState(*leader, *b);
 }
 
+TEST_F(EtcdSnapshotTest, AReplicaBehindACompactedLogCannotAppend) {
+  const int64_t term = Lead();
+  auto leader = Replica("a");
+  leader->set_term(term);
+  auto s = Populated();
+  CommitGangs(*s, *leader, 10);
+  ASSERT_TRUE(leader->TakeSnapshot().ok());
+  ASSERT_EQ(Count("log"), 0);  // entries 1..10 are gone
+  // b holds the term but has applied nothing: entry 1 is free in etcd, yet
+  // b must not append it (a fork of the log).
+  auto b = Replica("b");
+  b->set_term(term);
+  auto t = Populated();
+  const absl::Status refused = b->Commit(t->TakeMutation());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kAborted) << refused;
+  EXPECT_EQ(Count("log"), 0);
+  CommitGangs(*s, *leader, 1);  // the leader goes on at 11
+  EXPECT_EQ(leader->applied_seq(), 11);
+  EXPECT_EQ(Keys("log").size(), 1u);
+}
+
 TEST_F(EtcdSnapshotTest, CatchUpWithoutASnapshotAfterAGapIsDataLoss) {
   auto leader = Replica("a");
   leader->set_term(Lead());

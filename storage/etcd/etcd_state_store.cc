@@ -52,6 +52,10 @@ std::string EtcdStateStore::LogKey(int64_t seq) const {
   return absl::StrFormat("%s/log/%020d", options_.prefix, seq);
 }
 
+std::string EtcdStateStore::HeadKey() const {
+  return absl::StrCat(options_.prefix, "/head");
+}
+
 std::string EtcdStateStore::AppliedKey(const std::string& replica_id) const {
   return absl::StrCat(options_.prefix, "/applied/", replica_id);
 }
@@ -154,9 +158,24 @@ epb::TxnRequest EtcdStateStore::AppendTxn(int64_t seq,
   epb::TxnRequest txn;
   *txn.add_compare() = CreateRevisionIs(LeaderKey(), term_);
   *txn.add_compare() = CreateRevisionIs(LogKey(seq), 0);
+  // The head names the last entry ever appended: a replica that has not
+  // applied the whole log cannot append, even where compaction deleted
+  // the entries it lacks.
+  if (seq == 1) {
+    *txn.add_compare() = CreateRevisionIs(HeadKey(), 0);
+  } else {
+    epb::Compare* head = txn.add_compare();
+    head->set_key(HeadKey());
+    head->set_target(epb::Compare::VALUE);
+    head->set_result(epb::Compare::EQUAL);
+    head->set_value(absl::StrCat(seq - 1));
+  }
   epb::PutRequest* put = txn.add_success()->mutable_request_put();
   put->set_key(LogKey(seq));
   put->set_value(bytes);
+  epb::PutRequest* head = txn.add_success()->mutable_request_put();
+  head->set_key(HeadKey());
+  head->set_value(absl::StrCat(seq));
   txn.add_failure()->mutable_request_range()->set_key(LeaderKey());
   txn.add_failure()->mutable_request_range()->set_key(LogKey(seq));
   return txn;
@@ -177,8 +196,9 @@ absl::Status EtcdStateStore::Refusal(const epb::TxnResponse& response,
   if (entry.kvs_size() == 1 && entry.kvs(0).value() == bytes) {
     return absl::OkStatus();
   }
-  return absl::AbortedError(absl::StrCat(
-      "fenced: log entry ", seq, " is taken; this replica is behind the log"));
+  return absl::AbortedError(
+      absl::StrCat("fenced: log entry ", seq,
+                   " is not the next one; this replica is behind the log"));
 }
 
 absl::Status EtcdStateStore::Commit(const core::Mutation& mutation) {

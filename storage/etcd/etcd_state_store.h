@@ -7,7 +7,8 @@
 // Commit is ONE etcd transaction, fenced by the leader's election key:
 //   if   create_revision(PREFIX/leader) == term    (still the leader)
 //   and  create_revision(PREFIX/log/<seq>) == 0    (the next free entry)
-//   then put PREFIX/log/<seq>
+//   and  value(PREFIX/head) == seq - 1             (absent for seq 1)
+//   then put PREFIX/log/<seq>, put PREFIX/head = seq
 // and only then the batch is applied locally. A replica that is not the
 // leader of `term` — deposed, paused and woken up, or behind the log — can
 // therefore never append. A batch whose entry would exceed
@@ -154,6 +155,8 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
                                                            int limit) override;
   absl::StatusOr<int64_t> LastAuditSequence() override;
 
+  // PREFIX/head (the last seq appended, decimal): never deleted.
+  std::string HeadKey() const;
   // PREFIX/leader, PREFIX/log/<seq>, PREFIX/applied/<id>,
   // PREFIX/snapshot/<seq>/<chunk> and PREFIX/manifest/<seq>.
   std::string LeaderKey() const;
