@@ -9,7 +9,9 @@
 //   snapshot: the state of --snapshot_gangs gangs (pending, with their
 //           request records and events) written as a snapshot to etcd —
 //           chunks, bytes, seconds, etcd's db size — and loaded by an empty
-//           replica (seconds): the proof that 100k gangs fit etcd's limits.
+//           replica (seconds): the proof that 100k gangs fit etcd's limits;
+//           and Commit latency without and with snapshots of that state
+//           running in the background.
 // Prints one line per phase and concurrency.
 #include <atomic>
 #include <cstdio>
@@ -134,7 +136,7 @@ void SnapshotPhase(etcd::EtcdClient& client, const std::string& root,
   leader.set_value("bench 127.0.0.1:1");
   const int64_t term = client.Put(leader)->header().revision();
   core::Config config;
-  config.limits.max_pending_gangs_per_queue = gangs + 1;
+  config.limits.max_pending_gangs_per_queue = gangs + 100'000;
   core::Scheduler s(config);
   (void)s.UpsertNodes(core::testing::MakeNodes(2, 4, 8));
   core::Queue queue;
@@ -157,23 +159,50 @@ void SnapshotPhase(etcd::EtcdClient& client, const std::string& root,
   etcd::EtcdStateStoreOptions options;
   options.prefix = prefix;
   options.replica_id = "leader";
-  etcd::EtcdStateStore store(
-      &client,
-      std::move(*storage::RocksDbStore::Open(root + "/snapshot-leader")),
-      options);
-  store.set_term(term);
-  absl::StatusOr<etcd::SnapshotInfo> info = store.TakeSnapshot();
-  if (!info.ok()) {
-    std::fprintf(stderr, "snapshot failed: %s\n",
-                 info.status().ToString().c_str());
-    return;
+  absl::StatusOr<etcd::SnapshotInfo> info;
+  std::vector<double> quiet_us;
+  // Commits of one submitted gang each for `length`; latencies in µs.
+  auto commit_for = [&](etcd::EtcdStateStore& store, absl::Duration length) {
+    std::vector<double> latencies;
+    const absl::Time start = absl::Now();
+    while (absl::Now() - start < length && latencies.size() < 1'000'000) {
+      (void)s.Submit(core::testing::Spec("q").Pods(1, 8), t0);
+      const core::Mutation m = s.TakeMutation();
+      const absl::Time t = absl::Now();
+      if (absl::Status st = store.Commit(m); !st.ok()) {
+        std::fprintf(stderr, "commit failed: %s\n", st.ToString().c_str());
+        break;
+      }
+      latencies.push_back(absl::ToDoubleMicroseconds(absl::Now() - t));
+    }
+    return latencies;
+  };
+  {
+    etcd::EtcdStateStore store(
+        &client,
+        std::move(*storage::RocksDbStore::Open(root + "/snapshot-leader")),
+        options);
+    store.set_term(term);
+    info = store.TakeSnapshot();
+    if (!info.ok()) {
+      std::fprintf(stderr, "snapshot failed: %s\n",
+                   info.status().ToString().c_str());
+      return;
+    }
+    // The state was built locally as entry 1: the log's head says so.
+    epb::PutRequest head;
+    head.set_key(store.HeadKey());
+    head.set_value("1");
+    (void)client.Put(head);
+    quiet_us = commit_for(store, absl::Seconds(2));
   }
   auto status = client.MemberStatus();
-  options.replica_id = "fresh";
+  etcd::EtcdStateStoreOptions fresh_options = options;
+  fresh_options.replica_id = "fresh";
   etcd::EtcdStateStore fresh(
       &client,
       std::move(*storage::RocksDbStore::Open(root + "/snapshot-fresh")),
-      options);
+      fresh_options);
   const absl::Time load_start = absl::Now();
   absl::StatusOr<core::LoadedState> state = fresh.LoadAll();
   const double load_s = absl::ToDoubleSeconds(absl::Now() - load_start);
@@ -182,13 +211,33 @@ void SnapshotPhase(etcd::EtcdClient& client, const std::string& root,
                  state.status().ToString().c_str());
     return;
   }
+  // The same commits while snapshots of this state run in the background,
+  // back to back (one is due after every commit).
+  std::vector<double> busy_us;
+  {
+    etcd::EtcdStateStoreOptions busy = options;
+    busy.snapshot_every_entries = 1;
+    etcd::EtcdStateStore store(
+        &client,
+        std::move(*storage::RocksDbStore::Open(root + "/snapshot-leader")),
+        busy);
+    store.set_term(term);
+    busy_us = commit_for(store, absl::Seconds(4));
+    (void)store.WaitForSnapshot();
+  }
   std::printf(
       "snapshot gangs=%d chunks=%d bytes=%lld max_chunk_bytes=%zu "
-      "write_s=%.2f load_s=%.2f loaded_gangs=%zu etcd_db_bytes=%lld\n",
+      "write_s=%.2f load_s=%.2f loaded_gangs=%zu etcd_db_bytes=%lld "
+      "commit_p50_us=%.0f commit_p99_us=%.0f "
+      "commit_during_snapshots_p50_us=%.0f commit_during_snapshots_p99_us=%.0f "
+      "commit_during_snapshots_max_us=%.0f\n",
       gangs, info->chunks, static_cast<long long>(info->bytes),
       options.snapshot_chunk_bytes, absl::ToDoubleSeconds(info->took), load_s,
       state->gangs.size(),
-      static_cast<long long>(status.ok() ? status->dbsize() : -1));
+      static_cast<long long>(status.ok() ? status->dbsize() : -1),
+      Percentile(quiet_us, 50), Percentile(quiet_us, 99),
+      Percentile(busy_us, 50), Percentile(busy_us, 99),
+      Percentile(busy_us, 100));
 }
 
 int Main() {
