@@ -52,6 +52,7 @@ absl::StatusOr<std::unique_ptr<HaReplica>> HaReplica::Open(
   ASSIGN_OR_RETURN(auto local, storage::RocksDbStore::Open(data_dir));
   storage::etcd::EtcdStateStoreOptions store_options;
   store_options.prefix = o.prefix;
+  store_options.replica_id = o.replica_id;  // publishes PREFIX/applied/ID
   replica->store_ = std::make_unique<storage::etcd::EtcdStateStore>(
       replica->client_.get(), std::move(local), store_options);
   EtcdElectionOptions election;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
+#include "phalanx/storage/v1/log.pb.h"
 #include "phalanx/storage/v1/records.pb.h"
 #include "phalanx/v1/types.pb.h"
 #include "proto/convert.h"
@@ -52,6 +53,14 @@ absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
 
 std::string RequestKey(const core::QueueName& queue, const std::string& id) {
   return absl::StrCat(queue.value(), std::string(1, '\0'), id);
+}
+
+// The big-endian seq EventKey wrote; DataLoss on a bad length.
+absl::StatusOr<int64_t> DecodeSeq(const std::string& value) {
+  if (value.size() != 8) return absl::DataLossError("log seq: bad length");
+  int64_t seq = 0;
+  for (unsigned char byte : value) seq = (seq << 8) | byte;
+  return seq;
 }
 
 template <typename Message>
@@ -299,14 +308,149 @@ absl::StatusOr<int64_t> RocksDbStore::LogSeq() {
   rocksdb::Status s = db_->Get({}, handles_[kMeta], kLogSeqKey, &value);
   if (s.IsNotFound()) return 0;
   RETURN_IF_ERROR(FromRocks(s, "read log seq"));
-  if (value.size() != 8) return absl::DataLossError("log seq: bad length");
-  int64_t seq = 0;
-  for (unsigned char byte : value) seq = (seq << 8) | byte;
-  return seq;
+  return DecodeSeq(value);
 }
 
-absl::Status RocksDbStore::Write(const core::Mutation& m, int64_t log_seq) {
+absl::StatusOr<std::unique_ptr<FrozenState>> RocksDbStore::Freeze() {
+  std::unique_ptr<FrozenState> frozen(new FrozenState());
+  frozen->db_ = db_.get();
+  frozen->handles_ = handles_;
+  frozen->snapshot_ = db_->GetSnapshot();
+  rocksdb::ReadOptions read;
+  read.snapshot = frozen->snapshot_;
+  std::string value;
+  rocksdb::Status s = db_->Get(read, handles_[kMeta], kLogSeqKey, &value);
+  if (s.ok()) {
+    ASSIGN_OR_RETURN(frozen->log_seq_, DecodeSeq(value));
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read log seq");
+  }
+  return frozen;
+}
+
+FrozenState::~FrozenState() {
+  if (snapshot_ != nullptr) db_->ReleaseSnapshot(snapshot_);
+}
+
+absl::Status FrozenState::Export(
+    size_t part_bytes,
+    const std::function<absl::Status(v1::LogBatch&)>& emit) const {
+  rocksdb::ReadOptions read;
+  read.snapshot = snapshot_;
+  storage::v1::MetaRecord meta;
+  std::string value;
+  rocksdb::Status s = db_->Get(read, handles_[kMeta], kMetaKey, &value);
+  if (s.ok()) {
+    RETURN_IF_ERROR(ParseInto(value, &meta, "meta"));
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read meta");
+  }
+  v1::LogBatch part;
+  size_t bytes = 0;
+  auto flush = [&]() -> absl::Status {
+    if (bytes == 0) return absl::OkStatus();
+    *part.mutable_meta() = meta;
+    part.set_seq(log_seq_);
+    RETURN_IF_ERROR(emit(part));
+    part.Clear();
+    bytes = 0;
+    return absl::OkStatus();
+  };
+  // Adds one record of `size` bytes, first flushing a part it would overflow.
+  auto room = [&](size_t size) -> absl::Status {
+    // A record's tag and length take a few bytes beside it.
+    size += 8;
+    if (bytes > 0 && bytes + size > part_bytes) RETURN_IF_ERROR(flush());
+    bytes += size;
+    return absl::OkStatus();
+  };
+  for (int family = kNodes; family < kFamilies; ++family) {
+    if (family == kMeta) continue;  // carried by every part
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(read, handles_[family]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const rocksdb::Slice v = it->value();
+      RETURN_IF_ERROR(room(it->key().size() + v.size()));
+      switch (family) {
+        case kNodes:
+          RETURN_IF_ERROR(ParseInto(v, part.add_nodes_put(), "node"));
+          break;
+        case kQueues:
+          RETURN_IF_ERROR(ParseInto(v, part.add_queues_put(), "queue"));
+          break;
+        case kGangs:
+          RETURN_IF_ERROR(ParseInto(v, part.add_gangs_put(), "gang"));
+          break;
+        case kLedger: {
+          storage::v1::KeyedLedger* keyed = part.add_ledger_put();
+          keyed->set_queue(it->key().ToString());
+          RETURN_IF_ERROR(ParseInto(v, keyed->mutable_record(), "ledger"));
+          break;
+        }
+        case kConfig:
+          RETURN_IF_ERROR(ParseInto(v, part.mutable_config(), "config"));
+          break;
+        case kEvents:
+          RETURN_IF_ERROR(ParseInto(v, part.add_events(), "event"));
+          break;
+        case kRequests: {
+          const std::string key = it->key().ToString();
+          const size_t split = key.find('\0');
+          if (split == std::string::npos) {
+            return absl::DataLossError("request key without a separator");
+          }
+          storage::v1::KeyedRequest* keyed = part.add_requests_put();
+          keyed->mutable_key()->set_queue(key.substr(0, split));
+          keyed->mutable_key()->set_request_id(key.substr(split + 1));
+          RETURN_IF_ERROR(ParseInto(v, keyed->mutable_record(), "request"));
+          break;
+        }
+        case kAudit:
+          RETURN_IF_ERROR(ParseInto(v, part.add_audit_put(), "audit record"));
+          break;
+        default:
+          break;
+      }
+    }
+    RETURN_IF_ERROR(FromRocks(it->status(), kFamilyNames[family]));
+  }
+  // An empty store still gets one part: its meta.
+  if (bytes == 0) bytes = 1;
+  return flush();
+}
+
+absl::Status RocksDbStore::ReplaceAll(const PartSource& next, int64_t seq) {
+  absl::MutexLock lock(&write_mu_);
   rocksdb::WriteBatch batch;
+  // First delete every record (the single writer holds write_mu_, so the
+  // keys read here are the ones the batch replaces).
+  for (int family = kNodes; family < kFamilies; ++family) {
+    if (family == kMeta) continue;
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator({}, handles_[family]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      batch.Delete(handles_[family], it->key());
+    }
+    RETURN_IF_ERROR(FromRocks(it->status(), kFamilyNames[family]));
+  }
+  batch.Delete(handles_[kMeta], kMetaKey);
+  core::Meta meta;
+  for (;;) {
+    ASSIGN_OR_RETURN(std::optional<core::Mutation> part, next());
+    if (!part) break;
+    AddToBatch(*part, batch);
+    meta = part->meta;
+  }
+  batch.Put(handles_[kMeta], kLogSeqKey, EventKey(seq));
+  rocksdb::WriteOptions write_options;
+  write_options.sync = options_.sync;
+  RETURN_IF_ERROR(FromRocks(db_->Write(write_options, &batch), "replace"));
+  first_retained_ = meta.first_retained_revision;
+  return absl::OkStatus();
+}
+
+void RocksDbStore::AddToBatch(const core::Mutation& m,
+                              rocksdb::WriteBatch& batch) {
   std::string buffer;
   auto put = [&](Family family, const std::string& key,
                  const google::protobuf::Message& message) {
@@ -379,6 +523,11 @@ absl::Status RocksDbStore::Write(const core::Mutation& m, int64_t log_seq) {
   storage::v1::MetaRecord meta;
   convert::ToProto(m.meta, &meta);
   put(kMeta, kMetaKey, meta);
+}
+
+absl::Status RocksDbStore::Write(const core::Mutation& m, int64_t log_seq) {
+  rocksdb::WriteBatch batch;
+  AddToBatch(m, batch);
   if (log_seq > 0) batch.Put(handles_[kMeta], kLogSeqKey, EventKey(log_seq));
 
   rocksdb::WriteOptions write_options;

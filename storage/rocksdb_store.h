@@ -14,7 +14,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,10 +29,46 @@ namespace rocksdb {
 class ColumnFamilyHandle;
 class DB;
 class Env;
+class Snapshot;
 class Statistics;
+class WriteBatch;
 }  // namespace rocksdb
 
 namespace phalanx::storage {
+namespace v1 {
+class LogBatch;
+}  // namespace v1
+
+// A consistent read-only view of a RocksDbStore at one instant (a RocksDB
+// snapshot), made by RocksDbStore::Freeze: the HA mode's snapshots are
+// written from it while commits go on (docs/ha.md). Holds the store's
+// snapshot until destroyed; must not outlive the store. Thread-compatible.
+class FrozenState {
+ public:
+  ~FrozenState();
+  FrozenState(const FrozenState&) = delete;
+  FrozenState& operator=(const FrozenState&) = delete;
+
+  // The HA log seq applied in this view; 0 when none.
+  int64_t log_seq() const { return log_seq_; }
+  // Visits every record of the view as LogBatch parts holding puts only
+  // (gangs, nodes, queues, config, requests, ledger, retained events, audit
+  // records; every part carries the meta), each part's records totalling at
+  // most `part_bytes` (a single larger record gets a part of its own).
+  // Applying every part to an empty store gives this view's state. Stops
+  // at, and returns, the first error of `emit`.
+  absl::Status Export(
+      size_t part_bytes,
+      const std::function<absl::Status(v1::LogBatch&)>& emit) const;
+
+ private:
+  friend class RocksDbStore;
+  FrozenState() = default;
+  rocksdb::DB* db_ = nullptr;
+  const rocksdb::Snapshot* snapshot_ = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  int64_t log_seq_ = 0;
+};
 
 class RocksDbStore : public core::StateStore, public core::AuditStore {
  public:
@@ -74,6 +112,18 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
   absl::Status ApplyLogBatch(const core::Mutation& mutation, int64_t seq);
   // The last log seq applied; 0 when none.
   absl::StatusOr<int64_t> LogSeq();
+  // Pins the store's current state (cheap: a RocksDB snapshot; no copy).
+  // Commits may go on while the view is read. Thread-safe.
+  absl::StatusOr<std::unique_ptr<FrozenState>> Freeze();
+  // Replaces the whole state, atomically and durably, by the parts `next`
+  // returns (until it returns nullopt; Mutations of puts, as a snapshot's
+  // chunks decode), and records `seq` as the applied log seq: readers see
+  // the old state or the new one, never a mix, and a crash leaves either.
+  // The schema version is kept. Nothing is written when `next` fails.
+  // Holds the parts' encoding in memory until the write.
+  using PartSource =
+      std::function<absl::StatusOr<std::optional<core::Mutation>>()>;
+  absl::Status ReplaceAll(const PartSource& next, int64_t seq);
 
   // WAL fsyncs since open (RocksDB's WAL_FILE_SYNCED ticker).
   uint64_t WalSyncs() const;
@@ -99,6 +149,8 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
   absl::Status CheckSchema();
   // Commit, also recording `log_seq` when it is > 0.
   absl::Status Write(const core::Mutation& mutation, int64_t log_seq);
+  // Adds `mutation`'s writes (and its meta) to `batch`.
+  void AddToBatch(const core::Mutation& mutation, rocksdb::WriteBatch& batch);
 
   Options options_;
   int opened_schema_version_ = 0;

@@ -8,6 +8,8 @@
 #include "core/testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "phalanx/storage/v1/log.pb.h"
+#include "proto/log_convert.h"
 #include "storage/store_testing.h"
 
 namespace phalanx::storage {
@@ -241,6 +243,84 @@ TEST_F(RocksDbStoreTest, AppliedLogSeqIsKeptWithItsBatch) {
   auto store = OpenStore();
   EXPECT_EQ(*store->LogSeq(), 300);
   EXPECT_EQ(store->LoadAll()->gangs.size(), 1u);
+}
+
+TEST_F(RocksDbStoreTest, FrozenStateReplacesAnotherStoreWhole) {
+  auto s = Populated();
+  auto store = OpenStore();
+  ASSERT_TRUE(store->ApplyLogBatch(s->TakeMutation(), 7).ok());
+  const core::LoadedState before = *store->LoadAll();
+  const size_t events_before = store->ReadEvents(0, 100)->size();
+  auto frozen = store->Freeze();
+  ASSERT_TRUE(frozen.ok()) << frozen.status();
+  EXPECT_EQ((*frozen)->log_seq(), 7);
+  // Commits after the freeze are not in the frozen view.
+  ASSERT_TRUE(s->Submit(Spec("llm").Pods(1, 1).RequestId("r2"), kT0).ok());
+  ASSERT_TRUE(store->ApplyLogBatch(s->TakeMutation(), 8).ok());
+
+  // Parts of at most ~300 bytes: several.
+  std::vector<core::Mutation> parts;
+  ASSERT_TRUE((*frozen)
+                  ->Export(300,
+                           [&](storage::v1::LogBatch& part) -> absl::Status {
+                             EXPECT_EQ(part.seq(), 7);
+                             auto m = convert::MutationFromProto(part);
+                             if (!m.ok()) return m.status();
+                             parts.push_back(std::move(*m));
+                             return absl::OkStatus();
+                           })
+                  .ok());
+  EXPECT_GT(parts.size(), 3u);
+
+  // Another store holding other records: every one of them goes.
+  char pattern[] = "/tmp/phalanx-store-XXXXXX";
+  const std::string other_dir = mkdtemp(pattern);
+  {
+    auto other = std::move(*RocksDbStore::Open(other_dir));
+    core::Scheduler t(core::Config{});
+    ASSERT_TRUE(t.UpsertNodes(MakeNodes(2, 1, 1, 4, "A100")).ok());
+    core::Queue queue;
+    queue.name = core::QueueName("other");
+    ASSERT_TRUE(t.PutQueue(queue).ok());
+    ASSERT_TRUE(t.Submit(Spec("other").Pods(1, 1).RequestId("x"), kT0).ok());
+    ASSERT_TRUE(other->ApplyLogBatch(t.TakeMutation(), 3).ok());
+    size_t next = 0;
+    // A failing source writes nothing.
+    EXPECT_EQ(other
+                  ->ReplaceAll(
+                      []() -> absl::StatusOr<std::optional<core::Mutation>> {
+                        return absl::DataLossError("chunk missing");
+                      },
+                      7)
+                  .code(),
+              absl::StatusCode::kDataLoss);
+    EXPECT_EQ(*other->LogSeq(), 3);
+    ASSERT_TRUE(other
+                    ->ReplaceAll(
+                        [&]() -> absl::StatusOr<std::optional<core::Mutation>> {
+                          if (next == parts.size()) return std::nullopt;
+                          return std::optional<core::Mutation>(parts[next++]);
+                        },
+                        7)
+                    .ok());
+  }
+  auto other = std::move(*RocksDbStore::Open(other_dir));
+  EXPECT_EQ(other->opened_schema_version(), RocksDbStore::kSchemaVersion);
+  EXPECT_EQ(*other->LogSeq(), 7);
+  const core::LoadedState after = *other->LoadAll();
+  EXPECT_EQ(after.nodes, before.nodes);
+  EXPECT_EQ(after.queues, before.queues);
+  EXPECT_EQ(after.gangs, before.gangs);
+  EXPECT_EQ(after.config, before.config);
+  EXPECT_EQ(after.meta, before.meta);
+  ASSERT_EQ(after.requests.size(), 1u);
+  EXPECT_EQ(after.requests[0].request_id, "r1");
+  auto events = other->ReadEvents(0, 100);
+  ASSERT_TRUE(events.ok());
+  EXPECT_GT(events_before, 0u);
+  EXPECT_EQ(events->size(), events_before);
+  other.reset();
+  std::filesystem::remove_all(other_dir);
 }
 
 }  // namespace

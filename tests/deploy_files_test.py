@@ -458,6 +458,60 @@ class DeployFilesTest(unittest.TestCase):
                 self.assertEqual(value, job, rule["alert"])
 
 
+def env_file(text):
+    """Returns {name: value} of a systemd EnvironmentFile."""
+    values = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            values[name] = value.strip('"')
+    return values
+
+
+class HaDeployFilesTest(unittest.TestCase):
+    """deploy/ha/: the replica unit's flags are real, every variable the
+    units use is set by their env files, and the members agree."""
+    maxDiff = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.flags = daemon_flags(read("server", "main.cc"))
+        cls.unit = unit_file(read("deploy", "ha", "phalanxd@.service"))
+        cls.shared = env_file(read("deploy", "ha", "phalanxd.env"))
+
+    def test_replica_unit_runs_the_daemon_with_real_flags(self):
+        service = self.unit["Service"]
+        flags = exec_start_flags(service["ExecStart"])
+        self.assertTrue(service["ExecStart"].split()[0].endswith("/phalanxd"))
+        self.assertEqual(sorted(set(flags) - self.flags), [],
+                         "flags not in server/main.cc")
+        for flag in ("etcd_endpoints", "replica_id", "advertise_address",
+                     "etcd_prefix", "etcd_lease_ttl"):
+            self.assertIn(flag, flags)
+        for flag in self.shared["PHALANX_STARTUP_FLAGS"].split():
+            self.assertIn(flag[2:].partition("=")[0].replace("-", "_"),
+                          self.flags)
+
+    def test_every_variable_is_set(self):
+        used = set(re.findall(r"\$\{?(\w+)\}?", self.unit["Service"]["ExecStart"]))
+        for r in ("r0", "r1", "r2"):
+            own = env_file(read("deploy", "ha", "phalanxd-%s.env" % r))
+            self.assertEqual(sorted(used - set(self.shared) - set(own)), [], r)
+
+    def test_etcd_members_form_one_cluster(self):
+        endpoints = self.shared["PHALANX_ETCD_ENDPOINTS"].split(",")
+        clusters = set()
+        for n, m in enumerate(("e0", "e1", "e2")):
+            env = env_file(read("deploy", "ha", "etcd-%s.env" % m))
+            self.assertEqual(env["ETCD_NAME"], m)
+            self.assertEqual(env["ETCD_ADVERTISE_CLIENT_URLS"], endpoints[n])
+            self.assertIn("%s=%s" % (m, env["ETCD_INITIAL_ADVERTISE_PEER_URLS"]),
+                          env["ETCD_INITIAL_CLUSTER"].split(","))
+            clusters.add(env["ETCD_INITIAL_CLUSTER"])
+        self.assertEqual(len(clusters), 1)
+
+
 class CheckerCatchesTyposTest(unittest.TestCase):
     """The checker itself: each of these must be reported."""
     maxDiff = None

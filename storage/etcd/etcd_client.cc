@@ -209,6 +209,28 @@ absl::StatusOr<epb::DeleteRangeResponse> EtcdClient::DeleteRange(
   return response;
 }
 
+absl::Status EtcdClient::Compact(int64_t revision) {
+  epb::CompactionRequest request;
+  request.set_revision(revision);
+  epb::CompactionResponse response;
+  absl::Status status = Invoke([&](auto channel, grpc::ClientContext& context) {
+    return epb::KV::NewStub(channel)->Compact(&context, request, &response);
+  });
+  // "mvcc: required revision has been compacted": someone compacted further.
+  if (status.code() == absl::StatusCode::kOutOfRange) return absl::OkStatus();
+  return status;
+}
+
+absl::StatusOr<epb::StatusResponse> EtcdClient::MemberStatus() {
+  epb::StatusRequest request;
+  epb::StatusResponse response;
+  RETURN_IF_ERROR(Invoke([&](auto channel, grpc::ClientContext& context) {
+    return epb::Maintenance::NewStub(channel)->Status(&context, request,
+                                                      &response);
+  }));
+  return response;
+}
+
 absl::StatusOr<int64_t> EtcdClient::LeaseGrant(absl::Duration ttl) {
   epb::LeaseGrantRequest request;
   request.set_ttl(std::max<int64_t>(1, absl::ToInt64Seconds(ttl)));

@@ -88,6 +88,12 @@ class EtcdClient {
   absl::StatusOr<epb::TxnResponse> Txn(const epb::TxnRequest& request);
   absl::StatusOr<epb::DeleteRangeResponse> DeleteRange(
       const epb::DeleteRangeRequest& request);
+  // Drops etcd's history before `revision` (KV.Compact). Compacting to a
+  // revision already compacted is OK.
+  absl::Status Compact(int64_t revision);
+  // The current endpoint's member status (Maintenance.Status: db size,
+  // raft index, leader).
+  absl::StatusOr<epb::StatusResponse> MemberStatus();
 
   // Grants a lease of `ttl` (whole seconds, at least 1); returns its id.
   absl::StatusOr<int64_t> LeaseGrant(absl::Duration ttl);

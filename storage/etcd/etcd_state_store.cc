@@ -1,5 +1,6 @@
 #include "storage/etcd/etcd_state_store.h"
 
+#include <cstdio>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -13,6 +14,13 @@
 namespace phalanx::storage::etcd {
 namespace {
 
+// The create revision of the only key `range` returned; 0 when none.
+int64_t CreateRevision(const epb::RangeResponse& range) {
+  return range.kvs_size() == 0 ? 0 : range.kvs(0).create_revision();
+}
+
+}  // namespace
+
 epb::Compare CreateRevisionIs(const std::string& key, int64_t revision) {
   epb::Compare compare;
   compare.set_key(key);
@@ -21,13 +29,6 @@ epb::Compare CreateRevisionIs(const std::string& key, int64_t revision) {
   compare.set_create_revision(revision);
   return compare;
 }
-
-// The create revision of the only key `range` returned; 0 when none.
-int64_t CreateRevision(const epb::RangeResponse& range) {
-  return range.kvs_size() == 0 ? 0 : range.kvs(0).create_revision();
-}
-
-}  // namespace
 
 EtcdStateStore::EtcdStateStore(EtcdClient* client,
                                std::unique_ptr<RocksDbStore> local,
@@ -38,12 +39,33 @@ EtcdStateStore::EtcdStateStore(EtcdClient* client,
   applied_seq_ = *seq;
 }
 
+EtcdStateStore::~EtcdStateStore() {
+  stopping_ = true;
+  JoinSnapshot();
+}
+
 std::string EtcdStateStore::LeaderKey() const {
   return absl::StrCat(options_.prefix, "/leader");
 }
 
 std::string EtcdStateStore::LogKey(int64_t seq) const {
   return absl::StrFormat("%s/log/%020d", options_.prefix, seq);
+}
+
+std::string EtcdStateStore::HeadKey() const {
+  return absl::StrCat(options_.prefix, "/head");
+}
+
+std::string EtcdStateStore::AppliedKey(const std::string& replica_id) const {
+  return absl::StrCat(options_.prefix, "/applied/", replica_id);
+}
+
+std::string EtcdStateStore::ChunkKey(int64_t seq, int chunk) const {
+  return absl::StrFormat("%s/snapshot/%020d/%06d", options_.prefix, seq, chunk);
+}
+
+std::string EtcdStateStore::ManifestKey(int64_t seq) const {
+  return absl::StrFormat("%s/manifest/%020d", options_.prefix, seq);
 }
 
 absl::Status EtcdStateStore::ApplyEntry(const mvccpb::KeyValue& kv,
@@ -64,23 +86,70 @@ absl::Status EtcdStateStore::ApplyEntry(const mvccpb::KeyValue& kv,
 
 absl::StatusOr<int64_t> EtcdStateStore::CatchUp() {
   const int64_t start = applied_seq_.load();
-  // Pages of entries until a short page; bounded by the log's length.
-  for (;;) {
+  const std::string log_prefix = absl::StrCat(options_.prefix, "/log/");
+  // Pages of entries until a short page; bounded by the log's length, and
+  // by a few snapshot loads (another one is needed only when the log moved
+  // past a snapshot while it loaded).
+  for (int snapshots = 0;;) {
     epb::RangeRequest range;
     range.set_key(LogKey(applied_seq_ + 1));
-    range.set_range_end(PrefixEnd(absl::StrCat(options_.prefix, "/log/")));
+    range.set_range_end(PrefixEnd(log_prefix));
     range.set_limit(options_.catch_up_page);
     ASSIGN_OR_RETURN(epb::RangeResponse page, client_->Range(range));
+    // The entry after ours is gone (deleted up to a snapshot) when the
+    // page starts later, or when it is empty and a newer snapshot exists.
+    int64_t need = 0;
+    if (page.kvs_size() > 0 && page.kvs(0).key() != LogKey(applied_seq_ + 1)) {
+      int64_t first = 0;
+      if (!absl::SimpleAtoi(
+              absl::string_view(page.kvs(0).key()).substr(log_prefix.size()),
+              &first)) {
+        return absl::DataLossError(absl::StrCat(
+            "log: bad entry key ", page.kvs(0).key().substr(0, 64)));
+      }
+      need = first - 1;
+    } else if (page.kvs_size() == 0) {
+      absl::StatusOr<std::pair<storage::v1::SnapshotManifest, int64_t>> newest =
+          NewestManifest();
+      if (newest.ok() && newest->first.seq() > applied_seq_) {
+        need = newest->first.seq();
+      } else if (!newest.ok() &&
+                 newest.status().code() != absl::StatusCode::kNotFound) {
+        return newest.status();
+      }
+    }
+    if (need > 0) {
+      if (++snapshots > 3) {
+        return absl::UnavailableError(
+            "catch up: the log keeps moving past the snapshots loaded");
+      }
+      RETURN_IF_ERROR(LoadSnapshot(need));
+      continue;
+    }
     for (const mvccpb::KeyValue& kv : page.kvs()) {
       RETURN_IF_ERROR(ApplyEntry(kv, applied_seq_ + 1));
     }
     if (!page.more()) break;
+  }
+  // Best effort: a replica that cannot publish only holds the log back
+  // less (the leader then compacts past it, and it loads a snapshot).
+  if (absl::Status published = PublishApplied(); !published.ok()) {
+    std::fprintf(stderr, "phalanxd: publishing the applied seq: %s\n",
+                 published.ToString().c_str());
   }
   return applied_seq_ - start;
 }
 
 absl::StatusOr<core::LoadedState> EtcdStateStore::LoadAll() {
   RETURN_IF_ERROR(CatchUp().status());
+  // The log since the newest snapshot counts toward the next one.
+  absl::StatusOr<std::pair<storage::v1::SnapshotManifest, int64_t>> newest =
+      NewestManifest();
+  if (!newest.ok() && newest.status().code() != absl::StatusCode::kNotFound) {
+    return newest.status();
+  }
+  entries_since_snapshot_ =
+      applied_seq_ - (newest.ok() ? newest->first.seq() : 0);
   return local_->LoadAll();
 }
 
@@ -89,9 +158,24 @@ epb::TxnRequest EtcdStateStore::AppendTxn(int64_t seq,
   epb::TxnRequest txn;
   *txn.add_compare() = CreateRevisionIs(LeaderKey(), term_);
   *txn.add_compare() = CreateRevisionIs(LogKey(seq), 0);
+  // The head names the last entry ever appended: a replica that has not
+  // applied the whole log cannot append, even where compaction deleted
+  // the entries it lacks.
+  if (seq == 1) {
+    *txn.add_compare() = CreateRevisionIs(HeadKey(), 0);
+  } else {
+    epb::Compare* head = txn.add_compare();
+    head->set_key(HeadKey());
+    head->set_target(epb::Compare::VALUE);
+    head->set_result(epb::Compare::EQUAL);
+    head->set_value(absl::StrCat(seq - 1));
+  }
   epb::PutRequest* put = txn.add_success()->mutable_request_put();
   put->set_key(LogKey(seq));
   put->set_value(bytes);
+  epb::PutRequest* head = txn.add_success()->mutable_request_put();
+  head->set_key(HeadKey());
+  head->set_value(absl::StrCat(seq));
   txn.add_failure()->mutable_request_range()->set_key(LeaderKey());
   txn.add_failure()->mutable_request_range()->set_key(LogKey(seq));
   return txn;
@@ -112,8 +196,9 @@ absl::Status EtcdStateStore::Refusal(const epb::TxnResponse& response,
   if (entry.kvs_size() == 1 && entry.kvs(0).value() == bytes) {
     return absl::OkStatus();
   }
-  return absl::AbortedError(absl::StrCat(
-      "fenced: log entry ", seq, " is taken; this replica is behind the log"));
+  return absl::AbortedError(
+      absl::StrCat("fenced: log entry ", seq,
+                   " is not the next one; this replica is behind the log"));
 }
 
 absl::Status EtcdStateStore::Commit(const core::Mutation& mutation) {
@@ -136,6 +221,7 @@ absl::Status EtcdStateStore::Commit(const core::Mutation& mutation) {
   if (!response.succeeded()) RETURN_IF_ERROR(Refusal(response, seq, bytes));
   RETURN_IF_ERROR(local_->ApplyLogBatch(mutation, seq));
   applied_seq_ = seq;
+  MaybeSnapshot(bytes.size());
   return absl::OkStatus();
 }
 

@@ -7,7 +7,8 @@
 // Commit is ONE etcd transaction, fenced by the leader's election key:
 //   if   create_revision(PREFIX/leader) == term    (still the leader)
 //   and  create_revision(PREFIX/log/<seq>) == 0    (the next free entry)
-//   then put PREFIX/log/<seq>
+//   and  value(PREFIX/head) == seq - 1             (absent for seq 1)
+//   then put PREFIX/log/<seq>, put PREFIX/head = seq
 // and only then the batch is applied locally. A replica that is not the
 // leader of `term` — deposed, paused and woken up, or behind the log — can
 // therefore never append. A batch whose entry would exceed
@@ -15,19 +16,40 @@
 // batch is atomic, and a split one could be half committed by a leader that
 // dies between its parts.
 //
-// Thread-compatible: one writer (the scheduler loop) calls Commit, CatchUp
-// and set_term; the reads may run concurrently with them.
+// Snapshots and compaction (docs/ha.md): after a Commit that brings the log
+// since the last snapshot to Options::snapshot_every_entries entries or
+// snapshot_every_bytes bytes, the store pins its local RocksDB at that seq
+// (a RocksDB snapshot: microseconds, on the committing thread) and a
+// background thread writes it to etcd as chunks under
+// PREFIX/snapshot/<seq>/<i>, each Txn fenced by the term, then the manifest
+// PREFIX/manifest/<seq>; then, fenced too, deletes the log up to
+// min(seq, every other live replica's PREFIX/applied/<ID>) and the older
+// snapshots, and compacts etcd's history to that delete's revision. Commit
+// never waits for it. CatchUp loads the newest complete snapshot (one
+// atomic local write) when the entries it needs are gone, then applies the
+// log after it. Every replica's CatchUp also publishes its applied seq
+// under PREFIX/applied/<Options::replica_id>, on a lease of its own.
+//
+// Thread-compatible: one writer (the scheduler loop) calls Commit, CatchUp,
+// TakeSnapshot and set_term; the reads may run concurrently with them.
 #ifndef PHALANX_STORAGE_ETCD_ETCD_STATE_STORE_H_
 #define PHALANX_STORAGE_ETCD_ETCD_STATE_STORE_H_
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/state_store.h"
+#include "phalanx/storage/v1/log.pb.h"
 #include "storage/etcd/etcd_client.h"
 #include "storage/rocksdb_store.h"
 
@@ -42,6 +64,40 @@ struct EtcdStateStoreOptions {
   size_t max_batch_bytes = kDefaultMaxBatchBytes;
   // Log entries fetched per Range while catching up.
   int catch_up_page = 64;
+
+  // This replica's id: CatchUp publishes its applied seq under
+  // PREFIX/applied/<replica_id>; empty = publish nothing.
+  std::string replica_id;
+  // The TTL of the lease the applied key is attached to: a replica that
+  // stops publishing holds the log back at most this long.
+  absl::Duration applied_ttl = absl::Seconds(30);
+  // A changed applied seq is published at most this often.
+  absl::Duration applied_interval = absl::Seconds(1);
+
+  // The leader snapshots after this many log entries, or this many log
+  // bytes, since the last snapshot; 0 = never on its own (TakeSnapshot
+  // still works).
+  int64_t snapshot_every_entries = 10000;
+  size_t snapshot_every_bytes = 64u << 20;
+  // The records in one snapshot chunk (one etcd request), in bytes; at most
+  // max_batch_bytes.
+  size_t snapshot_chunk_bytes = 1u << 20;
+  // Tests only: a snapshot stops (as if the leader crashed) after writing
+  // this many chunks, before its manifest; -1 = never.
+  int snapshot_crash_after_chunks = -1;
+};
+
+// A Txn compare: create_revision(key) == revision (0 = the key is absent).
+epb::Compare CreateRevisionIs(const std::string& key, int64_t revision);
+
+// What one snapshot wrote and compacted.
+struct SnapshotInfo {
+  int64_t seq = 0;                  // the state after this log entry
+  int chunks = 0;                   // etcd requests of records
+  int64_t bytes = 0;                // their size in all
+  int64_t log_deleted_through = 0;  // log entries <= this were deleted
+  int64_t compacted_revision = 0;   // etcd history compacted to this
+  absl::Duration took;
 };
 
 class EtcdStateStore : public core::StateStore, public core::AuditStore {
@@ -61,6 +117,28 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   absl::StatusOr<int64_t> CatchUp();
   // The last log seq applied locally.
   int64_t applied_seq() const { return applied_seq_.load(); }
+  // Snapshots CatchUp has loaded since the store was made: when it grows,
+  // the local state was replaced wholesale (a follower's read view must be
+  // rebuilt from LoadAll rather than from applied entries).
+  int64_t snapshots_loaded() const { return snapshots_loaded_.load(); }
+
+  // Publishes applied_seq() under PREFIX/applied/<replica_id> on this
+  // store's lease (granted, and renewed every applied_ttl/3, here), at most
+  // once per applied_interval unless the lease needs renewing; a no-op
+  // without a replica_id. CatchUp calls it; a daemon that does not catch up
+  // for longer than applied_ttl may call it from a timer.
+  absl::Status PublishApplied();
+
+  // Writes a snapshot of the local state now (waiting for one in flight
+  // first), deletes the log and older snapshots it makes unnecessary and
+  // compacts etcd. Fails with FailedPrecondition when not leading, Aborted
+  // when the fence refused a chunk (nothing is published then). Called by
+  // the writer thread (tests, benches, operators); Commit starts the same
+  // work in the background on its own.
+  absl::StatusOr<SnapshotInfo> TakeSnapshot();
+  // Waits for a background snapshot in flight; returns its result
+  // (NotFound when none ran since the last call).
+  absl::StatusOr<SnapshotInfo> WaitForSnapshot();
   // This replica's RocksDB (for its metrics; never written to directly).
   RocksDbStore* local() { return local_.get(); }
 
@@ -77,9 +155,17 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
                                                            int limit) override;
   absl::StatusOr<int64_t> LastAuditSequence() override;
 
-  // PREFIX/leader and PREFIX/log/<seq>.
+  // PREFIX/head (the last seq appended, decimal): never deleted.
+  std::string HeadKey() const;
+  // PREFIX/leader, PREFIX/log/<seq>, PREFIX/applied/<id>,
+  // PREFIX/snapshot/<seq>/<chunk> and PREFIX/manifest/<seq>.
   std::string LeaderKey() const;
   std::string LogKey(int64_t seq) const;
+  std::string AppliedKey(const std::string& replica_id) const;
+  std::string ChunkKey(int64_t seq, int chunk) const;
+  std::string ManifestKey(int64_t seq) const;
+
+  ~EtcdStateStore() override;
 
  private:
   // The fenced append transaction for entry `seq` holding `bytes`.
@@ -90,12 +176,48 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
                        const std::string& bytes) const;
   // Parses and applies one entry.
   absl::Status ApplyEntry(const mvccpb::KeyValue& kv, int64_t seq);
+  // The newest complete snapshot's manifest and the revision it was read
+  // at; NotFound when there is none.
+  absl::StatusOr<std::pair<storage::v1::SnapshotManifest, int64_t>>
+  NewestManifest();
+  // Replaces the local state by the newest complete snapshot, which must
+  // hold at least entry `need`. Fails with DataLoss when none does.
+  absl::Status LoadSnapshot(int64_t need);
+  // Writes `frozen` as a snapshot fenced by `term`, then compacts.
+  absl::StatusOr<SnapshotInfo> WriteSnapshot(const FrozenState& frozen,
+                                             int64_t term);
+  // Deletes what the snapshot at `seq` makes unnecessary; compacts etcd.
+  absl::Status Compact(int64_t seq, int64_t term, SnapshotInfo& info);
+  // The lowest applied seq another live replica published; INT64_MAX when
+  // none did.
+  absl::StatusOr<int64_t> SlowestOtherReplica();
+  // Starts a background snapshot when one is due and none is in flight.
+  void MaybeSnapshot(size_t entry_bytes);
+  // Joins the background snapshot thread, if any.
+  void JoinSnapshot();
 
   EtcdClient* client_;
   std::unique_ptr<RocksDbStore> local_;
   const EtcdStateStoreOptions options_;
   std::atomic<int64_t> term_{0};
   std::atomic<int64_t> applied_seq_{0};
+  std::atomic<int64_t> snapshots_loaded_{0};
+
+  // Since the last snapshot (the writer thread's).
+  int64_t entries_since_snapshot_ = 0;
+  size_t bytes_since_snapshot_ = 0;
+  std::thread snapshotter_;
+  std::atomic<bool> snapshot_running_{false};
+  std::atomic<bool> stopping_{false};
+  absl::Mutex snapshot_mu_;
+  std::optional<absl::StatusOr<SnapshotInfo>> last_snapshot_
+      ABSL_GUARDED_BY(snapshot_mu_);
+
+  absl::Mutex publish_mu_;
+  int64_t lease_ ABSL_GUARDED_BY(publish_mu_) = 0;
+  absl::Time lease_renewed_ ABSL_GUARDED_BY(publish_mu_);
+  int64_t published_seq_ ABSL_GUARDED_BY(publish_mu_) = -1;
+  absl::Time published_at_ ABSL_GUARDED_BY(publish_mu_);
 };
 
 }  // namespace phalanx::storage::etcd
