@@ -22,8 +22,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -59,6 +61,14 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   // in order; returns how many. Fails with DataLoss on a gap or an entry
   // that does not parse.
   absl::StatusOr<int64_t> CatchUp();
+  // Called by CatchUp (not Commit) after each log entry it applies
+  // locally, with the entry's mutation and seq, on CatchUp's thread: a
+  // follower updates its read view from it. Set before CatchUp runs.
+  using ApplyListener =
+      std::function<void(const core::Mutation& mutation, int64_t seq)>;
+  void set_apply_listener(ApplyListener listener) {
+    apply_listener_ = std::move(listener);
+  }
   // The last log seq applied locally.
   int64_t applied_seq() const { return applied_seq_.load(); }
   // This replica's RocksDB (for its metrics; never written to directly).
@@ -96,6 +106,7 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   const EtcdStateStoreOptions options_;
   std::atomic<int64_t> term_{0};
   std::atomic<int64_t> applied_seq_{0};
+  ApplyListener apply_listener_;
 };
 
 }  // namespace phalanx::storage::etcd
