@@ -1,17 +1,23 @@
-// The connection of phalanxctl to the daemon: a gRPC channel built from
+// The connection of phalanxctl to the daemon: gRPC channels built from
 // ConnectionOptions (plain text, TLS or mutual TLS; a receive limit), and
-// the metadata every call carries (the bearer token). Connection is a value
-// type, immutable once opened, safe to use from several threads.
+// the metadata every call carries (the bearer token). --server may name
+// several endpoints ("a:1,b:2,c:3", the replicas of an HA cluster:
+// docs/ha.md); calls go to one, and move when a follower names the leader
+// or an endpoint is unreachable (AfterUnavailable). Copies share the
+// channels; safe to use from several threads.
 #ifndef PHALANX_CLIENTS_CTL_CHANNEL_H_
 #define PHALANX_CLIENTS_CTL_CHANNEL_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "clients/ctl_args.h"
 #include "grpcpp/grpcpp.h"
 
@@ -45,14 +51,37 @@ class Connection {
   // the token in it is invalid. Does not connect: the first call does.
   static absl::StatusOr<Connection> Open(const ConnectionOptions& options);
 
-  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  // The channel calls go to now.
+  std::shared_ptr<grpc::Channel> channel() const;
+  // After a call on channel() failed with UNAVAILABLE and these trailing
+  // metadata: the channel to send it to next, or null to give up. A
+  // `phalanx-leader: ADDRESS` hint (an HA follower's answer to a call it
+  // does not serve, refused before anything was done) is always followed;
+  // otherwise, when the call is `safe_to_resend`, the next endpoint of
+  // --server is tried. The choice sticks for later calls.
+  std::shared_ptr<grpc::Channel> AfterUnavailable(
+      const std::multimap<grpc::string_ref, grpc::string_ref>& trailers,
+      bool safe_to_resend) const;
+  // How many endpoints are known (given, and learnt from leader hints).
+  size_t endpoints() const;
   // Whether calls carry a bearer token.
   bool has_token() const { return !metadata_.empty(); }
   // Adds the call metadata to `context`; call before starting the call.
   void Prepare(grpc::ClientContext* context) const;
 
  private:
-  std::shared_ptr<grpc::Channel> channel_;
+  struct Endpoints {
+    std::shared_ptr<grpc::ChannelCredentials> credentials;
+    grpc::ChannelArguments args;
+    absl::Mutex mu;
+    bool loopback_only = false;  // hints off loopback are not followed
+    // (address, channel); at most kMaxEndpoints.
+    std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> list
+        ABSL_GUARDED_BY(mu);
+    size_t current ABSL_GUARDED_BY(mu) = 0;
+  };
+  static constexpr size_t kMaxEndpoints = 64;
+  std::shared_ptr<Endpoints> endpoints_;
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
 
