@@ -613,6 +613,9 @@ int Serve() {
         // Writes meanwhile name this replica: retried, they land here.
         role.set_leader_address(stores->ha->advertise_address());
         follower->Stop();
+        // Before the loop starts: its thread reads it after each batch.
+        metrics.SetAppliedSeq(
+            [store = stores->ha->store()] { return store->applied_seq(); });
         led = Promote(*stores->ha, *files, *loop, hub, **audit);
       }
       if (led.ok()) {

@@ -364,6 +364,7 @@ void Metrics::OnDurable(const core::Mutation& mutation, absl::Duration commit,
     commit_seconds_.Observe(absl::ToDoubleSeconds(commit));
     batch_commands_.Observe(commands);
   }
+  if (applied_seq_source_) SetReplication(applied_seq_source_(), 0);
   if (wal_syncs_source_) {
     const uint64_t syncs = wal_syncs_source_();
     if (syncs > reported_wal_syncs_) {

@@ -65,6 +65,11 @@ class Metrics : public BatchObserver, public DenialCounter {
     follower_applied_seq_.Set(static_cast<double>(applied_seq));
     follower_lag_entries_.Set(static_cast<double>(lag_entries));
   }
+  // HA leader: the store's applied log seq, read after each durable batch
+  // into phalanx_follower_applied_seq (lag 0); may stay unset.
+  void SetAppliedSeq(std::function<int64_t()> seq) {
+    applied_seq_source_ = std::move(seq);
+  }
   // An interceptor factory that calls ObserveRpc for every call (methods
   // this daemon does not serve are labelled "unknown").
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
@@ -123,6 +128,7 @@ class Metrics : public BatchObserver, public DenialCounter {
   prometheus::Gauge& leader_term_;
   prometheus::Gauge& follower_applied_seq_;
   prometheus::Gauge& follower_lag_entries_;
+  std::function<int64_t()> applied_seq_source_;
 };
 
 }  // namespace phalanx::server
