@@ -8,9 +8,11 @@
 #ifndef PHALANX_CLIENTS_CTL_CHANNEL_H_
 #define PHALANX_CLIENTS_CTL_CHANNEL_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,9 @@
 #include "absl/synchronization/mutex.h"
 #include "clients/ctl_args.h"
 #include "grpcpp/grpcpp.h"
+#include "phalanx/v1/admin.grpc.pb.h"
+#include "phalanx/v1/fleet.grpc.pb.h"
+#include "phalanx/v1/scheduler.grpc.pb.h"
 
 namespace phalanx::ctl {
 
@@ -84,6 +89,64 @@ class Connection {
   std::shared_ptr<Endpoints> endpoints_;
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
+
+// Whether a call may be sent again after a plain UNAVAILABLE, which may
+// have come after the server acted on it: reads, and writes whose repeat
+// changes nothing (a submit with a request_id returns the same gang; a
+// cancel of a cancelled gang returns it; a lease renewal only moves the
+// expiry; a report of a state or checkpoint is a no-op when repeated — an
+// acknowledgement of a preemption is not).
+template <typename Request>
+bool SafeToResend(const Request&) {
+  return std::is_same_v<Request, v1::GetGangRequest> ||
+         std::is_same_v<Request, v1::ListGangsRequest> ||
+         std::is_same_v<Request, v1::ExplainGangRequest> ||
+         std::is_same_v<Request, v1::DryRunGangRequest> ||
+         std::is_same_v<Request, v1::CancelGangRequest> ||
+         std::is_same_v<Request, v1::RenewGangLeaseRequest> ||
+         std::is_same_v<Request, v1::ListNodesRequest> ||
+         std::is_same_v<Request, v1::GetTopologyRequest> ||
+         std::is_same_v<Request, v1::GetConfigRequest> ||
+         std::is_same_v<Request, v1::ListQueuesRequest> ||
+         std::is_same_v<Request, v1::ListAuditRecordsRequest>;
+}
+inline bool SafeToResend(const v1::SubmitGangRequest& request) {
+  return !request.spec().request_id().empty();
+}
+inline bool SafeToResend(const v1::ReportGangRequest& request) {
+  return !request.preemption_acknowledged();
+}
+
+// Hops one call may make between endpoints (leader hints and fail-over).
+inline constexpr int kMaxHops = 4;
+
+// Makes a unary call on connection.channel(), `prepare` giving each
+// attempt's context its metadata and deadline. On UNAVAILABLE it follows an
+// HA follower's leader hint, or tries the next --server endpoint when the
+// call is safe to resend (Connection::AfterUnavailable), at most kMaxHops
+// times; returns the last status.
+template <typename Stub, typename Request, typename Response>
+grpc::Status CallFollowingLeader(
+    const Connection& connection,
+    const std::function<void(grpc::ClientContext*)>& prepare,
+    grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                 Response*),
+    const Request& request, Response* response) {
+  std::shared_ptr<grpc::Channel> channel = connection.channel();
+  for (int hop = 0;; ++hop) {
+    Stub stub(channel);
+    grpc::ClientContext context;
+    prepare(&context);
+    grpc::Status status = (stub.*method)(&context, request, response);
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
+        hop >= kMaxHops) {
+      return status;
+    }
+    channel = connection.AfterUnavailable(context.GetServerTrailingMetadata(),
+                                          SafeToResend(request));
+    if (channel == nullptr) return status;
+  }
+}
 
 }  // namespace phalanx::ctl
 

@@ -10,7 +10,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -152,56 +151,18 @@ class Session {
   std::unique_ptr<v1::Admin::Stub> admin_;
 };
 
-// Whether a call may be sent again after an UNAVAILABLE that may have come
-// after the server acted on it: reads, and writes whose repeat changes
-// nothing (a submit with a request_id returns the same gang; a cancel of a
-// cancelled gang returns it; a lease renewal only moves the expiry).
-template <typename Request>
-bool SafeToResend(const Request&) {
-  return std::is_same_v<Request, v1::GetGangRequest> ||
-         std::is_same_v<Request, v1::ListGangsRequest> ||
-         std::is_same_v<Request, v1::ExplainGangRequest> ||
-         std::is_same_v<Request, v1::DryRunGangRequest> ||
-         std::is_same_v<Request, v1::CancelGangRequest> ||
-         std::is_same_v<Request, v1::RenewGangLeaseRequest> ||
-         std::is_same_v<Request, v1::ListNodesRequest> ||
-         std::is_same_v<Request, v1::GetTopologyRequest> ||
-         std::is_same_v<Request, v1::GetConfigRequest> ||
-         std::is_same_v<Request, v1::ListQueuesRequest> ||
-         std::is_same_v<Request, v1::ListAuditRecordsRequest>;
-}
-bool SafeToResend(const v1::SubmitGangRequest& request) {
-  return !request.spec().request_id().empty();
-}
-
-// Hops one call may make between endpoints (leader hints and fail-over).
-constexpr int kMaxHops = 4;
-
-// Makes one unary call with the session's deadline (per attempt). On
-// UNAVAILABLE it follows an HA follower's leader hint, or tries the next
-// --server endpoint when the call is safe to resend (Connection::
-// AfterUnavailable), at most kMaxHops times.
+// Makes one unary call with the session's deadline (per attempt), following
+// an HA follower's leader hint or moving to the next --server endpoint
+// (CallFollowingLeader).
 template <typename Stub, typename Request, typename Response>
-grpc::Status Call(const Session& s, Stub* stub,
+grpc::Status Call(const Session& s, Stub* /*stub*/,
                   grpc::Status (Stub::*method)(grpc::ClientContext*,
                                                const Request&, Response*),
                   const Request& request, Response* response) {
-  std::shared_ptr<grpc::Channel> channel = s.connection().channel();
-  std::unique_ptr<Stub> moved;  // the stub of another endpoint, once moved
-  for (int hop = 0;; ++hop) {
-    grpc::ClientContext context;
-    s.PrepareUnary(&context);
-    grpc::Status status =
-        ((moved ? moved.get() : stub)->*method)(&context, request, response);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
-        hop >= kMaxHops) {
-      return status;
-    }
-    channel = s.connection().AfterUnavailable(
-        context.GetServerTrailingMetadata(), SafeToResend(request));
-    if (channel == nullptr) return status;
-    moved = std::make_unique<Stub>(channel);
-  }
+  return CallFollowingLeader<Stub>(
+      s.connection(),
+      [&s](grpc::ClientContext* context) { s.PrepareUnary(context); }, method,
+      request, response);
 }
 
 // The spec of submit/dryrun, from -f or from flags.
