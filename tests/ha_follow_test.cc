@@ -479,6 +479,30 @@ TEST_F(HaFollowTest, KillingTheLeaderUnderLoadLosesNoAcknowledgedWrite) {
             ListAll(*stub).SerializeAsString());
 }
 
+TEST_F(HaFollowTest, ALeaseDoesNotLapseBecauseOfTheFailover) {
+  StartReplicas(1);
+  auto stub = replicas_[0]->Scheduler();
+  v1::SubmitGangRequest request = SubmitRequest("a", 1, 8, "", "leased");
+  request.mutable_spec()->mutable_lease_duration()->set_seconds(1);
+  const v1::Gang leased = SubmitOk(*stub, request);
+  ASSERT_EQ(leased.state(), v1::GANG_STATE_ADMITTED);
+  // Nobody renews it while the leader dies and a follower takes over (more
+  // than the 1 s lease: a TTL of 2 s at least); the new leader restores it
+  // like a restart does, with the start-up grace.
+  replicas_[0]->Kill9();
+  ASSERT_EQ(NewLeader(0), 1) << replicas_[1]->output();
+  auto new_stub = replicas_[1]->Scheduler();
+  SubmitOk(*new_stub, SubmitRequest("b", 1, 1));  // a batch, a cycle
+  const v1::Gang after = GetOk(*new_stub, leased.id());
+  EXPECT_EQ(after.state(), v1::GANG_STATE_ADMITTED) << after.DebugString();
+  // And it can still be renewed there.
+  v1::RenewGangLeaseRequest renew;
+  renew.set_gang_id(leased.id());
+  v1::RenewGangLeaseResponse renewed;
+  grpc::ClientContext context;
+  EXPECT_TRUE(new_stub->RenewGangLease(&context, renew, &renewed).ok());
+}
+
 TEST_F(HaFollowTest, AReplicaWithAnEmptyDataDirCatchesUp) {
   StartReplicas(0);
   auto stub = replicas_[0]->Scheduler();
