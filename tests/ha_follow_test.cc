@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/auth_client.h"
 #include "tests/daemon.h"
 #include "tests/etcd_cluster.h"
 
@@ -139,6 +140,19 @@ class HaFollowTest : public ::testing::Test {
       replicas_.push_back(Replica(absl::StrCat("r", i)));
       ASSERT_TRUE(replicas_.back()->Start()) << replicas_.back()->output();
     }
+  }
+
+  // Waits until `stub` reads, as `token`, at `revision` or later.
+  static bool ReachesRevisionAs(v1::Scheduler::Stub& stub, int64_t revision,
+                                const std::string& token) {
+    return Eventually([&] {
+      auto context = WithToken(token);
+      v1::ListGangsRequest request;
+      request.set_page_size(1);
+      v1::ListGangsResponse response;
+      return stub.ListGangs(context.get(), request, &response).ok() &&
+             response.revision() >= revision;
+    });
   }
 
   // Waits until `replica` reads at `revision` or later.
@@ -477,6 +491,64 @@ TEST_F(HaFollowTest, KillingTheLeaderUnderLoadLosesNoAcknowledgedWrite) {
   ASSERT_TRUE(ReachesRevision(*replicas_[other], ListAll(*stub).revision()));
   EXPECT_EQ(ListAll(*replicas_[other]->Scheduler()).SerializeAsString(),
             ListAll(*stub).SerializeAsString());
+}
+
+TEST_F(HaFollowTest, AuthAppliesOnAFollowerAsOnTheLeader) {
+  const std::string admin = "admin-token-0123456789";
+  const std::string viewer = "viewer-token-0123456789";
+  const std::string tenant_b = "tenant-b-token-0123456789";
+  const std::string auth =
+      AuthJson({PrincipalJson("ops", admin, {"ROLE_ADMIN"}),
+                PrincipalJson("dash", viewer, {"ROLE_VIEWER"}),
+                PrincipalJson("team-b", tenant_b, {"ROLE_TENANT"}, {"b"})});
+  for (int i = 0; i < 2; ++i) {
+    replicas_.push_back(Replica(absl::StrCat("r", i)));
+    replicas_[i]->AddArgs(
+        {"--auth=" + replicas_[i]->WriteFile("auth.json", auth)});
+    ASSERT_TRUE(replicas_[i]->Start()) << replicas_[i]->output();
+    if (i == 0) {
+      ASSERT_TRUE(Eventually([&] {
+        return HealthStatus(replicas_[0]->channel(), kLeader) == kServing;
+      })) << replicas_[0]->output();
+    }
+  }
+  auto leader = replicas_[0]->Scheduler();
+  auto follower = replicas_[1]->Scheduler();
+  v1::SubmitGangResponse submitted;
+  {
+    auto context = WithToken(admin);
+    ASSERT_TRUE(
+        leader->SubmitGang(context.get(), SubmitRequest("a", 1, 8), &submitted)
+            .ok());
+  }
+  ASSERT_TRUE(ReachesRevisionAs(*follower, submitted.revision(), viewer));
+  auto get = [&](v1::Scheduler::Stub& stub, const std::string& token) {
+    auto context = WithToken(token);
+    v1::GetGangRequest request;
+    request.set_gang_id(submitted.gang().id());
+    v1::GetGangResponse response;
+    return stub.GetGang(context.get(), request, &response).error_code();
+  };
+  auto submit = [&](v1::Scheduler::Stub& stub, const std::string& token) {
+    auto context = WithToken(token);
+    v1::SubmitGangResponse response;
+    return stub.SubmitGang(context.get(), SubmitRequest("a", 1, 8), &response)
+        .error_code();
+  };
+  // The same answers on both, for the same callers.
+  for (const std::string& token :
+       {std::string(), std::string("wrong-token-0123"), viewer, tenant_b}) {
+    EXPECT_EQ(get(*follower, token), get(*leader, token)) << token;
+  }
+  EXPECT_EQ(get(*follower, ""), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(get(*follower, viewer), grpc::StatusCode::OK);
+  EXPECT_EQ(get(*follower, tenant_b), grpc::StatusCode::NOT_FOUND);  // scope
+  // A write is checked first, then redirected: refused callers are refused
+  // as on the leader, allowed ones are sent to it.
+  EXPECT_EQ(submit(*follower, ""), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(submit(*follower, viewer), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(submit(*leader, viewer), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(submit(*follower, admin), grpc::StatusCode::UNAVAILABLE);
 }
 
 TEST_F(HaFollowTest, ALeaseDoesNotLapseBecauseOfTheFailover) {
