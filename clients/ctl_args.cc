@@ -877,7 +877,26 @@ absl::Status CheckToken(absl::string_view token, absl::string_view source) {
   return absl::OkStatus();
 }
 
+std::vector<std::string> SplitEndpoints(absl::string_view server) {
+  // A gRPC target with a scheme ("ipv4:a,b", "dns:///h:p") is one target.
+  if (absl::StrContains(server, ":/") || absl::StartsWith(server, "ipv4:") ||
+      absl::StartsWith(server, "ipv6:") || absl::StartsWith(server, "unix")) {
+    return {std::string(server)};
+  }
+  std::vector<std::string> out;
+  for (absl::string_view one : absl::StrSplit(server, ',', absl::SkipEmpty())) {
+    out.emplace_back(one);
+  }
+  if (out.empty()) out.emplace_back(server);
+  return out;
+}
+
 bool IsLoopbackTarget(absl::string_view server) {
+  if (std::vector<std::string> list = SplitEndpoints(server); list.size() > 1) {
+    return std::all_of(list.begin(), list.end(), [](const std::string& one) {
+      return IsLoopbackTarget(one);
+    });
+  }
   if (absl::StartsWith(server, "unix:") ||
       absl::StartsWith(server, "unix-abstract:")) {
     return true;

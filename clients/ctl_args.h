@@ -131,6 +131,11 @@ absl::Status CheckToken(absl::string_view token, absl::string_view source);
 // ipv6: scheme (every address of an ipv4:/ipv6: list must be loopback).
 bool IsLoopbackTarget(absl::string_view server);
 
+// The endpoints of --server: "a:1,b:2,c:3" is three (an HA cluster's
+// replicas, docs/ha.md); a target with a gRPC scheme ("ipv4:a:1,b:2",
+// "dns:///h:p", "unix:/path") is one, left to gRPC.
+std::vector<std::string> SplitEndpoints(absl::string_view server);
+
 // Returns the full help text (commands, global flags, exit codes).
 std::string GlobalHelp();
 

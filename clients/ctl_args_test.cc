@@ -415,6 +415,8 @@ TEST(IsLoopbackTargetTest, Cases) {
       {"dns:127.0.0.1:1", true},
       {"ipv4:127.0.0.1:1,127.0.0.2:1", true},
       {"ipv6:[::1]:1", true},
+      {"127.0.0.1:1,localhost:2,[::1]:3", true},  // HA replicas
+      {"127.0.0.1:1,10.0.0.1:2", false},
       {"10.0.0.1:50051", false},
       {"128.0.0.1:1", false},
       {"localhost.evil.example:1", false},
@@ -429,6 +431,20 @@ TEST(IsLoopbackTargetTest, Cases) {
   for (const LoopbackCase& c : cases) {
     EXPECT_EQ(IsLoopbackTarget(c.server), c.loopback) << c.server;
   }
+}
+
+TEST(SplitEndpointsTest, CommasSeparateReplicasUnlessAGrpcSchemeIsGiven) {
+  EXPECT_EQ(SplitEndpoints("a:1,b:2,c:3"),
+            (std::vector<std::string>{"a:1", "b:2", "c:3"}));
+  EXPECT_EQ(SplitEndpoints("a:1"), (std::vector<std::string>{"a:1"}));
+  EXPECT_EQ(SplitEndpoints("a:1,,b:2,"),
+            (std::vector<std::string>{"a:1", "b:2"}));
+  EXPECT_EQ(SplitEndpoints("ipv4:a:1,b:2"),
+            (std::vector<std::string>{"ipv4:a:1,b:2"}));
+  EXPECT_EQ(SplitEndpoints("dns:///h:1"),
+            (std::vector<std::string>{"dns:///h:1"}));
+  EXPECT_EQ(SplitEndpoints("unix:/run/p.sock"),
+            (std::vector<std::string>{"unix:/run/p.sock"}));
 }
 
 TEST(UsageErrorTextTest, EscapesControlCharacters) {

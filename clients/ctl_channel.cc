@@ -99,9 +99,57 @@ absl::StatusOr<Connection> Connection::Open(const ConnectionOptions& options) {
     }
     credentials = grpc::SslCredentials(ssl);
   }
-  connection.channel_ =
-      grpc::CreateCustomChannel(options.server, credentials, args);
+  connection.endpoints_ = std::make_shared<Endpoints>();
+  Endpoints& e = *connection.endpoints_;
+  e.credentials = credentials;
+  e.args = args;
+  e.loopback_only = connection.has_token() && options.tls_ca_file.empty() &&
+                    !options.insecure;
+  absl::MutexLock lock(&e.mu);
+  for (const std::string& address : SplitEndpoints(options.server)) {
+    e.list.emplace_back(address,
+                        grpc::CreateCustomChannel(address, credentials, args));
+  }
   return connection;
+}
+
+std::shared_ptr<grpc::Channel> Connection::channel() const {
+  absl::MutexLock lock(&endpoints_->mu);
+  return endpoints_->list[endpoints_->current].second;
+}
+
+size_t Connection::endpoints() const {
+  absl::MutexLock lock(&endpoints_->mu);
+  return endpoints_->list.size();
+}
+
+std::shared_ptr<grpc::Channel> Connection::AfterUnavailable(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& trailers,
+    bool safe_to_resend) const {
+  Endpoints& e = *endpoints_;
+  absl::MutexLock lock(&e.mu);
+  auto hint = trailers.find("phalanx-leader");
+  if (hint != trailers.end() && hint->second.size() > 0 &&
+      hint->second.size() <= 256) {
+    const std::string leader(hint->second.data(), hint->second.size());
+    for (size_t i = 0; i < e.list.size(); ++i) {
+      if (e.list[i].first == leader) {
+        if (i == e.current) return nullptr;  // the leader itself refused
+        e.current = i;
+        return e.list[i].second;
+      }
+    }
+    // A token in plain text goes to loopback only (as --server checks).
+    if (e.loopback_only && !IsLoopbackTarget(leader)) return nullptr;
+    if (e.list.size() >= kMaxEndpoints) return nullptr;
+    e.list.emplace_back(
+        leader, grpc::CreateCustomChannel(leader, e.credentials, e.args));
+    e.current = e.list.size() - 1;
+    return e.list.back().second;
+  }
+  if (!safe_to_resend || e.list.size() < 2) return nullptr;
+  e.current = (e.current + 1) % e.list.size();
+  return e.list[e.current].second;
 }
 
 void Connection::Prepare(grpc::ClientContext* context) const {

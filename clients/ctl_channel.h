@@ -1,19 +1,30 @@
-// The connection of phalanxctl to the daemon: a gRPC channel built from
+// The connection of phalanxctl to the daemon: gRPC channels built from
 // ConnectionOptions (plain text, TLS or mutual TLS; a receive limit), and
-// the metadata every call carries (the bearer token). Connection is a value
-// type, immutable once opened, safe to use from several threads.
+// the metadata every call carries (the bearer token). --server may name
+// several endpoints ("a:1,b:2,c:3", the replicas of an HA cluster:
+// docs/ha.md); calls go to one, and move when a follower names the leader
+// or an endpoint is unreachable (AfterUnavailable). Copies share the
+// channels; safe to use from several threads.
 #ifndef PHALANX_CLIENTS_CTL_CHANNEL_H_
 #define PHALANX_CLIENTS_CTL_CHANNEL_H_
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "clients/ctl_args.h"
 #include "grpcpp/grpcpp.h"
+#include "phalanx/v1/admin.grpc.pb.h"
+#include "phalanx/v1/fleet.grpc.pb.h"
+#include "phalanx/v1/scheduler.grpc.pb.h"
 
 namespace phalanx::ctl {
 
@@ -45,16 +56,97 @@ class Connection {
   // the token in it is invalid. Does not connect: the first call does.
   static absl::StatusOr<Connection> Open(const ConnectionOptions& options);
 
-  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  // The channel calls go to now.
+  std::shared_ptr<grpc::Channel> channel() const;
+  // After a call on channel() failed with UNAVAILABLE and these trailing
+  // metadata: the channel to send it to next, or null to give up. A
+  // `phalanx-leader: ADDRESS` hint (an HA follower's answer to a call it
+  // does not serve, refused before anything was done) is always followed;
+  // otherwise, when the call is `safe_to_resend`, the next endpoint of
+  // --server is tried. The choice sticks for later calls.
+  std::shared_ptr<grpc::Channel> AfterUnavailable(
+      const std::multimap<grpc::string_ref, grpc::string_ref>& trailers,
+      bool safe_to_resend) const;
+  // How many endpoints are known (given, and learnt from leader hints).
+  size_t endpoints() const;
   // Whether calls carry a bearer token.
   bool has_token() const { return !metadata_.empty(); }
   // Adds the call metadata to `context`; call before starting the call.
   void Prepare(grpc::ClientContext* context) const;
 
  private:
-  std::shared_ptr<grpc::Channel> channel_;
+  struct Endpoints {
+    std::shared_ptr<grpc::ChannelCredentials> credentials;
+    grpc::ChannelArguments args;
+    absl::Mutex mu;
+    bool loopback_only = false;  // hints off loopback are not followed
+    // (address, channel); at most kMaxEndpoints.
+    std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> list
+        ABSL_GUARDED_BY(mu);
+    size_t current ABSL_GUARDED_BY(mu) = 0;
+  };
+  static constexpr size_t kMaxEndpoints = 64;
+  std::shared_ptr<Endpoints> endpoints_;
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
+
+// Whether a call may be sent again after a plain UNAVAILABLE, which may
+// have come after the server acted on it: reads, and writes whose repeat
+// changes nothing (a submit with a request_id returns the same gang; a
+// cancel of a cancelled gang returns it; a lease renewal only moves the
+// expiry; a report of a state or checkpoint is a no-op when repeated — an
+// acknowledgement of a preemption is not).
+template <typename Request>
+bool SafeToResend(const Request&) {
+  return std::is_same_v<Request, v1::GetGangRequest> ||
+         std::is_same_v<Request, v1::ListGangsRequest> ||
+         std::is_same_v<Request, v1::ExplainGangRequest> ||
+         std::is_same_v<Request, v1::DryRunGangRequest> ||
+         std::is_same_v<Request, v1::CancelGangRequest> ||
+         std::is_same_v<Request, v1::RenewGangLeaseRequest> ||
+         std::is_same_v<Request, v1::ListNodesRequest> ||
+         std::is_same_v<Request, v1::GetTopologyRequest> ||
+         std::is_same_v<Request, v1::GetConfigRequest> ||
+         std::is_same_v<Request, v1::ListQueuesRequest> ||
+         std::is_same_v<Request, v1::ListAuditRecordsRequest>;
+}
+inline bool SafeToResend(const v1::SubmitGangRequest& request) {
+  return !request.spec().request_id().empty();
+}
+inline bool SafeToResend(const v1::ReportGangRequest& request) {
+  return !request.preemption_acknowledged();
+}
+
+// Hops one call may make between endpoints (leader hints and fail-over).
+inline constexpr int kMaxHops = 4;
+
+// Makes a unary call on connection.channel(), `prepare` giving each
+// attempt's context its metadata and deadline. On UNAVAILABLE it follows an
+// HA follower's leader hint, or tries the next --server endpoint when the
+// call is safe to resend (Connection::AfterUnavailable), at most kMaxHops
+// times; returns the last status.
+template <typename Stub, typename Request, typename Response>
+grpc::Status CallFollowingLeader(
+    const Connection& connection,
+    const std::function<void(grpc::ClientContext*)>& prepare,
+    grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                 Response*),
+    const Request& request, Response* response) {
+  std::shared_ptr<grpc::Channel> channel = connection.channel();
+  for (int hop = 0;; ++hop) {
+    Stub stub(channel);
+    grpc::ClientContext context;
+    prepare(&context);
+    grpc::Status status = (stub.*method)(&context, request, response);
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
+        hop >= kMaxHops) {
+      return status;
+    }
+    channel = connection.AfterUnavailable(context.GetServerTrailingMetadata(),
+                                          SafeToResend(request));
+    if (channel == nullptr) return status;
+  }
+}
 
 }  // namespace phalanx::ctl
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -372,6 +373,119 @@ TEST_F(TlsTest, RefusesAServerItCannotVerify) {
     EXPECT_THAT(run.out + run.err, Not(HasSubstr(kToken)));
   }
   EXPECT_THAT(server.fleet().calls(), IsEmpty());
+}
+
+// An HA follower as phalanxctl sees it: refuses ListNodes with UNAVAILABLE
+// and `phalanx-leader: ADDRESS`.
+class RedirectingFleet final : public v1::Fleet::Service {
+ public:
+  grpc::Status ListNodes(grpc::ServerContext* context,
+                         const v1::ListNodesRequest* /*request*/,
+                         v1::ListNodesResponse* /*response*/) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++calls_;
+    context->AddTrailingMetadata("phalanx-leader", leader_);
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this replica follows");
+  }
+  void SetLeader(std::string leader) {
+    std::lock_guard<std::mutex> lock(mu_);
+    leader_ = std::move(leader);
+  }
+  int calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string leader_;
+  int calls_ = 0;
+};
+
+// A follower on a plain-text loopback port.
+class FollowerServer : public LoopbackServer<RedirectingFleet> {
+ public:
+  FollowerServer() : LoopbackServer(grpc::InsecureServerCredentials()) {}
+};
+
+grpc::Status ListNodesVia(const Connection& connection,
+                          v1::ListNodesResponse* response) {
+  return CallFollowingLeader<v1::Fleet::Stub>(
+      connection,
+      [](grpc::ClientContext* context) {
+        context->set_deadline(std::chrono::system_clock::now() +
+                              std::chrono::seconds(10));
+      },
+      &v1::Fleet::Stub::ListNodes, v1::ListNodesRequest(), response);
+}
+
+TEST(LeaderHintTest, AFollowersHintIsFollowedAndKept) {
+  TestServer leader;
+  v1::ListNodesResponse reply;
+  reply.add_nodes()->set_id("n-1");
+  leader.fleet().SetReply(reply);
+  FollowerServer follower;
+  follower.service().SetLeader(leader.address());
+  ConnectionOptions options;
+  options.server = follower.address();
+  absl::StatusOr<Connection> connection = Connection::Open(options);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  v1::ListNodesResponse response;
+  ASSERT_TRUE(ListNodesVia(*connection, &response).ok());
+  EXPECT_EQ(response.nodes(0).id(), "n-1");
+  EXPECT_EQ(follower.service().calls(), 1);
+  EXPECT_EQ(leader.fleet().calls().size(), 1u);
+  // The leader is used from now on, and was added to the endpoints.
+  ASSERT_TRUE(ListNodesVia(*connection, &response).ok());
+  EXPECT_EQ(follower.service().calls(), 1);
+  EXPECT_EQ(connection->endpoints(), 2u);
+}
+
+TEST(LeaderHintTest, HopsAreBoundedAndAHintToItselfIsNotFollowed) {
+  FollowerServer a, b;
+  a.service().SetLeader(b.address());
+  b.service().SetLeader(a.address());  // stale hints pointing at each other
+  ConnectionOptions options;
+  options.server = a.address();
+  absl::StatusOr<Connection> connection = Connection::Open(options);
+  ASSERT_TRUE(connection.ok());
+  v1::ListNodesResponse response;
+  EXPECT_EQ(ListNodesVia(*connection, &response).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(a.service().calls() + b.service().calls(), kMaxHops + 1);
+
+  FollowerServer self;
+  self.service().SetLeader(self.address());
+  options.server = self.address();
+  connection = Connection::Open(options);
+  ASSERT_TRUE(connection.ok());
+  EXPECT_EQ(ListNodesVia(*connection, &response).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(self.service().calls(), 1);
+}
+
+TEST(LeaderHintTest, AnUnreachableEndpointIsSkippedForCallsSafeToResend) {
+  TestServer alive;
+  std::string dead_address;
+  {
+    TestServer dead;
+    dead_address = dead.address();
+  }
+  ConnectionOptions options;
+  options.server = absl::StrCat(dead_address, ",", alive.address());
+  absl::StatusOr<Connection> connection = Connection::Open(options);
+  ASSERT_TRUE(connection.ok());
+  v1::ListNodesResponse response;
+  EXPECT_TRUE(ListNodesVia(*connection, &response).ok());  // a read
+  EXPECT_EQ(alive.fleet().calls().size(), 1u);
+  // A submit without a request id is not resent after a plain UNAVAILABLE.
+  v1::SubmitGangRequest submit;
+  EXPECT_FALSE(SafeToResend(submit));
+  submit.mutable_spec()->set_request_id("r-1");
+  EXPECT_TRUE(SafeToResend(submit));
+  v1::ReportGangRequest ack;
+  ack.set_preemption_acknowledged(true);
+  EXPECT_FALSE(SafeToResend(ack));
 }
 
 }  // namespace

@@ -151,15 +151,18 @@ class Session {
   std::unique_ptr<v1::Admin::Stub> admin_;
 };
 
-// Makes one unary call with the session's deadline.
+// Makes one unary call with the session's deadline (per attempt), following
+// an HA follower's leader hint or moving to the next --server endpoint
+// (CallFollowingLeader).
 template <typename Stub, typename Request, typename Response>
-grpc::Status Call(const Session& s, Stub* stub,
+grpc::Status Call(const Session& s, Stub* /*stub*/,
                   grpc::Status (Stub::*method)(grpc::ClientContext*,
                                                const Request&, Response*),
                   const Request& request, Response* response) {
-  grpc::ClientContext context;
-  s.PrepareUnary(&context);
-  return (stub->*method)(&context, request, response);
+  return CallFollowingLeader<Stub>(
+      s.connection(),
+      [&s](grpc::ClientContext* context) { s.PrepareUnary(context); }, method,
+      request, response);
 }
 
 // The spec of submit/dryrun, from -f or from flags.

@@ -266,6 +266,18 @@ class Launcher {
         absl::ToChronoTime(absl::Now() + inv_.global.timeout));
   }
 
+  // A Scheduler call with the --timeout deadline, following an HA
+  // follower's leader hint (CallFollowingLeader).
+  template <typename Request, typename Response>
+  grpc::Status Unary(grpc::Status (v1::Scheduler::Stub::*method)(
+                         grpc::ClientContext*, const Request&, Response*),
+                     const Request& request, Response* response) const {
+    return CallFollowingLeader<v1::Scheduler::Stub>(
+        connection_,
+        [this](grpc::ClientContext* context) { PrepareUnary(context); }, method,
+        request, response);
+  }
+
   int ParseFlags() {
     const FlagValues& flags = inv_.flags;
     std::string file_text;
@@ -365,10 +377,8 @@ class Launcher {
     v1::SubmitGangRequest request;
     *request.mutable_spec() = spec_;
     v1::SubmitGangResponse response;
-    grpc::ClientContext context;
-    PrepareUnary(&context);
     const grpc::Status status =
-        scheduler_->SubmitGang(&context, request, &response);
+        Unary(&v1::Scheduler::Stub::SubmitGang, request, &response);
     if (!status.ok()) {
       err_ << RpcErrorLine(status) << "\n";
       return ExitCodeFor(status);
@@ -392,10 +402,8 @@ class Launcher {
     request.set_gang_id(gang_.id());
     request.set_reason(absl::StrCat("phalanxctl run: ", why));
     v1::CancelGangResponse response;
-    grpc::ClientContext context;
-    PrepareUnary(&context);
     const grpc::Status status =
-        scheduler_->CancelGang(&context, request, &response);
+        Unary(&v1::Scheduler::Stub::CancelGang, request, &response);
     if (!status.ok()) {
       RpcError(absl::StrCat("cancel ", gang_.id()), status);
     } else {
@@ -592,10 +600,8 @@ class Launcher {
     request.set_preemption_acknowledged(ack);
     request.set_message(message);
     v1::ReportGangResponse response;
-    grpc::ClientContext context;
-    PrepareUnary(&context);
     const grpc::Status status =
-        scheduler_->ReportGang(&context, request, &response);
+        Unary(&v1::Scheduler::Stub::ReportGang, request, &response);
     if (status.ok()) gang_ = response.gang();
     return status;
   }
@@ -604,10 +610,8 @@ class Launcher {
     v1::RenewGangLeaseRequest request;
     request.set_gang_id(gang_.id());
     v1::RenewGangLeaseResponse response;
-    grpc::ClientContext context;
-    PrepareUnary(&context);
     const grpc::Status status =
-        scheduler_->RenewGangLease(&context, request, &response);
+        Unary(&v1::Scheduler::Stub::RenewGangLease, request, &response);
     if (!status.ok()) {
       Note(absl::StrCat("lease renewal failed: ", RpcErrorLine(status)));
     }

@@ -28,6 +28,15 @@ absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::Open(
   return log;
 }
 
+absl::Status AuditLog::Resume() {
+  ASSIGN_OR_RETURN(int64_t last, store_->LastAuditSequence());
+  ASSIGN_OR_RETURN(std::vector<core::AuditRecord> oldest,
+                   store_->ReadAudit(0, 1));
+  next_sequence_ = last + 1;
+  first_kept_ = oldest.empty() ? next_sequence_ : oldest.front().sequence;
+  return absl::OkStatus();
+}
+
 AuditLog::AuditLog(core::AuditStore* store, Options options,
                    int64_t last_sequence)
     : store_(store), options_(options), next_sequence_(last_sequence + 1) {

@@ -46,6 +46,11 @@ class AuditLog : public BatchObserver, public AuditSink {
     return Open(store, Options{});
   }
 
+  // Continues the sequence after what the store holds now: an HA replica
+  // promoted to leader, whose store moved on while it followed. Call before
+  // the loop starts.
+  absl::Status Resume();
+
   void Record(AuditEntry entry) override;
 
   // Moves the pending entries into `mutation` and trims by retention.

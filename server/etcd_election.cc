@@ -110,6 +110,12 @@ absl::StatusOr<int64_t> EtcdElection::Campaign(absl::Time deadline) {
 
 bool EtcdElection::RenewOnce(absl::Time& last_renewed) {
   const absl::Time sent = absl::Now();
+  // Woken after a pause (SIGSTOP, a stalled VM) longer than the lease: it
+  // has expired, and another replica may lead. Stop before asking etcd.
+  if (sent - last_renewed >= options_.lease_ttl) {
+    Lose("a whole lease ttl since the last renewal (paused, or etcd slow)");
+    return false;
+  }
   absl::StatusOr<absl::Duration> ttl = client_->LeaseKeepAlive(lease_);
   if (ttl.ok()) {
     last_renewed = sent;

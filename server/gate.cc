@@ -85,7 +85,7 @@ void Gate::OnApplied(const core::Mutation&, const core::Scheduler& scheduler,
   limiter_.SetDefaults(limits.requests_per_second, limits.request_burst);
 }
 
-absl::StatusOr<Caller> Gate::Admit(const grpc::ServerContextBase& context,
+absl::StatusOr<Caller> Gate::Admit(grpc::ServerContextBase& context,
                                    const RpcMethod& method,
                                    absl::string_view target) {
   const absl::Time now = absl::Now();
@@ -108,6 +108,15 @@ absl::StatusOr<Caller> Gate::Admit(const grpc::ServerContextBase& context,
                   absl::ResourceExhaustedError(absl::StrCat(
                       "principal ", core::QuoteForError(caller->name()),
                       " is over its request rate; retry later")));
+  }
+  if (role_ != nullptr && !method.follower_serves && !role_->leading()) {
+    const std::string leader = role_->leader_address();
+    if (!leader.empty())
+      context.AddTrailingMetadata(kLeaderMetadataKey, leader);
+    return absl::UnavailableError(absl::StrCat(
+        ShortName(method), ": this replica follows; ",
+        leader.empty() ? std::string("no leader is known yet, retry")
+                       : absl::StrCat("the leader is at ", leader)));
   }
   return caller;
 }

@@ -6,6 +6,7 @@
 #define PHALANX_SERVER_GATE_H_
 
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -23,56 +24,91 @@ struct RpcMethod {
   const char* name;  // "/phalanx.v1.Admin/PutQueue"
   Access access;
   bool audited;  // a mutating Fleet or Admin call: audited when it succeeds
+  // Served by an HA follower from its replicated view (docs/ha.md); every
+  // other method is redirected to the leader.
+  bool follower_serves = false;
 };
 
 namespace rpc {
 inline constexpr RpcMethod kSubmitGang{"/phalanx.v1.Scheduler/SubmitGang",
-                                       Access::kGangWrite, false};
+                                       Access::kGangWrite, false, false};
 inline constexpr RpcMethod kCancelGang{"/phalanx.v1.Scheduler/CancelGang",
-                                       Access::kGangWrite, false};
+                                       Access::kGangWrite, false, false};
 inline constexpr RpcMethod kGetGang{"/phalanx.v1.Scheduler/GetGang",
-                                    Access::kGangRead, false};
+                                    Access::kGangRead, false, true};
 inline constexpr RpcMethod kListGangs{"/phalanx.v1.Scheduler/ListGangs",
-                                      Access::kGangRead, false};
+                                      Access::kGangRead, false, true};
 inline constexpr RpcMethod kWatchGangs{"/phalanx.v1.Scheduler/WatchGangs",
-                                       Access::kGangRead, false};
+                                       Access::kGangRead, false, true};
 inline constexpr RpcMethod kReportGang{"/phalanx.v1.Scheduler/ReportGang",
-                                       Access::kGangWrite, false};
+                                       Access::kGangWrite, false, false};
 // Same role and queue scope as ReportGang: whoever may report on a gang
 // may keep it alive.
 inline constexpr RpcMethod kRenewGangLease{
-    "/phalanx.v1.Scheduler/RenewGangLease", Access::kGangWrite, false};
+    "/phalanx.v1.Scheduler/RenewGangLease", Access::kGangWrite, false, false};
 inline constexpr RpcMethod kExplainGang{"/phalanx.v1.Scheduler/ExplainGang",
-                                        Access::kGangRead, false};
+                                        Access::kGangRead, false, false};
 inline constexpr RpcMethod kDryRunGang{"/phalanx.v1.Scheduler/DryRunGang",
-                                       Access::kGangWrite, false};
+                                       Access::kGangWrite, false, false};
 inline constexpr RpcMethod kUpsertNodes{"/phalanx.v1.Fleet/UpsertNodes",
-                                        Access::kFleetWrite, true};
+                                        Access::kFleetWrite, true, false};
 inline constexpr RpcMethod kSetNodeState{"/phalanx.v1.Fleet/SetNodeState",
-                                         Access::kNodeState, true};
+                                         Access::kNodeState, true, false};
 inline constexpr RpcMethod kRemoveNode{"/phalanx.v1.Fleet/RemoveNode",
-                                       Access::kFleetWrite, true};
+                                       Access::kFleetWrite, true, false};
 inline constexpr RpcMethod kHeartbeat{"/phalanx.v1.Fleet/Heartbeat",
-                                      Access::kHeartbeat, false};
+                                      Access::kHeartbeat, false, false};
 inline constexpr RpcMethod kListNodes{"/phalanx.v1.Fleet/ListNodes",
-                                      Access::kClusterRead, false};
+                                      Access::kClusterRead, false, false};
 inline constexpr RpcMethod kGetTopology{"/phalanx.v1.Fleet/GetTopology",
-                                        Access::kClusterRead, false};
+                                        Access::kClusterRead, false, false};
 inline constexpr RpcMethod kGetConfig{"/phalanx.v1.Admin/GetConfig",
-                                      Access::kClusterRead, false};
+                                      Access::kClusterRead, false, false};
 inline constexpr RpcMethod kUpdateConfig{"/phalanx.v1.Admin/UpdateConfig",
-                                         Access::kAdmin, true};
+                                         Access::kAdmin, true, false};
 inline constexpr RpcMethod kPutQueue{"/phalanx.v1.Admin/PutQueue",
-                                     Access::kAdmin, true};
+                                     Access::kAdmin, true, false};
 inline constexpr RpcMethod kDeleteQueue{"/phalanx.v1.Admin/DeleteQueue",
-                                        Access::kAdmin, true};
+                                        Access::kAdmin, true, false};
 inline constexpr RpcMethod kListQueues{"/phalanx.v1.Admin/ListQueues",
-                                       Access::kClusterRead, false};
+                                       Access::kClusterRead, false, false};
 inline constexpr RpcMethod kListAuditRecords{
-    "/phalanx.v1.Admin/ListAuditRecords", Access::kAdmin, false};
+    "/phalanx.v1.Admin/ListAuditRecords", Access::kAdmin, false, false};
 inline constexpr RpcMethod kCreateBackup{"/phalanx.v1.Admin/CreateBackup",
-                                         Access::kAdmin, true};
+                                         Access::kAdmin, true, false};
 }  // namespace rpc
+
+// The trailing metadata key naming the leader's address on an UNAVAILABLE
+// from a follower.
+inline constexpr char kLeaderMetadataKey[] = "phalanx-leader";
+
+// Whether this replica takes writes (HA mode, docs/ha.md) and where the
+// leader is, as last seen. A replica starts following. Thread-safe.
+class ReplicaRole {
+ public:
+  bool leading() const {
+    absl::MutexLock lock(&mu_);
+    return leading_;
+  }
+  void set_leading(bool leading) {
+    absl::MutexLock lock(&mu_);
+    leading_ = leading;
+  }
+  // "" when no leader is known.
+  std::string leader_address() const {
+    absl::MutexLock lock(&mu_);
+    return leader_address_;
+  }
+  void set_leader_address(std::string address) {
+    absl::MutexLock lock(&mu_);
+    leader_address_ = std::move(address);
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  bool leading_ ABSL_GUARDED_BY(mu_) = false;
+  std::string leader_address_ ABSL_GUARDED_BY(mu_);
+};
 
 // Whether `name` is a method this daemon serves (the Phalanx services,
 // health and reflection): metrics label unknown names "unknown".
@@ -131,11 +167,17 @@ class Gate : public BatchObserver {
        AuditSink* audit)
       : authenticator_(authenticator), denials_(denials), audit_(audit) {}
 
+  // In HA mode: the replica's role; null (the default) = always leading.
+  // Must outlive the gate.
+  void set_role(const ReplicaRole* role) { role_ = role; }
+
   // The caller of `context`, once authenticated, allowed `method` by its
   // roles and within its request rate; else UNAUTHENTICATED,
   // PERMISSION_DENIED or RESOURCE_EXHAUSTED (recorded for audit with
-  // `target`).
-  absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& context,
+  // `target`). On an HA follower, a method it does not serve then fails
+  // with UNAVAILABLE and trailing metadata kLeaderMetadataKey = the
+  // leader's address (when one is known), not counted as a refusal.
+  absl::StatusOr<Caller> Admit(grpc::ServerContextBase& context,
                                const RpcMethod& method,
                                absl::string_view target = {});
   // Records a refusal decided after Admit (another queue, a node agent's
@@ -168,6 +210,7 @@ class Gate : public BatchObserver {
   const Authenticator* authenticator_;
   DenialCounter* denials_;
   AuditSink* audit_;
+  const ReplicaRole* role_ = nullptr;
   RateLimiter limiter_;
 };
 

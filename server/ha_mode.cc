@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/check.h"
 #include "core/status_macros.h"
 
 namespace phalanx::server {
@@ -32,13 +33,6 @@ absl::Status CheckOptions(const HaOptions& options) {
   return absl::OkStatus();
 }
 
-// True when one of `signals` is pending (and takes it).
-bool SignalPending(const sigset_t& signals) {
-  const timespec now{0, 0};
-  const int signal = sigtimedwait(&signals, nullptr, &now);
-  return signal == SIGTERM || signal == SIGINT;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HaReplica>> HaReplica::Open(
@@ -55,32 +49,45 @@ absl::StatusOr<std::unique_ptr<HaReplica>> HaReplica::Open(
   store_options.replica_id = o.replica_id;  // publishes PREFIX/applied/ID
   replica->store_ = std::make_unique<storage::etcd::EtcdStateStore>(
       replica->client_.get(), std::move(local), store_options);
-  EtcdElectionOptions election;
-  election.prefix = o.prefix;
-  election.replica_id = o.replica_id;
-  election.address = o.advertise_address;
-  election.lease_ttl = o.lease_ttl;
-  replica->election_ =
-      std::make_unique<EtcdElection>(replica->client_.get(), election, [] {
-        // Fail-stop: memory may be ahead of what this term may commit.
-        std::fprintf(stderr, "phalanxd: not the leader any more, exiting\n");
-        std::fflush(stdout);
-        std::_Exit(3);
-      });
   return replica;
 }
 
-absl::Status HaReplica::WaitToLead(const sigset_t& signals) {
-  bool announced = false;
-  // Each round: catch up, then campaign for one lease TTL (so signals are
-  // seen within a TTL).
-  while (!SignalPending(signals)) {
-    if (absl::StatusOr<int64_t> applied = store_->CatchUp(); !applied.ok()) {
-      std::fprintf(stderr, "phalanxd: standby: catching up: %s\n",
-                   applied.status().ToString().c_str());
-    }
+void HaReplica::set_advertise_address(std::string address) {
+  PHALANX_CHECK(election_ == nullptr);
+  options_.advertise_address = std::move(address);
+}
+
+EtcdElection& HaReplica::election() {
+  if (election_ == nullptr) {
+    EtcdElectionOptions election;
+    election.prefix = options_.prefix;
+    election.replica_id = options_.replica_id;
+    election.address = options_.advertise_address;
+    election.lease_ttl = options_.lease_ttl;
+    election_ = std::make_unique<EtcdElection>(client_.get(), election, [] {
+      // Fail-stop: memory may be ahead of what this term may commit.
+      std::fprintf(stderr, "phalanxd: not the leader any more, exiting\n");
+      std::fflush(stdout);
+      std::_Exit(3);
+    });
+  }
+  return *election_;
+}
+
+std::string HaReplica::LeaderAddress() {
+  absl::StatusOr<LeaderInfo> leader = election().Leader();
+  return leader.ok() ? leader->address : "";
+}
+
+absl::Status HaReplica::WaitToLead(
+    const std::function<bool()>& stop,
+    const std::function<void(const std::string&)>& on_leader) {
+  EtcdElection& election = this->election();
+  std::string announced;
+  // Each round campaigns for one lease TTL, so `stop` is seen within one.
+  while (!stop()) {
     absl::StatusOr<int64_t> term =
-        election_->Campaign(absl::Now() + options_.lease_ttl);
+        election.Campaign(absl::Now() + options_.lease_ttl);
     if (term.ok()) {
       store_->set_term(*term);
       std::printf("phalanxd: leading %s as %s, term %lld\n",
@@ -90,18 +97,21 @@ absl::Status HaReplica::WaitToLead(const sigset_t& signals) {
       return absl::OkStatus();
     }
     if (term.status().code() != absl::StatusCode::kDeadlineExceeded) {
-      std::fprintf(stderr, "phalanxd: standby: campaign: %s\n",
+      std::fprintf(stderr, "phalanxd: follower: campaign: %s\n",
                    term.status().ToString().c_str());
       absl::SleepFor(absl::Seconds(1));
-    } else if (!announced) {
-      absl::StatusOr<LeaderInfo> leader = election_->Leader();
-      std::printf("phalanxd: standby: %s leads\n",
-                  leader.ok() ? leader->address.c_str() : "another replica");
+    }
+    absl::StatusOr<LeaderInfo> leader = election.Leader();
+    const std::string address = leader.ok() ? leader->address : "";
+    on_leader(address);
+    if (address != announced) {
+      std::printf("phalanxd: following: %s leads\n",
+                  address.empty() ? "nobody" : address.c_str());
       std::fflush(stdout);
-      announced = true;
+      announced = address;
     }
   }
-  return absl::CancelledError("stopped while standing by");
+  return absl::CancelledError("stopped while following");
 }
 
 }  // namespace phalanx::server

@@ -1,17 +1,17 @@
-// HaReplica: phalanxd's HA mode on etcd (docs/ha.md), as far as it is
-// built: active/standby. A replica keeps its local RocksDB caught up with
-// the replicated log while it stands by, campaigns, and once it leads hands
-// the daemon an EtcdStateStore fenced by its term; the daemon then recovers
-// and serves as usual. Leadership lost is fail-stop: the process exits (code
-// 3) at once, and restarts as a standby. A standby serves no gRPC yet.
+// HaReplica: phalanxd's HA mode on etcd (docs/ha.md): the etcd client, the
+// replica's EtcdStateStore (its local RocksDB, fed by the replicated log)
+// and its election. While another replica leads, the daemon follows (a
+// Follower applies the log and the replica serves reads) and campaigns
+// with WaitToLead; once it leads, the store is fenced by its term and the
+// daemon recovers and serves writes. Leadership lost is fail-stop: the
+// process exits (code 3) at once, and restarts as a follower.
 //
 // Thread-compatible: used from main's thread (the renewal thread only runs
 // the fail-stop).
 #ifndef PHALANX_SERVER_HA_MODE_H_
 #define PHALANX_SERVER_HA_MODE_H_
 
-#include <signal.h>
-
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,17 +39,35 @@ class HaReplica {
   static absl::StatusOr<std::unique_ptr<HaReplica>> Open(
       HaOptions options, const std::string& data_dir);
 
-  // Stands by until this replica leads (OK), or one of `signals` arrives
-  // (Cancelled). Meanwhile applies the log to the local store.
-  absl::Status WaitToLead(const sigset_t& signals);
+  // Campaigns until this replica leads (OK, the store fenced by the term
+  // won), or `stop()` returns true (Cancelled); `stop` is asked at least
+  // once per lease TTL. `on_leader(address)` runs after each lost round
+  // with the leader's advertised address ("" when unknown).
+  absl::Status WaitToLead(
+      const std::function<bool()>& stop,
+      const std::function<void(const std::string& address)>& on_leader);
+  // The leader's advertised address as the election key says now; "" when
+  // none leads or etcd cannot say.
+  std::string LeaderAddress();
+  // Where clients reach this replica; set before WaitToLead when the
+  // option named port 0 (the bound port is known once serving).
+  void set_advertise_address(std::string address);
+  const std::string& advertise_address() const {
+    return options_.advertise_address;
+  }
+  storage::etcd::EtcdClient* client() { return client_.get(); }
+  const HaOptions& options() const { return options_; }
   // The store to recover from and commit to; fenced once leading.
   storage::etcd::EtcdStateStore* store() { return store_.get(); }
-  int64_t term() const { return election_->term(); }
+  int64_t term() const { return election_ ? election_->term() : 0; }
   // Hands leadership over at once (a clean shutdown).
-  absl::Status Resign() { return election_->Resign(); }
+  absl::Status Resign() {
+    return election_ ? election_->Resign() : absl::OkStatus();
+  }
 
  private:
   HaReplica() = default;
+  EtcdElection& election();
 
   HaOptions options_;
   std::unique_ptr<storage::etcd::EtcdClient> client_;

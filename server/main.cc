@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "server/audit_log.h"
 #include "server/auth.h"
 #include "server/fleet_service.h"
+#include "server/follower.h"
 #include "server/gate.h"
 #include "server/ha_mode.h"
 #include "server/metrics.h"
@@ -272,7 +274,7 @@ absl::StatusOr<HaOptions> HaFlags() {
 }
 
 // The state store: the local RocksDB, or in HA mode (--etcd-endpoints) the
-// replicated log once this replica leads (it stands by until then).
+// replicated log (followed until this replica leads).
 struct Stores {
   std::unique_ptr<storage::RocksDbStore> local;
   std::unique_ptr<HaReplica> ha;
@@ -290,8 +292,7 @@ AdminService::Backup BackupOf(const Stores& stores) {
   };
 }
 
-absl::StatusOr<Stores> OpenStores(const std::string& data_dir,
-                                  const sigset_t& signals) {
+absl::StatusOr<Stores> OpenStores(const std::string& data_dir) {
   Stores stores;
   if (absl::GetFlag(FLAGS_etcd_endpoints).empty()) {
     ASSIGN_OR_RETURN(stores.local, storage::RocksDbStore::Open(data_dir));
@@ -302,7 +303,6 @@ absl::StatusOr<Stores> OpenStores(const std::string& data_dir,
   }
   ASSIGN_OR_RETURN(HaOptions options, HaFlags());
   ASSIGN_OR_RETURN(stores.ha, HaReplica::Open(std::move(options), data_dir));
-  RETURN_IF_ERROR(stores.ha->WaitToLead(signals));
   stores.state = stores.ha->store();
   stores.audit = stores.ha->store();
   stores.rocks = stores.ha->store()->local();
@@ -385,6 +385,88 @@ absl::Status WriteAddressFile(const std::string& path, int port,
   return absl::OkStatus();
 }
 
+// The health service name SERVING on the HA leader only.
+constexpr char kLeaderHealthService[] = "phalanx.v1.Leader";
+
+// SIGTERM or SIGINT if one is pending (taken), else 0; a pending SIGHUP
+// reloads --auth.
+int TakeStopSignal(const sigset_t& signals, Authenticator& authenticator) {
+  const timespec now{0, 0};
+  const int signal = sigtimedwait(&signals, nullptr, &now);
+  if (signal == SIGHUP) ReloadAuth(authenticator);
+  return signal == SIGTERM || signal == SIGINT ? signal : 0;
+}
+
+// HA mode: follows the log (docs/ha.md) — each applied batch becomes the
+// next read view and its events reach the watch streams, as on the leader
+// — and reports progress to the metrics and the "" health service.
+// HA follower: what the leader's loop takes from its config after every
+// batch (watch settings, the default request rate), from the replicated one.
+void FollowConfig(const core::Config& config, WatchHub& hub, Gate& gate) {
+  hub.Configure(config);
+  gate.rate_limiter().SetDefaults(config.limits.requests_per_second,
+                                  config.limits.request_burst);
+}
+
+std::unique_ptr<Follower> StartFollower(
+    HaReplica& ha, SchedulerLoop& loop, WatchHub& hub, Gate& gate,
+    Metrics& metrics, grpc::HealthCheckServiceInterface* health) {
+  Follower::Options options;
+  options.prefix = ha.options().prefix;
+  Follower::Hooks hooks;
+  hooks.on_batch = [&loop, &hub, &gate](const core::Mutation& mutation) {
+    if (mutation.config) FollowConfig(*mutation.config, hub, gate);
+    loop.Replicate(mutation);
+    hub.OnDurable(mutation, absl::ZeroDuration(), 0);
+  };
+  hooks.on_reset = [&loop, &hub, &gate, db = ha.store()->local()] {
+    absl::StatusOr<core::LoadedState> state = db->LoadAll();
+    if (!state.ok()) {
+      std::fprintf(stderr, "phalanxd: follower: reloading: %s\n",
+                   state.status().ToString().c_str());
+      return;
+    }
+    if (state->config) FollowConfig(*state->config, hub, gate);
+    loop.ReplaceView(ViewOfState(*state));
+  };
+  auto serving = std::make_shared<int>(-1);  // follower thread only
+  hooks.on_progress = [&metrics, health,
+                       serving](const FollowerProgress& progress) {
+    metrics.SetReplication(progress.applied_seq,
+                           progress.last_seq - progress.applied_seq);
+    if (*serving != static_cast<int>(progress.caught_up)) {
+      *serving = progress.caught_up;
+      health->SetServingStatus("", progress.caught_up);
+    }
+  };
+  auto follower = std::make_unique<Follower>(ha.client(), ha.store(),
+                                             std::move(options), hooks);
+  follower->Start();
+  return follower;
+}
+
+// HA mode, once this replica has won the election and its follower has
+// stopped: recovers exactly as a restart does (the log caught up first,
+// start-up grace for leases, grace periods and deadlines, the start-up
+// files applied and committed under the new term), and starts the loop.
+absl::Status Promote(HaReplica& ha, const StartupFiles& files,
+                     SchedulerLoop& loop, WatchHub& hub, AuditLog& audit) {
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(Recovered recovered, Recover(*ha.store(), files, start));
+  ha.store()->set_apply_listener(nullptr);
+  RETURN_IF_ERROR(audit.Resume());
+  const size_t gangs = recovered.scheduler->gangs().size();
+  loop.Lead(std::move(recovered.scheduler));
+  if (!recovered.committed.empty()) {
+    hub.OnDurable(recovered.committed, absl::ZeroDuration(), 0);
+  }
+  loop.Start();
+  std::printf("phalanxd: promoted in %.3f s (%zu gangs, log seq %lld)\n",
+              absl::ToDoubleSeconds(absl::Now() - start), gangs,
+              static_cast<long long>(ha.store()->applied_seq()));
+  return absl::OkStatus();
+}
+
 int Serve() {
   const sigset_t signals = BlockSignals();
   auto authenticator = MakeAuthenticator();
@@ -409,8 +491,7 @@ int Serve() {
     const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
     std::error_code error;
     std::filesystem::create_directories(data_dir, error);
-    auto stores = OpenStores(data_dir, signals);
-    if (absl::IsCancelled(stores.status())) return 0;
+    auto stores = OpenStores(data_dir);
     if (!stores.ok()) return Fail(stores.status().ToString());
     if (const int from = stores->rocks->opened_schema_version();
         from > 0 && from < storage::RocksDbStore::kSchemaVersion) {
@@ -418,24 +499,59 @@ int Serve() {
                   data_dir.c_str(), from,
                   storage::RocksDbStore::kSchemaVersion);
     }
+    const bool ha = stores->ha != nullptr;
     const absl::Time start = absl::Now();
-    auto scheduler = RecoverAndApply(*stores->state, *files, start);
-    if (!scheduler.ok()) return Fail(scheduler.status().ToString());
+    // Single node: recover now. HA: follow first — the view of the local
+    // store once caught up with the log; the scheduler is restored only
+    // when this replica leads.
+    std::unique_ptr<core::Scheduler> scheduler;
+    std::shared_ptr<const View> follower_view;
+    std::optional<core::Config> follower_config;
+    bool caught_up = true;
+    if (!ha) {
+      auto recovered = RecoverAndApply(*stores->state, *files, start);
+      if (!recovered.ok()) return Fail(recovered.status().ToString());
+      scheduler = *std::move(recovered);
+    } else {
+      if (auto applied = stores->ha->store()->CatchUp(); !applied.ok()) {
+        caught_up = false;
+        std::fprintf(stderr, "phalanxd: follower: catching up: %s\n",
+                     applied.status().ToString().c_str());
+      }
+      auto state = stores->rocks->LoadAll();
+      if (!state.ok()) return Fail(state.status().ToString());
+      follower_view = ViewOfState(*state);
+      follower_config = state->config;
+    }
     const absl::Duration recovery = absl::Now() - start;
-    const size_t gangs = (*scheduler)->gangs().size();
+    const size_t gangs =
+        ha ? follower_view->gangs.size() : scheduler->gangs().size();
     auto audit = AuditLog::Open(stores->audit);
     if (!audit.ok()) return Fail(audit.status().ToString());
 
-    WatchHub hub(stores->state, (*scheduler)->revision());
+    WatchHub hub(stores->state,
+                 ha ? follower_view->revision : scheduler->revision());
     Metrics metrics(absl::GetFlag(FLAGS_metrics_listen), &hub);
     metrics.SetAuditDropped([log = audit->get()] { return log->dropped(); });
     metrics.SetWalSyncs([db = stores->rocks] { return db->WalSyncs(); });
     Gate gate(authenticator->get(), &metrics, audit->get());
-    SchedulerLoop loop(*std::move(scheduler), stores->state,
-                       {audit->get(), &gate, &hub, &metrics});
-    SchedulerService scheduler_service(&loop, &hub, &gate);
-    FleetService fleet_service(&loop, &gate);
-    AdminService admin_service(&loop, &gate, audit->get(), BackupOf(*stores));
+    ReplicaRole role;
+    if (ha) {
+      gate.set_role(&role);
+      metrics.SetLeader(false, 0);
+      if (follower_config) FollowConfig(*follower_config, hub, gate);
+    }
+    const std::vector<BatchObserver*> observers = {audit->get(), &gate, &hub,
+                                                   &metrics};
+    std::unique_ptr<SchedulerLoop> loop =
+        ha ? std::make_unique<SchedulerLoop>(follower_view, stores->state,
+                                             observers)
+           : std::make_unique<SchedulerLoop>(std::move(scheduler),
+                                             stores->state, observers);
+    SchedulerService scheduler_service(loop.get(), &hub, &gate);
+    FleetService fleet_service(loop.get(), &gate);
+    AdminService admin_service(loop.get(), &gate, audit->get(),
+                               BackupOf(*stores));
 
     grpc::EnableDefaultHealthCheckService(true);
     // Reflection answers anyone; with --auth every RPC but health needs a
@@ -443,20 +559,32 @@ int Serve() {
     if (!(*authenticator)->enabled()) {
       grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     }
-    loop.Start();
+    if (!ha) loop->Start();
     Listening grpc_server = StartServer(
         *creds, {&scheduler_service, &fleet_service, &admin_service}, metrics,
-        MaxMessageBytes(stores->ha != nullptr));
+        MaxMessageBytes(ha));
     if (grpc_server.server == nullptr || grpc_server.port == 0) {
-      loop.Stop();
+      loop->Stop();
       return Fail(
           absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_listen)));
     }
-    // "" is SERVING by default; phalanx.v1.Leader only in HA mode, where
-    // serving at all means leading (a standby does not serve yet).
-    if (stores->ha) {
-      grpc_server.server->GetHealthCheckService()->SetServingStatus(
-          "phalanx.v1.Leader", true);
+    grpc::HealthCheckServiceInterface* health =
+        grpc_server.server->GetHealthCheckService();
+    // "" is SERVING by default; in HA mode only once caught up, and
+    // phalanx.v1.Leader only on the leader.
+    std::unique_ptr<Follower> follower;
+    if (ha) {
+      health->SetServingStatus("", caught_up);
+      health->SetServingStatus(kLeaderHealthService, false);
+      // --advertise-address defaults to --listen: name the bound port.
+      if (absl::EndsWith(stores->ha->advertise_address(), ":0")) {
+        stores->ha->set_advertise_address(
+            Bound(stores->ha->advertise_address(), grpc_server.port));
+      }
+      // Known before the address is printed: a write sent as soon as this
+      // replica serves gets the hint.
+      role.set_leader_address(stores->ha->LeaderAddress());
+      follower = StartFollower(*stores->ha, *loop, hub, gate, metrics, health);
     }
     // The file first, so whoever sees the printed lines finds it written.
     if (const std::string path = absl::GetFlag(FLAGS_print_address_file);
@@ -464,13 +592,51 @@ int Serve() {
       if (auto s = WriteAddressFile(path, grpc_server.port, metrics.port());
           !s.ok()) {
         grpc_server.server->Shutdown(std::chrono::system_clock::now());
-        loop.Stop();
+        if (follower) follower->Stop();
+        loop->Stop();
         return Fail(s.ToString());
       }
     }
     PrintAddresses(data_dir, gangs, recovery, grpc_server.port, metrics.port());
 
-    const int signal = WaitForStop(signals, **authenticator, metrics);
+    int signal = 0;
+    if (ha) {
+      absl::Status led = stores->ha->WaitToLead(
+          [&] {
+            signal = TakeStopSignal(signals, **authenticator);
+            return signal != 0;
+          },
+          [&role](const std::string& address) {
+            role.set_leader_address(address);
+          });
+      if (led.ok()) {
+        // Writes meanwhile name this replica: retried, they land here.
+        role.set_leader_address(stores->ha->advertise_address());
+        follower->Stop();
+        // Before the loop starts: its thread reads it after each batch.
+        metrics.SetAppliedSeq(
+            [store = stores->ha->store()] { return store->applied_seq(); });
+        led = Promote(*stores->ha, *files, *loop, hub, **audit);
+      }
+      if (led.ok()) {
+        role.set_leading(true);
+        role.set_leader_address(stores->ha->advertise_address());
+        metrics.SetLeader(true, stores->ha->term());
+        metrics.SetReplication(stores->ha->store()->applied_seq(), 0);
+        health->SetServingStatus("", true);
+        health->SetServingStatus(kLeaderHealthService, true);
+        std::printf("phalanxd: serving as the leader\n");
+        std::fflush(stdout);
+      } else if (!absl::IsCancelled(led)) {
+        // Leading without a scheduler helps nobody: give the lease up.
+        std::fprintf(stderr, "phalanxd: promotion failed: %s\n",
+                     led.ToString().c_str());
+        grpc_server.server->Shutdown(std::chrono::system_clock::now());
+        (void)stores->ha->Resign();
+        return 1;
+      }
+    }
+    if (signal == 0) signal = WaitForStop(signals, **authenticator, metrics);
     std::printf("phalanxd: signal %d, shutting down\n", signal);
     std::fflush(stdout);
     stop_start = absl::Now();
@@ -491,9 +657,10 @@ int Serve() {
     grpc_server.server->Shutdown(std::chrono::system_clock::now() +
                                  std::chrono::milliseconds(500));
     stage("grpc");
-    loop.Stop();
+    if (follower) follower->Stop();
+    loop->Stop();
     stage("loop");
-    if (stores->ha) {
+    if (stores->ha && role.leading()) {
       // Hand over at once rather than after a lease TTL.
       if (absl::Status s = stores->ha->Resign(); !s.ok()) {
         std::printf("phalanxd: resign: %s\n", s.ToString().c_str());

@@ -211,7 +211,34 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
                            "(one per committed batch; concurrent writers "
                            "share one)")
                      .Register(*registry_)
-                     .Add({})) {
+                     .Add({})),
+      leader_(BuildGauge()
+                  .Name("phalanx_leader")
+                  .Help("1 while this replica leads (always, without HA), "
+                        "0 while it follows")
+                  .Register(*registry_)
+                  .Add({})),
+      leader_term_(BuildGauge()
+                       .Name("phalanx_leader_term")
+                       .Help("HA mode: the term this replica leads in (the "
+                             "etcd create revision of the leader key); 0 "
+                             "while following")
+                       .Register(*registry_)
+                       .Add({})),
+      follower_applied_seq_(
+          BuildGauge()
+              .Name("phalanx_follower_applied_seq")
+              .Help("HA mode: the last replicated log entry applied here")
+              .Register(*registry_)
+              .Add({})),
+      follower_lag_entries_(
+          BuildGauge()
+              .Name("phalanx_follower_lag_entries")
+              .Help("HA mode: log entries seen but not applied yet (0 on "
+                    "the leader)")
+              .Register(*registry_)
+              .Add({})) {
+  leader_.Set(1);
   BuildGauge()
       .Name("phalanx_build_info")
       .Help("Always 1; labels say which build runs")
@@ -337,6 +364,7 @@ void Metrics::OnDurable(const core::Mutation& mutation, absl::Duration commit,
     commit_seconds_.Observe(absl::ToDoubleSeconds(commit));
     batch_commands_.Observe(commands);
   }
+  if (applied_seq_source_) SetReplication(applied_seq_source_(), 0);
   if (wal_syncs_source_) {
     const uint64_t syncs = wal_syncs_source_();
     if (syncs > reported_wal_syncs_) {

@@ -54,6 +54,22 @@ class Metrics : public BatchObserver, public DenialCounter {
   void SetWalSyncs(std::function<uint64_t()> syncs) {
     wal_syncs_source_ = std::move(syncs);
   }
+  // HA mode: whether this replica leads, and its term (0 = following).
+  void SetLeader(bool leading, int64_t term) {
+    leader_.Set(leading ? 1 : 0);
+    leader_term_.Set(static_cast<double>(term));
+  }
+  // HA mode: the last log seq applied here and how many seen entries are
+  // not applied yet.
+  void SetReplication(int64_t applied_seq, int64_t lag_entries) {
+    follower_applied_seq_.Set(static_cast<double>(applied_seq));
+    follower_lag_entries_.Set(static_cast<double>(lag_entries));
+  }
+  // HA leader: the store's applied log seq, read after each durable batch
+  // into phalanx_follower_applied_seq (lag 0); may stay unset.
+  void SetAppliedSeq(std::function<int64_t()> seq) {
+    applied_seq_source_ = std::move(seq);
+  }
   // An interceptor factory that calls ObserveRpc for every call (methods
   // this daemon does not serve are labelled "unknown").
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
@@ -108,6 +124,11 @@ class Metrics : public BatchObserver, public DenialCounter {
   prometheus::Counter& wal_syncs_;
   std::function<uint64_t()> wal_syncs_source_;
   uint64_t reported_wal_syncs_ = 0;  // loop thread only
+  prometheus::Gauge& leader_;
+  prometheus::Gauge& leader_term_;
+  prometheus::Gauge& follower_applied_seq_;
+  prometheus::Gauge& follower_lag_entries_;
+  std::function<int64_t()> applied_seq_source_;
 };
 
 }  // namespace phalanx::server

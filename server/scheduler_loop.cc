@@ -6,7 +6,48 @@
 #include <cstdlib>
 #include <utility>
 
+#include "core/check.h"
+
 namespace phalanx::server {
+
+std::shared_ptr<const View> ViewOfState(const core::LoadedState& state) {
+  auto view = std::make_shared<View>();
+  view->revision = state.meta.last_revision;
+  view->limits = state.config ? state.config->limits : core::Config().limits;
+  std::vector<core::GangPtr> all;
+  all.reserve(state.gangs.size());
+  for (const core::Gang& gang : state.gangs) {
+    all.push_back(std::make_shared<const core::Gang>(gang));
+  }
+  view->gangs = view->gangs.Apply(all, {});
+  auto parents = std::make_shared<QueueParents>();
+  for (const core::Queue& queue : state.queues) {
+    parents->emplace(queue.name.value(), queue.parent.value());
+  }
+  view->queue_parents = std::move(parents);
+  return view;
+}
+
+std::shared_ptr<const View> ViewAfter(const View& view,
+                                      const core::Mutation& mutation) {
+  auto next = std::make_shared<View>();
+  next->revision = mutation.meta.last_revision;
+  next->limits = mutation.config ? mutation.config->limits : view.limits;
+  if (mutation.queues_put.empty() && mutation.queues_deleted.empty()) {
+    next->queue_parents = view.queue_parents;
+  } else {
+    auto parents = std::make_shared<QueueParents>(*view.queue_parents);
+    for (const core::QueueName& name : mutation.queues_deleted) {
+      parents->erase(name.value());
+    }
+    for (const core::Queue& queue : mutation.queues_put) {
+      (*parents)[queue.name.value()] = queue.parent.value();
+    }
+    next->queue_parents = std::move(parents);
+  }
+  next->gangs = view.gangs.Apply(mutation.gangs_put, mutation.gangs_deleted);
+  return next;
+}
 
 SchedulerLoop::SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
                              core::StateStore* store,
@@ -14,6 +55,21 @@ SchedulerLoop::SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
     : scheduler_(std::move(scheduler)),
       store_(store),
       observers_(std::move(observers)) {
+  std::shared_ptr<const View> view = FullView();
+  absl::MutexLock lock(&mu_);
+  view_ = std::move(view);
+}
+
+SchedulerLoop::SchedulerLoop(std::shared_ptr<const View> view,
+                             core::StateStore* store,
+                             std::vector<BatchObserver*> observers)
+    : store_(store), observers_(std::move(observers)) {
+  absl::MutexLock lock(&mu_);
+  view_ = std::move(view);
+  following_ = true;
+}
+
+std::shared_ptr<const View> SchedulerLoop::FullView() const {
   auto view = std::make_shared<View>();
   view->revision = scheduler_->revision();
   view->limits = scheduler_->config().limits;
@@ -21,13 +77,45 @@ SchedulerLoop::SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
   for (const auto& [id, gang] : scheduler_->gangs()) all.push_back(gang);
   view->gangs = view->gangs.Apply(all, {});
   view->queue_parents = QueueTree();
+  return view;
+}
+
+void SchedulerLoop::Replicate(const core::Mutation& mutation) {
+  // Only this thread replaces the view while following: read, build, swap.
+  std::shared_ptr<const View> next = ViewAfter(*view(), mutation);
   absl::MutexLock lock(&mu_);
+  PHALANX_CHECK(following_);
+  view_ = std::move(next);
+}
+
+void SchedulerLoop::ReplaceView(std::shared_ptr<const View> view) {
+  absl::MutexLock lock(&mu_);
+  PHALANX_CHECK(following_);
   view_ = std::move(view);
+}
+
+void SchedulerLoop::Lead(std::unique_ptr<core::Scheduler> scheduler) {
+  PHALANX_CHECK(!thread_.joinable());
+  scheduler_ = std::move(scheduler);
+  std::shared_ptr<const View> view = FullView();
+  absl::MutexLock lock(&mu_);
+  PHALANX_CHECK(following_);
+  view_ = std::move(view);
+  following_ = false;
+}
+
+bool SchedulerLoop::following() const {
+  absl::MutexLock lock(&mu_);
+  return following_;
 }
 
 SchedulerLoop::~SchedulerLoop() { Stop(); }
 
 void SchedulerLoop::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    PHALANX_CHECK(!following_);
+  }
   next_cycle_ = absl::Now();
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "phalanx-loop");
@@ -46,7 +134,7 @@ void SchedulerLoop::Stop() {
 bool SchedulerLoop::Enqueue(Apply apply, Respond respond, Reply reply,
                             bool mutates) {
   absl::MutexLock lock(&mu_);
-  if (stopping_) return false;
+  if (stopping_ || following_) return false;
   queue_.push_back(
       Command{std::move(apply), std::move(respond), std::move(reply), mutates});
   return true;
@@ -131,17 +219,9 @@ absl::Duration SchedulerLoop::CommitAndPublish(const core::Mutation& mutation) {
     std::abort();
   }
   const absl::Duration commit_time = absl::Now() - start;
-  auto view = std::make_shared<View>();
-  view->revision = mutation.meta.last_revision;
-  const bool queues_changed =
-      !mutation.queues_put.empty() || !mutation.queues_deleted.empty();
-  std::shared_ptr<const QueueParents> queues =
-      queues_changed ? QueueTree() : nullptr;
-  view->limits = scheduler_->config().limits;
+  // The same rule a follower applies to the batches it replicates.
   absl::MutexLock lock(&mu_);
-  view->queue_parents = queues ? std::move(queues) : view_->queue_parents;
-  view->gangs = view_->gangs.Apply(mutation.gangs_put, mutation.gangs_deleted);
-  view_ = std::move(view);
+  view_ = ViewAfter(*view_, mutation);
   return commit_time;
 }
 

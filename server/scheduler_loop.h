@@ -45,6 +45,17 @@ struct View {
   core::LimitsConfig limits;
 };
 
+// The view of a stored state (a follower's first view, or one rebuilt after
+// its local store was replaced): what a scheduler restored from `state`
+// would publish, without restoring one.
+std::shared_ptr<const View> ViewOfState(const core::LoadedState& state);
+
+// The view after `mutation` is applied to `view`: what the loop publishes
+// once a batch is durable. The leader and its followers both use it, so
+// their views match revision for revision.
+std::shared_ptr<const View> ViewAfter(const View& view,
+                                      const core::Mutation& mutation);
+
 // Observes each batch (metrics, watch fan-out). Both run on the loop thread.
 class BatchObserver {
  public:
@@ -79,7 +90,22 @@ class SchedulerLoop {
 
   SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
                 core::StateStore* store, std::vector<BatchObserver*> observers);
+  // A loop that follows (HA mode, docs/ha.md): it has no scheduler, serves
+  // `view` and what Replicate and ReplaceView publish, and refuses every
+  // command (Enqueue returns false) until Lead.
+  SchedulerLoop(std::shared_ptr<const View> view, core::StateStore* store,
+                std::vector<BatchObserver*> observers);
   ~SchedulerLoop();
+
+  // Following only, from one thread at a time: publishes the view after a
+  // batch the leader committed and this replica has applied.
+  void Replicate(const core::Mutation& mutation);
+  // Following only: publishes `view` in place of the current one.
+  void ReplaceView(std::shared_ptr<const View> view);
+  // Following only, before Start: takes the scheduler this replica now
+  // leads with (restored like at a restart) and publishes its view.
+  void Lead(std::unique_ptr<core::Scheduler> scheduler);
+  bool following() const;
 
   // Starts the loop thread.
   void Start();
@@ -109,6 +135,8 @@ class SchedulerLoop {
   absl::Duration CommitAndPublish(const core::Mutation& mutation);
   // The scheduler's queue tree, for the view.
   std::shared_ptr<const QueueParents> QueueTree() const;
+  // The view of scheduler_'s whole state.
+  std::shared_ptr<const View> FullView() const;
 
   std::unique_ptr<core::Scheduler> scheduler_;
   core::StateStore* store_;
@@ -119,6 +147,7 @@ class SchedulerLoop {
   mutable absl::Mutex mu_;
   std::deque<Command> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool following_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<const View> view_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -45,15 +45,22 @@ absl::StatusOr<StartupFiles> ReadStartupFiles(const std::string& config_path,
   return files;
 }
 
+absl::StatusOr<Recovered> Recover(core::StateStore& store,
+                                  const StartupFiles& files, absl::Time now) {
+  ASSIGN_OR_RETURN(core::LoadedState state, store.LoadAll());
+  Recovered out;
+  ASSIGN_OR_RETURN(out.scheduler,
+                   core::Scheduler::Restore(std::move(state), now));
+  RETURN_IF_ERROR(convert::ApplyStartupFiles(*out.scheduler, files, now));
+  out.committed = out.scheduler->TakeMutation();
+  if (!out.committed.empty()) RETURN_IF_ERROR(store.Commit(out.committed));
+  return out;
+}
+
 absl::StatusOr<std::unique_ptr<core::Scheduler>> RecoverAndApply(
     core::StateStore& store, const StartupFiles& files, absl::Time now) {
-  ASSIGN_OR_RETURN(core::LoadedState state, store.LoadAll());
-  ASSIGN_OR_RETURN(std::unique_ptr<core::Scheduler> scheduler,
-                   core::Scheduler::Restore(std::move(state), now));
-  RETURN_IF_ERROR(convert::ApplyStartupFiles(*scheduler, files, now));
-  core::Mutation mutation = scheduler->TakeMutation();
-  if (!mutation.empty()) RETURN_IF_ERROR(store.Commit(mutation));
-  return scheduler;
+  ASSIGN_OR_RETURN(Recovered recovered, Recover(store, files, now));
+  return std::move(recovered.scheduler);
 }
 
 }  // namespace phalanx::server

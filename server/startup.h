@@ -27,6 +27,17 @@ absl::StatusOr<StartupFiles> ReadStartupFiles(const std::string& config_path,
 // applies the files — they are declarative: the file wins over what is
 // stored — and commits the result. Fails, naming the cause, when recovery
 // finds a broken invariant or a file is rejected.
+// A recovered scheduler and the batch recovery committed (empty when it
+// committed none).
+struct Recovered {
+  std::unique_ptr<core::Scheduler> scheduler;
+  core::Mutation committed;
+};
+// RecoverAndApply, also returning what it committed (a promoted HA replica
+// hands it to its watch streams).
+absl::StatusOr<Recovered> Recover(core::StateStore& store,
+                                  const StartupFiles& files, absl::Time now);
+
 absl::StatusOr<std::unique_ptr<core::Scheduler>> RecoverAndApply(
     core::StateStore& store, const StartupFiles& files, absl::Time now);
 

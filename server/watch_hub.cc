@@ -430,8 +430,11 @@ WatchHub::RingRead WatchHub::ReadRing(int64_t after, int limit) const {
 void WatchHub::OnApplied(const core::Mutation&,
                          const core::Scheduler& scheduler, absl::Duration,
                          int) {
+  Configure(scheduler.config());
+}
+
+void WatchHub::Configure(const core::Config& config) {
   absl::MutexLock lock(&mu_);
-  const core::Config& config = scheduler.config();
   bookmark_interval_ = config.watch.bookmark_interval;
   max_lag_ = config.watch.max_lag_events;
   stream_buffer_bytes_ = config.limits.watch_stream_buffer_bytes;

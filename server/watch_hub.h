@@ -1,5 +1,5 @@
-// WatchHub: fans committed events out to WatchGangs streams (docs/design.md §8).
-// The scheduler loop hands each durable batch's events to the hub, which
+// WatchHub: fans committed events out to WatchGangs streams (docs/design.md
+// §8). The scheduler loop hands each durable batch's events to the hub, which
 // converts and serializes each event once, appends it to a ring of recent
 // events and returns; two fan-out threads then wake the streams (each owns
 // half of them). Streams share the serialized bytes, and a stream with
@@ -14,8 +14,8 @@
 #ifndef PHALANX_SERVER_WATCH_HUB_H_
 #define PHALANX_SERVER_WATCH_HUB_H_
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -52,7 +52,7 @@ using WatchScope = std::function<bool(const std::string& queue)>;
 // Who opens a stream, and what it may see.
 struct WatchAccess {
   WatchScope scope;
-  std::string principal;          // "" = not counted (no --auth)
+  std::string principal;           // "" = not counted (no --auth)
   std::optional<int> max_streams;  // the principal's own cap, if any
   grpc::CallbackServerContext* context = nullptr;  // to cancel a stall
 };
@@ -88,6 +88,10 @@ class WatchHub : public BatchObserver {
   // Current number of open streams.
   int watchers() const;
 
+  // Takes the watch settings and limits of `config` (OnApplied does, from
+  // the scheduler's; an HA follower, from the replicated config).
+  void Configure(const core::Config& config);
+
   void OnApplied(const core::Mutation& mutation,
                  const core::Scheduler& scheduler, absl::Duration cycle,
                  int commands) override;
@@ -104,7 +108,7 @@ class WatchHub : public BatchObserver {
     bool in_ring = true;              // false when `after` precedes the ring
     int64_t head = 0;                 // the newest revision in the ring
     int64_t max_lag = 0;
-    int64_t stream_bytes = 0;         // what one stream may queue
+    int64_t stream_bytes = 0;  // what one stream may queue
   };
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Start(
       const v1::WatchGangsRequest& parsed, WatchAccess access,

@@ -17,6 +17,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 
 namespace phalanx::testing {
@@ -260,6 +263,35 @@ std::string HttpGet(int port, const std::string& path) {
   while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
   close(fd);
   return response;
+}
+
+int HealthStatus(const std::shared_ptr<grpc::Channel>& channel,
+                 const std::string& service) {
+  std::string request_bytes = "\x0a";
+  request_bytes.push_back(static_cast<char>(service.size()));
+  request_bytes += service;
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  grpc::GenericStub stub(channel);
+  absl::Notification done;
+  grpc::Status status;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
+                 &request, &response, [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  if (!status.ok()) return -static_cast<int>(status.error_code());
+  std::vector<grpc::Slice> slices;
+  (void)response.Dump(&slices);
+  std::string bytes;
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
 }
 
 }  // namespace phalanx::testing

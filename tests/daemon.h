@@ -99,6 +99,12 @@ v1::GangEvent WaitForEvent(
 // An HTTP GET of http://127.0.0.1:port/path; returns the body ("" on error).
 std::string HttpGet(int port, const std::string& path);
 
+// grpc.health.v1.Health/Check of `service` (by hand: no health stubs here).
+// Returns the status enum (1 = SERVING, 2 = NOT_SERVING), or -code on an
+// RPC error (-5: the service is unknown, -14: unreachable).
+int HealthStatus(const std::shared_ptr<grpc::Channel>& channel,
+                 const std::string& service);
+
 }  // namespace phalanx::testing
 
 #endif  // PHALANX_TESTS_DAEMON_H_

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -39,11 +41,20 @@ int BindPort(int port) {
   return bound;
 }
 
-// A free port P whose neighbour P+1 is free too (client and peer ports).
-int FreePortPair() {
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    const int port = BindPort(0);
-    if (port > 0 && port < 65535 && BindPort(port + 1) == port + 1) {
+// A free port P whose neighbour P+1 is free too (client and peer ports),
+// neither in `taken`. Picked below Linux's ephemeral range (32768 and up by
+// default), from which the kernel hands out port-0 binds and outgoing
+// connections: a port found free there (and released, since etcd binds it
+// itself) could be given to another test's daemon before etcd binds it.
+int FreePortPair(std::set<int>& taken) {
+  static std::mt19937 random(std::random_device{}());
+  std::uniform_int_distribution<int> pick(20000, 32000);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = pick(random);
+    if (taken.count(port) || taken.count(port + 1)) continue;
+    if (BindPort(port) == port && BindPort(port + 1) == port + 1) {
+      taken.insert(port);
+      taken.insert(port + 1);
       return port;
     }
   }
@@ -66,10 +77,11 @@ EtcdCluster::EtcdCluster(int members, EtcdClusterTls tls)
     : tls_(std::move(tls)) {
   char pattern[] = "/tmp/phalanx-etcd-XXXXXX";
   root_ = mkdtemp(pattern);
+  std::set<int> taken;
   for (int i = 0; i < members; ++i) {
     Member member;
     member.name = absl::StrCat("e", i);
-    member.client_port = FreePortPair();
+    member.client_port = FreePortPair(taken);
     member.peer_port = member.client_port + 1;
     members_.push_back(member);
   }

@@ -81,6 +81,7 @@ absl::Status EtcdStateStore::ApplyEntry(const mvccpb::KeyValue& kv,
   ASSIGN_OR_RETURN(core::Mutation mutation, convert::MutationFromProto(batch));
   RETURN_IF_ERROR(local_->ApplyLogBatch(mutation, seq));
   applied_seq_ = seq;
+  if (apply_listener_) apply_listener_(mutation, seq);
   return absl::OkStatus();
 }
 

@@ -37,6 +37,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -115,6 +116,14 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   // in order; returns how many. Fails with DataLoss on a gap or an entry
   // that does not parse.
   absl::StatusOr<int64_t> CatchUp();
+  // Called by CatchUp (not Commit) after each log entry it applies
+  // locally, with the entry's mutation and seq, on CatchUp's thread: a
+  // follower updates its read view from it. Set before CatchUp runs.
+  using ApplyListener =
+      std::function<void(const core::Mutation& mutation, int64_t seq)>;
+  void set_apply_listener(ApplyListener listener) {
+    apply_listener_ = std::move(listener);
+  }
   // The last log seq applied locally.
   int64_t applied_seq() const { return applied_seq_.load(); }
   // Snapshots CatchUp has loaded since the store was made: when it grows,
@@ -218,6 +227,7 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   absl::Time lease_renewed_ ABSL_GUARDED_BY(publish_mu_);
   int64_t published_seq_ ABSL_GUARDED_BY(publish_mu_) = -1;
   absl::Time published_at_ ABSL_GUARDED_BY(publish_mu_);
+  ApplyListener apply_listener_;
 };
 
 }  // namespace phalanx::storage::etcd

@@ -1,5 +1,13 @@
-"""The Phalanx client: one channel to phalanxd, typed calls over the real
+"""The Phalanx client: channels to phalanxd, typed calls over the real
 gRPC API (phalanx.v1).
+
+Several endpoints ("a:1,b:2,c:3" or a list: the replicas of an HA cluster,
+docs/ha.md): calls go to one. A follower answers a call it does not serve
+(every write) with UNAVAILABLE and trailing metadata ``phalanx-leader:
+ADDRESS``; the client then sends the call there at once, whatever the call
+(the follower refused it before doing anything), at most 4 hops per call.
+A plain UNAVAILABLE moves the client to the next endpoint, and the call is
+resent only when it is retried (below).
 
 Retries. A call is retried (with backoff, up to ``retries`` times, on
 UNAVAILABLE and DEADLINE_EXCEEDED only) when repeating it cannot change the
@@ -42,6 +50,9 @@ GangState = types_pb2.GangState
 EventType = types_pb2.EventType
 
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+_LEADER_KEY = "phalanx-leader"
+_MAX_HOPS = 4        # leader hints followed per call
+_MAX_ENDPOINTS = 64  # given plus learnt from hints
 _TERMINAL = (
     types_pb2.GANG_STATE_SUCCEEDED,
     types_pb2.GANG_STATE_FAILED,
@@ -132,8 +143,43 @@ def _timestamp(value=None):
     return ts
 
 
+def _endpoints(target):
+    """The endpoints of ``target``: a list, or "a:1,b:2" split at commas (a
+    target with a gRPC scheme, "ipv4:a,b" or "dns:///h:p", is one)."""
+    if not isinstance(target, str):
+        out = [str(t) for t in target]
+    elif ":/" in target or target.startswith(("ipv4:", "ipv6:", "unix")):
+        out = [target]
+    else:
+        out = [t for t in target.split(",") if t]
+    if not out:
+        raise ValueError("no endpoint in %r" % (target,))
+    return out
+
+
+def _leader_hint(error):
+    """The leader address an HA follower named in ``error``, or None."""
+    try:
+        trailers = error.trailing_metadata() or ()
+    except Exception:  # noqa: BLE001 - not a call error
+        return None
+    for key, value in trailers:
+        if key == _LEADER_KEY and value and len(value) <= 256:
+            return value.decode() if isinstance(value, bytes) else value
+    return None
+
+
+class _Endpoint:
+    def __init__(self, address, channel):
+        self.address = address
+        self.channel = channel
+        self.scheduler = scheduler_pb2_grpc.SchedulerStub(channel)
+        self.fleet = fleet_pb2_grpc.FleetStub(channel)
+
+
 class Client:
-    """A connection to phalanxd at ``target`` ("host:port").
+    """A connection to phalanxd at ``target`` ("host:port", several as
+    "a:1,b:2,c:3" or a list: see the module's notes).
 
     ``token``: a bearer token sent with every call (refused in plain text to
     a target off loopback unless ``insecure``). ``tls``: a ``Tls`` (or True
@@ -145,11 +191,15 @@ class Client:
                  retries=5, insecure=False):
         if tls is True:
             tls = Tls()
-        if token is not None and tls is None and not insecure and \
-                not _is_loopback(target):
+        addresses = _endpoints(target)
+        # A token in plain text goes to loopback only (hints included).
+        self._loopback_only = token is not None and tls is None and \
+            not insecure
+        if self._loopback_only and \
+                not all(_is_loopback(a) for a in addresses):
             raise ValueError(
                 "a token in plain text to %s (not loopback): give tls= or "
-                "insecure=True" % target)
+                "insecure=True" % ",".join(addresses))
         if tls is not None:
             if (tls.cert_file is None) != (tls.key_file is None):
                 raise ValueError("Tls: cert_file and key_file go together")
@@ -161,18 +211,67 @@ class Client:
             if tls.server_name:
                 options.append(
                     ("grpc.ssl_target_name_override", tls.server_name))
-            self._channel = grpc.secure_channel(target, creds, options)
+            self._open = lambda a: grpc.secure_channel(a, creds, options)
         else:
-            self._channel = grpc.insecure_channel(target, _CHANNEL_OPTIONS)
+            self._open = lambda a: grpc.insecure_channel(a, _CHANNEL_OPTIONS)
+        self._lock = threading.Lock()
+        self._endpoints = [_Endpoint(a, self._open(a)) for a in addresses]
+        self._current = 0
         self._metadata = (("authorization", "Bearer " + token),) \
             if token else ()
         self._timeout = timeout
         self._retries = retries
-        self.scheduler = scheduler_pb2_grpc.SchedulerStub(self._channel)
-        self.fleet = fleet_pb2_grpc.FleetStub(self._channel)
+
+    @property
+    def _endpoint(self):
+        with self._lock:
+            return self._endpoints[self._current]
+
+    @property
+    def scheduler(self):
+        """The Scheduler stub of the endpoint calls go to now."""
+        return self._endpoint.scheduler
+
+    @property
+    def fleet(self):
+        """The Fleet stub of the endpoint calls go to now."""
+        return self._endpoint.fleet
+
+    @property
+    def address(self):
+        """The endpoint calls go to now."""
+        return self._endpoint.address
+
+    def _follow(self, leader, refused_by):
+        """Moves to ``leader`` (an HA follower's hint); False when the hint
+        cannot be followed (it names the endpoint that refused, or an
+        address off loopback with a plain-text token, or too many)."""
+        if leader == refused_by.address:
+            return False
+        if self._loopback_only and not _is_loopback(leader):
+            return False
+        with self._lock:
+            for i, endpoint in enumerate(self._endpoints):
+                if endpoint.address == leader:
+                    self._current = i
+                    return True
+            if len(self._endpoints) >= _MAX_ENDPOINTS:
+                return False
+            self._endpoints.append(_Endpoint(leader, self._open(leader)))
+            self._current = len(self._endpoints) - 1
+            return True
+
+    def _next(self, failed):
+        """Moves past ``failed`` (plain UNAVAILABLE) to the next endpoint."""
+        with self._lock:
+            if self._endpoints[self._current] is failed:
+                self._current = (self._current + 1) % len(self._endpoints)
 
     def close(self):
-        self._channel.close()
+        with self._lock:
+            endpoints = list(self._endpoints)
+        for endpoint in endpoints:
+            endpoint.channel.close()
 
     def __enter__(self):
         return self
@@ -182,24 +281,40 @@ class Client:
 
     # -- plumbing --------------------------------------------------------
 
-    def _call(self, method, request, retry):
-        """Calls ``method``; retries UNAVAILABLE/DEADLINE_EXCEEDED when
-        ``retry``, with exponential backoff and jitter (0.1 s .. 2 s). A
-        retry waits for the channel to be ready (up to the timeout) rather
-        than failing at once while it reconnects."""
+    def _call(self, service, name, request, retry):
+        """Calls ``service``.``name`` ("scheduler", "SubmitGang") on the
+        current endpoint. Follows a leader hint at once (at most _MAX_HOPS
+        times); on UNAVAILABLE/DEADLINE_EXCEEDED retries when ``retry``,
+        with exponential backoff and jitter (0.1 s .. 2 s), moving to the
+        next endpoint when there are several. With one endpoint a retry
+        waits for the channel to be ready (up to the timeout) rather than
+        failing at once while it reconnects."""
         delay = 0.1
-        for attempt in range(self._retries + 1):
+        hops = 0
+        attempt = 0
+        while True:
+            endpoint = self._endpoint
+            method = getattr(getattr(endpoint, service), name)
+            single = len(self._endpoints) == 1
             try:
                 return method(request, timeout=self._timeout,
                               metadata=self._metadata,
-                              wait_for_ready=attempt > 0 or None)
+                              wait_for_ready=(attempt > 0 and single) or None)
             except grpc.RpcError as error:
+                if error.code() == grpc.StatusCode.UNAVAILABLE:
+                    leader = _leader_hint(error)
+                    if leader is not None and hops < _MAX_HOPS and \
+                            self._follow(leader, endpoint):
+                        hops += 1
+                        continue  # the follower did nothing: no backoff
                 if not retry or error.code() not in _RETRYABLE or \
                         attempt == self._retries:
                     raise
+                if not single:
+                    self._next(endpoint)
+            attempt += 1
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
-        raise AssertionError("unreachable")
 
     # -- gangs -----------------------------------------------------------
 
@@ -266,7 +381,7 @@ class Client:
         gang_spec = self.spec(spec, **kwargs)
         if not gang_spec.request_id:
             gang_spec.request_id = "py-" + uuid.uuid4().hex
-        reply = self._call(self.scheduler.SubmitGang,
+        reply = self._call("scheduler", "SubmitGang",
                            scheduler_pb2.SubmitGangRequest(spec=gang_spec),
                            retry=True)
         return reply.gang
@@ -277,7 +392,7 @@ class Client:
 
     def get_with_revision(self, gang_id):
         """Returns (Gang, revision it was read at)."""
-        reply = self._call(self.scheduler.GetGang,
+        reply = self._call("scheduler", "GetGang",
                            scheduler_pb2.GetGangRequest(gang_id=gang_id),
                            retry=True)
         return reply.gang, reply.revision
@@ -290,8 +405,7 @@ class Client:
     def _list(self, queue, states, gang_ids):
         gangs, token, revision = [], "", 0
         while True:
-            reply = self._call(
-                self.scheduler.ListGangs,
+            reply = self._call("scheduler", "ListGangs",
                 scheduler_pb2.ListGangsRequest(queue=queue, states=states,
                                                page_size=1000,
                                                page_token=token),
@@ -306,7 +420,7 @@ class Client:
 
     def explain(self, gang_id):
         """Returns the ExplainGangResponse (reason, position, ...)."""
-        return self._call(self.scheduler.ExplainGang,
+        return self._call("scheduler", "ExplainGang",
                           scheduler_pb2.ExplainGangRequest(gang_id=gang_id),
                           retry=True)
 
@@ -318,7 +432,7 @@ class Client:
                                                   reason=reason)
         for attempt in range(self._retries + 1):
             try:
-                return self._call(self.scheduler.CancelGang, request,
+                return self._call("scheduler", "CancelGang", request,
                                   retry=False).gang
             except grpc.RpcError as error:
                 if error.code() not in _RETRYABLE or \
@@ -332,7 +446,7 @@ class Client:
     # -- reports ---------------------------------------------------------
 
     def _report(self, request, retry=True):
-        return self._call(self.scheduler.ReportGang, request, retry=retry)
+        return self._call("scheduler", "ReportGang", request, retry=retry)
 
     def report_running(self, gang_id, message=""):
         """Reports that every rank started (ADMITTED -> RUNNING)."""
@@ -379,8 +493,7 @@ class Client:
 
     def renew_lease(self, gang_id):
         """Renews the gang's lease; returns the new expiry (Timestamp)."""
-        reply = self._call(
-            self.scheduler.RenewGangLease,
+        reply = self._call("scheduler", "RenewGangLease",
             scheduler_pb2.RenewGangLeaseRequest(gang_id=gang_id), retry=True)
         return reply.lease_expire_time
 
@@ -407,8 +520,9 @@ class Client:
                 queues=queues, gang_ids=gang_ids)
             if revision is not None:
                 request.after_revision = revision
-            stream = self.scheduler.WatchGangs(request,
-                                               metadata=self._metadata)
+            endpoint = self._endpoint
+            stream = endpoint.scheduler.WatchGangs(request,
+                                                   metadata=self._metadata)
             try:
                 for event in stream:
                     delay = 0.1
@@ -435,6 +549,9 @@ class Client:
                         grpc.StatusCode.CANCELLED,
                         grpc.StatusCode.RESOURCE_EXHAUSTED):
                     raise
+                if error.code() == grpc.StatusCode.UNAVAILABLE and \
+                        len(self._endpoints) > 1:
+                    self._next(endpoint)  # every replica serves watches
             finally:
                 stream.cancel()
             if stop is not None and stop.is_set():
@@ -497,7 +614,7 @@ class Client:
 
     def list_nodes(self):
         """Returns every Node."""
-        return list(self._call(self.fleet.ListNodes,
+        return list(self._call("fleet", "ListNodes",
                                fleet_pb2.ListNodesRequest(),
                                retry=True).nodes)
 

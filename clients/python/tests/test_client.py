@@ -212,3 +212,19 @@ def test_readme_example_runs(daemon, tmp_path):
                             timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "succeeded" in result.stdout
+
+
+def test_endpoints_are_split_and_a_dead_one_is_skipped(daemon):
+    from phalanx.client import _endpoints
+    assert _endpoints("a:1,b:2,c:3") == ["a:1", "b:2", "c:3"]
+    assert _endpoints(["a:1", "b:2"]) == ["a:1", "b:2"]
+    assert _endpoints("ipv4:127.0.0.1:1,127.0.0.1:2") == \
+        ["ipv4:127.0.0.1:1,127.0.0.1:2"]
+    assert _endpoints("dns:///h:1") == ["dns:///h:1"]
+    with pytest.raises(ValueError):
+        Client(["10.0.0.1:1", "127.0.0.1:2"], token="t")
+    # Nothing listens on port 1: reads and retried writes move on.
+    client = Client("127.0.0.1:1," + daemon.address, timeout=5)
+    gang = client.submit(queue="a", pods=1, gpus=8)
+    assert client.address == daemon.address
+    assert client.get(gang.id).id == gang.id

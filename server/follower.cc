@@ -1,0 +1,149 @@
+#include "server/follower.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace phalanx::server {
+namespace {
+
+// The seq of a log key "PREFIX/log/<20 digits>"; 0 when it is not one.
+int64_t SeqOfKey(const std::string& key) {
+  const size_t slash = key.rfind('/');
+  int64_t seq = 0;
+  if (slash == std::string::npos ||
+      !absl::SimpleAtoi(absl::string_view(key).substr(slash + 1), &seq)) {
+    return 0;
+  }
+  return seq;
+}
+
+}  // namespace
+
+Follower::Follower(storage::etcd::EtcdClient* client,
+                   storage::etcd::EtcdStateStore* store, Options options,
+                   Hooks hooks)
+    : client_(client),
+      store_(store),
+      options_(std::move(options)),
+      hooks_(std::move(hooks)) {
+  listened_seq_ = store_->applied_seq();
+  store_->set_apply_listener(
+      [this](const core::Mutation& mutation, int64_t seq) {
+        if (seq == listened_seq_ + 1 && hooks_.on_batch) {
+          hooks_.on_batch(mutation);
+        } else if (hooks_.on_reset) {
+          hooks_.on_reset();  // entries skipped: rebuild from the store
+        }
+        listened_seq_ = seq;
+      });
+}
+
+Follower::~Follower() { Stop(); }
+
+void Follower::Start() {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "phalanx-follow");
+    Run();
+  });
+}
+
+void Follower::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+    if (stream_ != nullptr) stream_->Cancel();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Follower::stopping() const {
+  absl::MutexLock lock(&mu_);
+  return stop_;
+}
+
+bool Follower::Wait(absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&stop_), d);
+  return !stop_;
+}
+
+void Follower::Report(int64_t last_seq, bool healthy) {
+  if (!hooks_.on_progress) return;
+  FollowerProgress progress;
+  progress.applied_seq = store_->applied_seq();
+  progress.last_seq = std::max(last_seq, progress.applied_seq);
+  progress.caught_up = healthy && progress.last_seq - progress.applied_seq <=
+                                      options_.max_lag_entries;
+  hooks_.on_progress(progress);
+}
+
+bool Follower::CatchUp(int64_t& last_seq) {
+  absl::StatusOr<int64_t> applied = store_->CatchUp();
+  if (!applied.ok()) {
+    std::fprintf(stderr, "phalanxd: follower: catching up: %s\n",
+                 applied.status().ToString().c_str());
+    Report(last_seq, false);
+    return false;
+  }
+  // The store moved past what the listener saw (a snapshot, say).
+  if (store_->applied_seq() != listened_seq_) {
+    listened_seq_ = store_->applied_seq();
+    if (hooks_.on_reset) hooks_.on_reset();
+  }
+  last_seq = std::max(last_seq, store_->applied_seq());
+  Report(last_seq, true);
+  return true;
+}
+
+void Follower::Run() {
+  const std::string log_prefix = absl::StrCat(options_.prefix, "/log/");
+  int64_t last_seq = store_->applied_seq();
+  while (!stopping()) {
+    // The stream first, then the catch-up: an entry committed in between
+    // is both read and announced, never missed.
+    absl::StatusOr<std::unique_ptr<storage::etcd::WatchStream>> stream =
+        client_->Watch(log_prefix, storage::etcd::PrefixEnd(log_prefix), 0,
+                       options_.resync);
+    if (!stream.ok()) {
+      std::fprintf(stderr, "phalanxd: follower: watch: %s\n",
+                   stream.status().ToString().c_str());
+      Report(last_seq, false);
+      if (!Wait(options_.retry)) break;
+      continue;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) break;
+      stream_ = stream->get();
+    }
+    // Bounded by the stream's lifetime (options_.resync) and Stop.
+    bool healthy = true;
+    while (!stopping()) {
+      if (!CatchUp(last_seq)) {
+        healthy = false;
+        break;
+      }
+      absl::StatusOr<etcdserverpb::WatchResponse> response = (*stream)->Read();
+      if (!response.ok()) break;  // expired, cancelled or broken: renew
+      for (const auto& event : response->events()) {
+        last_seq = std::max(last_seq, SeqOfKey(event.kv().key()));
+      }
+      Report(last_seq, true);
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      stream_ = nullptr;
+    }
+    stream->reset();
+    if (!healthy && !Wait(options_.retry)) break;
+  }
+}
+
+}  // namespace phalanx::server

@@ -1,0 +1,89 @@
+// Follower: the apply loop of an HA replica that does not lead
+// (docs/ha.md). One thread keeps the local store caught up with the
+// replicated log: an etcd Watch on PREFIX/log/ is only a wake-up, and every
+// wake-up (and every `resync` period, when the stream is renewed) applies
+// what is new through EtcdStateStore::CatchUp — the one apply path, the same
+// a restart and a promotion use. Each entry CatchUp applies is handed to
+// Hooks::on_batch, in log order, so the replica's read view follows the
+// leader's revision by revision; when the store's applied seq moved without
+// its entries (a snapshot installed the state wholesale) Hooks::on_reset
+// runs instead. Hooks::on_progress reports the applied seq, the last seq
+// seen in the log, and whether this replica is caught up.
+//
+// Owns its thread; Start and Stop from one thread. The hooks run on the
+// follower's thread. While it runs, the follower is the store's only
+// writer; once Stop returns the store is the caller's again.
+#ifndef PHALANX_SERVER_FOLLOWER_H_
+#define PHALANX_SERVER_FOLLOWER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/state_store.h"
+#include "storage/etcd/etcd_client.h"
+#include "storage/etcd/etcd_state_store.h"
+
+namespace phalanx::server {
+
+struct FollowerProgress {
+  int64_t applied_seq = 0;
+  int64_t last_seq = 0;  // the highest log seq seen (applied or announced)
+  bool caught_up = false;
+};
+
+class Follower {
+ public:
+  struct Hooks {
+    std::function<void(const core::Mutation& mutation)> on_batch;
+    std::function<void()> on_reset;
+    std::function<void(const FollowerProgress& progress)> on_progress;
+  };
+  struct Options {
+    std::string prefix;  // "/phalanx/NAME"
+    // Caught up while at most this many entries behind the last seen.
+    int64_t max_lag_entries = 4;
+    // Each Watch stream lives this long; then a fresh catch-up and stream.
+    absl::Duration resync = absl::Seconds(10);
+    // Wait after a failed catch-up or watch before trying again.
+    absl::Duration retry = absl::Milliseconds(500);
+  };
+
+  // `client` and `store` must outlive the follower. Installs the store's
+  // apply listener (which stays after Stop, so a promotion's last CatchUp
+  // still reaches on_batch; the caller clears it once it leads).
+  Follower(storage::etcd::EtcdClient* client,
+           storage::etcd::EtcdStateStore* store, Options options, Hooks hooks);
+  ~Follower();  // Stop()
+
+  void Start();
+  // Ends the watch and joins the thread; idempotent.
+  void Stop();
+
+ private:
+  void Run();
+  // One catch-up; false when it failed.
+  bool CatchUp(int64_t& last_seq);
+  void Report(int64_t last_seq, bool healthy);
+  bool stopping() const;
+  // Waits for `d` or Stop; false once stopping.
+  bool Wait(absl::Duration d);
+
+  storage::etcd::EtcdClient* const client_;
+  storage::etcd::EtcdStateStore* const store_;
+  const Options options_;
+  const Hooks hooks_;
+  int64_t listened_seq_ = 0;  // follower thread: the last seq on_batch saw
+  std::thread thread_;
+  mutable absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  storage::etcd::WatchStream* stream_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
+
+}  // namespace phalanx::server
+
+#endif  // PHALANX_SERVER_FOLLOWER_H_

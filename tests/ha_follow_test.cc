@@ -1,0 +1,671 @@
+// HA followers end to end (docs/ha.md): real phalanxd replicas against a
+// real 3-member etcd cluster on loopback. Followers serve the leader's reads
+// and watches at the leader's revisions; writes to a follower are refused
+// with the leader's address, which phalanxctl and the Python client follow;
+// a paused leader never commits again; a leader killed under load loses no
+// acknowledged write; a replica with an empty data dir catches up; etcd
+// members die one at a time. Skipped only when /usr/bin/etcd is absent.
+// Every wait is bounded; nothing asserts a duration (the times seen are
+// printed).
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/auth_client.h"
+#include "tests/daemon.h"
+#include "tests/etcd_cluster.h"
+
+namespace phalanx::testing {
+namespace {
+
+constexpr int kServing = 1, kNotServing = 2;
+const char kLeader[] = "phalanx.v1.Leader";
+
+// Polls `condition` every 50 ms, at most `tries` times; returns its last
+// value.
+bool Eventually(const std::function<bool()>& condition, int tries = 400) {
+  for (int i = 0; i < tries; ++i) {
+    if (condition()) return true;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return condition();
+}
+
+// The output and exit code of a shell command.
+struct Ran {
+  int exit_code = -1;
+  std::string output;
+};
+Ran RunShell(const std::string& command) {
+  Ran ran;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return ran;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
+    ran.output.append(buffer, n);
+  }
+  const int status = pclose(pipe);
+  ran.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return ran;
+}
+
+v1::ListGangsResponse ListAll(v1::Scheduler::Stub& stub) {
+  v1::ListGangsRequest request;
+  request.set_page_size(1000);
+  v1::ListGangsResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  grpc::Status status = stub.ListGangs(&context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response;
+}
+
+// The revision a replica's reads are at; -1 when it does not answer.
+int64_t ReadRevision(v1::Scheduler::Stub& stub) {
+  v1::ListGangsRequest request;
+  request.set_page_size(1);
+  v1::ListGangsResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  if (!stub.ListGangs(&context, request, &response).ok()) return -1;
+  return response.revision();
+}
+
+// The first `count` events (bookmarks skipped) after `after`, read within
+// 10 s.
+std::vector<v1::GangEvent> Watch(v1::Scheduler::Stub& stub, int64_t after,
+                                 int count) {
+  v1::WatchGangsRequest request;
+  request.set_after_revision(after);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  auto reader = stub.WatchGangs(&context, request);
+  std::vector<v1::GangEvent> events;
+  v1::GangEvent event;
+  while (static_cast<int>(events.size()) < count && reader->Read(&event)) {
+    if (event.type() != v1::EVENT_TYPE_BOOKMARK) events.push_back(event);
+  }
+  context.TryCancel();
+  (void)reader->Finish();
+  return events;
+}
+
+std::string Key(const v1::GangEvent& event) {
+  return absl::StrCat(event.revision(), ":", event.gang().id(), ":",
+                      event.type(), ":", event.gang().state());
+}
+
+class HaFollowTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!EtcdCluster::Available()) {
+      GTEST_SKIP() << EtcdCluster::kEtcdPath
+                   << " is absent: install etcd-server to run the HA tests";
+    }
+    cluster_ = std::make_unique<EtcdCluster>(3);
+    ASSERT_TRUE(cluster_->Start()) << cluster_->logs();
+  }
+
+  // A replica (not started) with a 2 s lease; it advertises its bound port.
+  std::unique_ptr<DaemonProcess> Replica(const std::string& id) {
+    return StartDemoDaemon(
+        {"--etcd-endpoints=" + absl::StrJoin(cluster_->endpoints(), ","),
+         "--replica-id=" + id, "--etcd-prefix=/phalanx/follow",
+         "--etcd-lease-ttl=2s"});
+  }
+
+  // Starts a leader and `followers` followers (in that order).
+  void StartReplicas(int followers) {
+    replicas_.push_back(Replica("r0"));
+    ASSERT_TRUE(replicas_[0]->Start()) << replicas_[0]->output();
+    ASSERT_TRUE(Eventually([&] {
+      return HealthStatus(replicas_[0]->channel(), kLeader) == kServing;
+    })) << replicas_[0]->output();
+    for (int i = 1; i <= followers; ++i) {
+      replicas_.push_back(Replica(absl::StrCat("r", i)));
+      ASSERT_TRUE(replicas_.back()->Start()) << replicas_.back()->output();
+    }
+  }
+
+  // Waits until `stub` reads, as `token`, at `revision` or later.
+  static bool ReachesRevisionAs(v1::Scheduler::Stub& stub, int64_t revision,
+                                const std::string& token) {
+    return Eventually([&] {
+      auto context = WithToken(token);
+      v1::ListGangsRequest request;
+      request.set_page_size(1);
+      v1::ListGangsResponse response;
+      return stub.ListGangs(context.get(), request, &response).ok() &&
+             response.revision() >= revision;
+    });
+  }
+
+  // Waits until `replica` reads at `revision` or later.
+  static bool ReachesRevision(DaemonProcess& replica, int64_t revision) {
+    auto stub = replica.Scheduler();
+    return Eventually([&] { return ReadRevision(*stub) >= revision; });
+  }
+
+  // The index of the replica reporting Leader SERVING among the running
+  // ones other than `except`, waiting for one; -1 when none does.
+  int NewLeader(int except) {
+    int found = -1;
+    Eventually([&] {
+      for (size_t i = 0; i < replicas_.size(); ++i) {
+        if (static_cast<int>(i) == except || replicas_[i]->pid() <= 0) continue;
+        if (HealthStatus(replicas_[i]->channel(), kLeader) == kServing) {
+          found = static_cast<int>(i);
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+
+  std::unique_ptr<EtcdCluster> cluster_;
+  std::vector<std::unique_ptr<DaemonProcess>> replicas_;
+};
+
+TEST_F(HaFollowTest, FollowersServeTheLeadersReadsAndWatchesAtItsRevisions) {
+  StartReplicas(2);
+  DaemonProcess& leader = *replicas_[0];
+  auto stub = leader.Scheduler();
+  std::vector<v1::Gang> gangs;
+  for (int i = 0; i < 3; ++i) {
+    gangs.push_back(SubmitOk(*stub, SubmitRequest("a", 1, 8, "rack")));
+  }
+  {
+    v1::CancelGangRequest cancel;
+    cancel.set_gang_id(gangs[1].id());
+    v1::CancelGangResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->CancelGang(&context, cancel, &response).ok());
+  }
+  const v1::ListGangsResponse on_leader = ListAll(*stub);
+  for (int f = 1; f <= 2; ++f) {
+    DaemonProcess& follower = *replicas_[f];
+    const absl::Time acknowledged = absl::Now();
+    ASSERT_TRUE(ReachesRevision(follower, on_leader.revision()))
+        << follower.output();
+    std::printf("follower %d read the leader's revision %.1f ms later\n", f,
+                absl::ToDoubleMilliseconds(absl::Now() - acknowledged));
+    EXPECT_EQ(HealthStatus(follower.channel(), ""), kServing);
+    EXPECT_EQ(HealthStatus(follower.channel(), kLeader), kNotServing);
+    auto follower_stub = follower.Scheduler();
+    const v1::ListGangsResponse listed = ListAll(*follower_stub);
+    EXPECT_EQ(listed.revision(), on_leader.revision());
+    ASSERT_EQ(listed.gangs_size(), on_leader.gangs_size());
+    for (int i = 0; i < listed.gangs_size(); ++i) {
+      EXPECT_EQ(listed.gangs(i).SerializeAsString(),
+                on_leader.gangs(i).SerializeAsString())
+          << listed.gangs(i).DebugString() << on_leader.gangs(i).DebugString();
+    }
+    EXPECT_EQ(GetOk(*follower_stub, gangs[0].id()).SerializeAsString(),
+              GetOk(*stub, gangs[0].id()).SerializeAsString());
+  }
+  EXPECT_EQ(HealthStatus(leader.channel(), ""), kServing);
+
+  // A watch read on the leader resumes on a follower from its last revision.
+  const std::vector<v1::GangEvent> first = Watch(*stub, 0, 2);
+  ASSERT_EQ(first.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    gangs.push_back(SubmitOk(*stub, SubmitRequest("b", 1, 8)));
+  }
+  const int64_t now = ListAll(*stub).revision();
+  ASSERT_TRUE(ReachesRevision(*replicas_[2], now));
+  const int64_t resume = first.back().revision();
+  const int rest = 6;  // at least the two submits' events
+  auto follower_stub = replicas_[2]->Scheduler();
+  const std::vector<v1::GangEvent> on_follower =
+      Watch(*follower_stub, resume, rest);
+  const std::vector<v1::GangEvent> on_leader_too = Watch(*stub, resume, rest);
+  ASSERT_FALSE(on_follower.empty());
+  ASSERT_EQ(on_follower.size(), on_leader_too.size());
+  for (size_t i = 0; i < on_follower.size(); ++i) {
+    EXPECT_EQ(Key(on_follower[i]), Key(on_leader_too[i]));
+    EXPECT_EQ(on_follower[i].SerializeAsString(),
+              on_leader_too[i].SerializeAsString());
+  }
+  EXPECT_GT(on_follower.front().revision(), resume);
+  // How far behind a follower reads (printed, not asserted): submit on the
+  // leader, poll the follower until it reads that revision.
+  std::vector<double> lags_ms;
+  for (int i = 0; i < 10; ++i) {
+    v1::SubmitGangResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(
+        stub->SubmitGang(&context, SubmitRequest("b", 1, 1), &response).ok());
+    const absl::Time acked = absl::Now();
+    for (int poll = 0; poll < 5000; ++poll) {
+      if (ReadRevision(*follower_stub) >= response.revision()) break;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    lags_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - acked));
+  }
+  std::sort(lags_ms.begin(), lags_ms.end());
+  std::printf(
+      "follower read lag after an acknowledged submit: p50 %.1f ms, "
+      "max %.1f ms (10 submits)\n",
+      lags_ms[lags_ms.size() / 2], lags_ms.back());
+  // The metrics say who leads.
+  EXPECT_NE(HttpGet(leader.metrics_port(), "/metrics").find("phalanx_leader 1"),
+            std::string::npos);
+  const std::string follower_metrics =
+      HttpGet(replicas_[2]->metrics_port(), "/metrics");
+  EXPECT_NE(follower_metrics.find("phalanx_leader 0"), std::string::npos);
+  EXPECT_NE(follower_metrics.find("phalanx_follower_applied_seq"),
+            std::string::npos);
+}
+
+TEST_F(HaFollowTest, AWriteToAFollowerNamesTheLeaderAndClientsFollowIt) {
+  StartReplicas(1);
+  DaemonProcess& leader = *replicas_[0];
+  DaemonProcess& follower = *replicas_[1];
+  auto follower_stub = follower.Scheduler();
+  {
+    v1::SubmitGangResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    grpc::Status status = follower_stub->SubmitGang(
+        &context, SubmitRequest("a", 1, 8, "", "to-follower"), &response);
+    ASSERT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+        << status.error_message();
+    const auto& trailers = context.GetServerTrailingMetadata();
+    auto hint = trailers.find("phalanx-leader");
+    ASSERT_NE(hint, trailers.end()) << status.error_message();
+    EXPECT_EQ(std::string(hint->second.data(), hint->second.size()),
+              leader.address());
+  }
+  auto stub = leader.Scheduler();
+  EXPECT_EQ(ListAll(*stub).gangs_size(), 0);  // refused before anything
+
+  // phalanxctl, given the follower first, lands the submit on the leader.
+  const Ran ctl = RunShell(absl::StrCat(
+      PHALANXCTL_PATH, " --server ", follower.address(), ",", leader.address(),
+      " submit --queue a --pods 1 --gpus 8 --request-id ctl-1 -o json"));
+  ASSERT_EQ(ctl.exit_code, 0) << ctl.output;
+  // And only the follower: the hint is the only way to the leader.
+  const Ran only_follower = RunShell(absl::StrCat(
+      PHALANXCTL_PATH, " --server ", follower.address(),
+      " submit --queue a --pods 1 --gpus 8 --request-id ctl-2 -o json"));
+  ASSERT_EQ(only_follower.exit_code, 0) << only_follower.output;
+  // Reads stay on the follower.
+  const Ran get = RunShell(absl::StrCat(PHALANXCTL_PATH, " --server ",
+                                        follower.address(), " list -o json"));
+  EXPECT_EQ(get.exit_code, 0) << get.output;
+
+  // The Python client, given only the follower, likewise.
+  if (std::string gen = PHALANX_PYTHON_GEN; !gen.empty()) {
+    const Ran py = RunShell(absl::StrCat(
+        "PYTHONPATH=", gen, ":", PHALANX_PYTHON_SRC,
+        " /usr/bin/python3 -c '"
+        "import phalanx; c = phalanx.Client([\"",
+        follower.address(),
+        "\"]); g = c.submit(queue=\"a\", pods=1, gpus=8, request_id=\"py-1\");"
+        " print(\"landed\", g.id, c.address)'"));
+    EXPECT_EQ(py.exit_code, 0) << py.output;
+    EXPECT_NE(py.output.find(absl::StrCat(" ", leader.address())),
+              std::string::npos)
+        << py.output;
+  }
+  std::set<std::string> request_ids;
+  const v1::ListGangsResponse landed = ListAll(*stub);
+  for (const v1::Gang& gang : landed.gangs()) {
+    request_ids.insert(gang.spec().request_id());
+  }
+  EXPECT_TRUE(request_ids.count("ctl-1")) << absl::StrJoin(request_ids, ",");
+  EXPECT_TRUE(request_ids.count("ctl-2")) << absl::StrJoin(request_ids, ",");
+  if (std::string(PHALANX_PYTHON_GEN).size() > 0) {
+    EXPECT_TRUE(request_ids.count("py-1")) << absl::StrJoin(request_ids, ",");
+  }
+}
+
+TEST_F(HaFollowTest, APausedLeaderNeverCommitsOrLeadsAgain) {
+  StartReplicas(1);
+  DaemonProcess& old_leader = *replicas_[0];
+  auto old_stub = old_leader.Scheduler();
+  SubmitOk(*old_stub, SubmitRequest("a", 1, 8, "", "before-pause"));
+  const absl::Time paused = absl::Now();
+  old_leader.Signal(SIGSTOP);
+  // A write sent to the paused leader waits in its socket.
+  grpc::Status late_status;
+  std::thread late([&] {
+    v1::SubmitGangResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    late_status = old_stub->SubmitGang(
+        &context, SubmitRequest("a", 1, 8, "", "to-paused-leader"), &response);
+  });
+  const int next = NewLeader(0);
+  ASSERT_EQ(next, 1) << replicas_[1]->output();
+  std::printf("a follower led %.2f s after the pause (lease TTL 2 s)\n",
+              absl::ToDoubleSeconds(absl::Now() - paused));
+  auto new_stub = replicas_[1]->Scheduler();
+  SubmitOk(*new_stub, SubmitRequest("a", 1, 8, "", "after-takeover"));
+
+  const absl::Time resumed = absl::Now();
+  old_leader.Signal(SIGCONT);
+  late.join();
+  // The late write was never acknowledged, and never committed.
+  EXPECT_FALSE(late_status.ok());
+  // The old leader stops (exits) rather than report itself the leader.
+  ASSERT_TRUE(Eventually(
+      [&] { return HealthStatus(old_leader.channel(), kLeader) != kServing; }));
+  std::printf("the old leader stopped reporting Leader %.2f s after SIGCONT\n",
+              absl::ToDoubleSeconds(absl::Now() - resumed));
+  const v1::ListGangsResponse listed = ListAll(*new_stub);
+  std::set<std::string> request_ids;
+  for (const v1::Gang& gang : listed.gangs()) {
+    request_ids.insert(gang.spec().request_id());
+  }
+  EXPECT_EQ(request_ids,
+            (std::set<std::string>{"after-takeover", "before-pause"}));
+  EXPECT_EQ(HealthStatus(replicas_[1]->channel(), kLeader), kServing);
+  // The new leader still commits.
+  SubmitOk(*new_stub, SubmitRequest("a", 1, 8, "", "after-resume"));
+}
+
+// No GPU is held by two non-final gangs (a final gang keeps the placement
+// it released); returns how many are held.
+int CheckNoGpuTwice(const v1::ListGangsResponse& listed) {
+  std::set<std::pair<std::string, int>> held;
+  int count = 0;
+  for (const v1::Gang& gang : listed.gangs()) {
+    if (gang.state() == v1::GANG_STATE_CANCELLED ||
+        gang.state() == v1::GANG_STATE_SUCCEEDED ||
+        gang.state() == v1::GANG_STATE_FAILED) {
+      continue;
+    }
+    for (const v1::PodPlacement& pod : gang.placement()) {
+      for (int gpu : pod.gpu_indices()) {
+        EXPECT_TRUE(held.insert({pod.node(), gpu}).second)
+            << pod.node() << " GPU " << gpu << " held twice";
+        ++count;
+      }
+    }
+  }
+  return count;
+}
+
+TEST_F(HaFollowTest, KillingTheLeaderUnderLoadLosesNoAcknowledgedWrite) {
+  StartReplicas(2);
+  DaemonProcess& leader = *replicas_[0];
+  // Two writers, bounded: submits with request ids, every other one
+  // cancelled. Acknowledged ones are recorded.
+  std::mutex mu;
+  std::map<std::string, std::string> submitted;  // request id -> gang id
+  std::set<std::string> cancelled;               // gang ids
+  std::atomic<int> acknowledged{0};
+  auto writer = [&](int w) {
+    auto stub = leader.Scheduler();
+    for (int i = 0; i < 60; ++i) {
+      const std::string request_id = absl::StrCat("w", w, "-", i);
+      v1::SubmitGangResponse response;
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+      if (!stub->SubmitGang(&context, SubmitRequest("a", 1, 1, "", request_id),
+                            &response)
+               .ok()) {
+        return;  // the leader is gone
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        submitted[request_id] = response.gang().id();
+      }
+      ++acknowledged;
+      if (i % 2 == 1) continue;
+      v1::CancelGangRequest cancel;
+      cancel.set_gang_id(response.gang().id());
+      v1::CancelGangResponse cancel_response;
+      grpc::ClientContext cancel_context;
+      cancel_context.set_deadline(
+          absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+      if (!stub->CancelGang(&cancel_context, cancel, &cancel_response).ok()) {
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      cancelled.insert(response.gang().id());
+    }
+  };
+  std::thread w0(writer, 0), w1(writer, 1);
+  // Kill once some writes are acknowledged (or the load is over).
+  Eventually([&] { return acknowledged.load() >= 20; });
+  const absl::Time killed = absl::Now();
+  leader.Kill9();
+  w0.join();
+  w1.join();
+  const int next = NewLeader(0);
+  ASSERT_GT(next, 0);
+  std::printf("%d submits acknowledged; a follower led %.2f s after kill -9\n",
+              acknowledged.load(), absl::ToDoubleSeconds(absl::Now() - killed));
+  auto stub = replicas_[next]->Scheduler();
+  const v1::ListGangsResponse listed = ListAll(*stub);
+  std::map<std::string, v1::Gang> by_id;
+  std::map<std::string, int> request_ids;
+  for (const v1::Gang& gang : listed.gangs()) {
+    by_id[gang.id()] = gang;
+    ++request_ids[gang.spec().request_id()];
+  }
+  for (const auto& [request_id, count] : request_ids) {
+    EXPECT_EQ(count, 1) << request_id << " is there twice";
+  }
+  for (const auto& [request_id, id] : submitted) {
+    ASSERT_TRUE(by_id.count(id)) << request_id << " (" << id << ") was lost";
+    EXPECT_EQ(by_id[id].spec().request_id(), request_id);
+  }
+  for (const std::string& id : cancelled) {
+    EXPECT_EQ(by_id[id].state(), v1::GANG_STATE_CANCELLED) << id;
+  }
+  CheckNoGpuTwice(listed);
+  // Request ids survive the failover: a repeat returns the same gang.
+  for (const auto& [request_id, id] : submitted) {
+    v1::SubmitGangResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->SubmitGang(&context,
+                                 SubmitRequest("a", 1, 1, "", request_id),
+                                 &response)
+                    .ok());
+    EXPECT_FALSE(response.created()) << request_id;
+    EXPECT_EQ(response.gang().id(), id);
+    break;  // one is enough; the listing above covers the rest
+  }
+  // The other follower follows the new leader.
+  const int other = next == 1 ? 2 : 1;
+  SubmitOk(*stub, SubmitRequest("b", 1, 8));
+  ASSERT_TRUE(ReachesRevision(*replicas_[other], ListAll(*stub).revision()));
+  EXPECT_EQ(ListAll(*replicas_[other]->Scheduler()).SerializeAsString(),
+            ListAll(*stub).SerializeAsString());
+}
+
+TEST_F(HaFollowTest, AuthAppliesOnAFollowerAsOnTheLeader) {
+  const std::string admin = "admin-token-0123456789";
+  const std::string viewer = "viewer-token-0123456789";
+  const std::string tenant_b = "tenant-b-token-0123456789";
+  const std::string auth =
+      AuthJson({PrincipalJson("ops", admin, {"ROLE_ADMIN"}),
+                PrincipalJson("dash", viewer, {"ROLE_VIEWER"}),
+                PrincipalJson("team-b", tenant_b, {"ROLE_TENANT"}, {"b"})});
+  for (int i = 0; i < 2; ++i) {
+    replicas_.push_back(Replica(absl::StrCat("r", i)));
+    replicas_[i]->AddArgs(
+        {"--auth=" + replicas_[i]->WriteFile("auth.json", auth)});
+    ASSERT_TRUE(replicas_[i]->Start()) << replicas_[i]->output();
+    if (i == 0) {
+      ASSERT_TRUE(Eventually([&] {
+        return HealthStatus(replicas_[0]->channel(), kLeader) == kServing;
+      })) << replicas_[0]->output();
+    }
+  }
+  auto leader = replicas_[0]->Scheduler();
+  auto follower = replicas_[1]->Scheduler();
+  v1::SubmitGangResponse submitted;
+  {
+    auto context = WithToken(admin);
+    ASSERT_TRUE(
+        leader->SubmitGang(context.get(), SubmitRequest("a", 1, 8), &submitted)
+            .ok());
+  }
+  ASSERT_TRUE(ReachesRevisionAs(*follower, submitted.revision(), viewer));
+  auto get = [&](v1::Scheduler::Stub& stub, const std::string& token) {
+    auto context = WithToken(token);
+    v1::GetGangRequest request;
+    request.set_gang_id(submitted.gang().id());
+    v1::GetGangResponse response;
+    return stub.GetGang(context.get(), request, &response).error_code();
+  };
+  auto submit = [&](v1::Scheduler::Stub& stub, const std::string& token) {
+    auto context = WithToken(token);
+    v1::SubmitGangResponse response;
+    return stub.SubmitGang(context.get(), SubmitRequest("a", 1, 8), &response)
+        .error_code();
+  };
+  // The same answers on both, for the same callers.
+  for (const std::string& token :
+       {std::string(), std::string("wrong-token-0123"), viewer, tenant_b}) {
+    EXPECT_EQ(get(*follower, token), get(*leader, token)) << token;
+  }
+  EXPECT_EQ(get(*follower, ""), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(get(*follower, viewer), grpc::StatusCode::OK);
+  EXPECT_EQ(get(*follower, tenant_b), grpc::StatusCode::NOT_FOUND);  // scope
+  // A write is checked first, then redirected: refused callers are refused
+  // as on the leader, allowed ones are sent to it.
+  EXPECT_EQ(submit(*follower, ""), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(submit(*follower, viewer), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(submit(*leader, viewer), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(submit(*follower, admin), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(HaFollowTest, ALeaseDoesNotLapseBecauseOfTheFailover) {
+  StartReplicas(1);
+  auto stub = replicas_[0]->Scheduler();
+  v1::SubmitGangRequest request = SubmitRequest("a", 1, 8, "", "leased");
+  request.mutable_spec()->mutable_lease_duration()->set_seconds(1);
+  const v1::Gang leased = SubmitOk(*stub, request);
+  ASSERT_EQ(leased.state(), v1::GANG_STATE_ADMITTED);
+  // Nobody renews it while the leader dies and a follower takes over (more
+  // than the 1 s lease: a TTL of 2 s at least); the new leader restores it
+  // like a restart does, with the start-up grace.
+  replicas_[0]->Kill9();
+  ASSERT_EQ(NewLeader(0), 1) << replicas_[1]->output();
+  auto new_stub = replicas_[1]->Scheduler();
+  SubmitOk(*new_stub, SubmitRequest("b", 1, 1));  // a batch, a cycle
+  const v1::Gang after = GetOk(*new_stub, leased.id());
+  EXPECT_EQ(after.state(), v1::GANG_STATE_ADMITTED) << after.DebugString();
+  // And it can still be renewed there.
+  v1::RenewGangLeaseRequest renew;
+  renew.set_gang_id(leased.id());
+  v1::RenewGangLeaseResponse renewed;
+  grpc::ClientContext context;
+  EXPECT_TRUE(new_stub->RenewGangLease(&context, renew, &renewed).ok());
+}
+
+TEST_F(HaFollowTest, AReplicaWithAnEmptyDataDirCatchesUp) {
+  StartReplicas(0);
+  auto stub = replicas_[0]->Scheduler();
+  for (int i = 0; i < 5; ++i) SubmitOk(*stub, SubmitRequest("a", 1, 8));
+  const v1::ListGangsResponse on_leader = ListAll(*stub);
+  auto fresh = Replica("fresh");  // a new temporary data dir
+  ASSERT_TRUE(fresh->Start()) << fresh->output();
+  ASSERT_TRUE(ReachesRevision(*fresh, on_leader.revision()));
+  EXPECT_EQ(HealthStatus(fresh->channel(), ""), kServing);
+  EXPECT_EQ(ListAll(*fresh->Scheduler()).SerializeAsString(),
+            on_leader.SerializeAsString());
+}
+
+TEST_F(HaFollowTest, EtcdMembersDieOneAtATime) {
+  StartReplicas(1);
+  auto submit = [&](int replica, const std::string& request_id) {
+    v1::SubmitGangResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(15)));
+    return replicas_[replica]->Scheduler()->SubmitGang(
+        &context, SubmitRequest("a", 1, 8, "", request_id), &response);
+  };
+  // Submits on whichever replica leads (the request id makes a repeat
+  // harmless); returns the replica that acknowledged, or -1.
+  auto submit_on_leader = [&](const std::string& request_id) {
+    int acknowledged = -1;
+    Eventually(
+        [&] {
+          for (int i = 0; i < static_cast<int>(replicas_.size()); ++i) {
+            if (submit(i, request_id).ok()) {
+              acknowledged = i;
+              return true;
+            }
+          }
+          return false;
+        },
+        100);
+    return acknowledged;
+  };
+  ASSERT_TRUE(submit(0, "quorum-3").ok());
+  // With 2 of 3 members the service stays up: the clients move to a live
+  // member. (While etcd elects a new raft leader, lease renewals fail; with
+  // a short lease the replica may give leadership up, and the other one
+  // takes over: either way a replica takes the write.)
+  cluster_->Kill(0);
+  const int leader = submit_on_leader("quorum-2");
+  replicas_[0]->ReadOutput();
+  ASSERT_GE(leader, 0) << replicas_[0]->output();
+  const int other = 1 - leader;
+  if (other == 0) {
+    // r0 gave leadership up and exited: it comes back as a follower.
+    replicas_[0]->Kill9();
+    ASSERT_TRUE(replicas_[0]->Start()) << replicas_[0]->output();
+  }
+  ASSERT_TRUE(ReachesRevision(
+      *replicas_[other], ListAll(*replicas_[leader]->Scheduler()).revision()));
+  // Without quorum a write fails (the leader cannot commit, so it stops) and
+  // is not acknowledged.
+  cluster_->Kill(1);
+  const grpc::Status lost = submit(leader, "quorum-1");
+  EXPECT_FALSE(lost.ok());
+  std::printf("without quorum: %d %s\n", lost.error_code(),
+              lost.error_message().c_str());
+  EXPECT_TRUE(lost.error_code() == grpc::StatusCode::UNAVAILABLE ||
+              lost.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+      << lost.error_message();
+  // Quorum back: a replica leads again (the follower, or the old leader
+  // restarted) with every acknowledged write and nothing half-written.
+  ASSERT_TRUE(cluster_->Restart(1)) << cluster_->logs();
+  int next = NewLeader(-1);
+  if (next < 0) {
+    // Both stopped (a replica exits when it cannot renew for a lease TTL):
+    // restart them on their data.
+    for (auto& replica : replicas_) {
+      replica->Kill9();
+      ASSERT_TRUE(replica->Start()) << replica->output();
+    }
+    next = NewLeader(-1);
+  }
+  ASSERT_GE(next, 0);
+  auto leader_stub = replicas_[next]->Scheduler();
+  const v1::ListGangsResponse listed = ListAll(*leader_stub);
+  std::map<std::string, int> request_ids;
+  for (const v1::Gang& gang : listed.gangs()) {
+    ++request_ids[gang.spec().request_id()];
+  }
+  EXPECT_EQ(request_ids["quorum-3"], 1);
+  EXPECT_EQ(request_ids["quorum-2"], 1);
+  EXPECT_LE(request_ids["quorum-1"], 1);  // unknown outcome, never twice
+  CheckNoGpuTwice(listed);
+}
+
+}  // namespace
+}  // namespace phalanx::testing
