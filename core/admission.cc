@@ -358,9 +358,17 @@ std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
     taken[i] =
         reserved_slot_[i] >= 0 || HeldForOther(static_cast<int>(i), gang->id);
   }
+  // No running gang is expected to end before the earliest of their ends:
+  // a bound that lets the plan skip domains that cannot win.
+  absl::Time earliest_end = absl::InfiniteFuture();
+  for (const GangId& id : active_) {
+    if (const GangPtr running = FindGang(id)) {
+      earliest_end = std::min(earliest_end, ExpectedEnd(*running, now));
+    }
+  }
   std::optional<Reservation> reservation = PlanReservation(
       *gang, fleet_, taken, [this](const GangId& id) { return FindGang(id); },
-      now);
+      now, earliest_end);
   if (!reservation) return std::nullopt;
   const int index = static_cast<int>(reservations_.size());
   for (int slot : ReservedSlots(*reservation)) {
