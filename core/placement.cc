@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -810,6 +811,7 @@ PlacementResult PlaceInOrder(const GangSpec& spec, Fleet& fleet,
   std::vector<std::vector<PodPlacement>> per_set(spec.pod_sets.size());
   std::set<std::string> groups_placed;
   PlacementResult result;
+  size_t unheld = per_set.size();  // the set placed but not held, if any
   for (size_t i : order) {
     if (!result.reason.empty()) break;
     const PodSetSpec& set = spec.pod_sets[i];
@@ -831,14 +833,21 @@ PlacementResult PlaceInOrder(const GangSpec& spec, Fleet& fleet,
       break;
     }
     per_set[i] = *std::move(pods);
-    if (options.basis == CapacityBasis::kFree) {
+    // The last set placed is held only if a later one must see it.
+    if (i == order.back()) {
+      unheld = i;
+    } else if (options.basis == CapacityBasis::kFree) {
       PHALANX_CHECK(fleet.Allocate(probe, per_set[i]).ok());
     }
   }
-  for (std::vector<PodPlacement>& pods : per_set) {
-    result.pods.insert(result.pods.end(), pods.begin(), pods.end());
+  for (size_t i = 0; i < per_set.size(); ++i) {
+    std::vector<PodPlacement>& pods = per_set[i];
+    if (options.basis == CapacityBasis::kFree && i != unheld) {
+      fleet.Release(probe, pods);
+    }
+    result.pods.insert(result.pods.end(), std::make_move_iterator(pods.begin()),
+                       std::make_move_iterator(pods.end()));
   }
-  if (options.basis == CapacityBasis::kFree) fleet.Release(probe, result.pods);
   result.placed = result.reason.empty();
   if (!result.placed) result.pods.clear();
   return result;
@@ -900,9 +909,15 @@ std::string PlacementShapeKey(const GangSpec& spec) {
 PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
                           const PlacementOptions& options) {
   const CapacityBasis basis = options.basis;
+  // Placement holds a pod set under `probe` only while another set is
+  // placed after it (a group holds its members), so a gang of one
+  // ungrouped pod set needs no copy of its spec.
   Gang probe;
   probe.id = GangId("\x01probe");
-  probe.spec = spec;
+  if (spec.pod_sets.size() > 1 ||
+      (!spec.pod_sets.empty() && !spec.pod_sets[0].group.empty())) {
+    probe.spec = spec;
+  }
   const std::vector<std::string>& fleet_models = fleet.Models();
   PlacementResult first_failure;
   for (const std::string* model : ModelChoices(spec, fleet_models)) {
