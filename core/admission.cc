@@ -358,9 +358,13 @@ std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
     taken[i] =
         reserved_slot_[i] >= 0 || HeldForOther(static_cast<int>(i), gang->id);
   }
+  // No running gang is expected to end before the earliest of their ends:
+  // a bound that lets the plan skip domains that cannot win.
+  const absl::Time earliest_end =
+      active_ends_.empty() ? absl::InfiniteFuture() : *active_ends_.begin();
   std::optional<Reservation> reservation = PlanReservation(
       *gang, fleet_, taken, [this](const GangId& id) { return FindGang(id); },
-      now);
+      now, earliest_end);
   if (!reservation) return std::nullopt;
   const int index = static_cast<int>(reservations_.size());
   for (int slot : ReservedSlots(*reservation)) {
@@ -528,9 +532,11 @@ void Scheduler::RunCycle(absl::Time now) {
 void Scheduler::StampUnreached(const std::string& reason) {
   for (auto& [key, group] : pending_.groups()) {
     // A group that failed at this epoch was reached (or is known to fail):
-    // its reasons are true.
+    // its reasons are true. A group stamped with this reason already needs
+    // only the members that joined or changed since.
+    const bool again = group.stamped == reason;
     if (group.members.empty() || group.failed_epoch == capacity_epoch_ ||
-        group.stamped == reason) {
+        (again && group.unstamped.empty())) {
       continue;
     }
     // A gang holding a reservation keeps saying so, and one an attempt
@@ -538,16 +544,32 @@ void Scheduler::StampUnreached(const std::string& reason) {
     // them every time the cycle stops at another place would only churn
     // writes).
     bool all = true;
-    for (const PendingKey& member : group.members) {
-      if (ReservationOf(member.id) != nullptr) {
+    bool changed = false;
+    auto stamp = [&](const GangId& id) {
+      if (ReservationOf(id) != nullptr) {
         all = false;
-        continue;
+        return;
       }
-      const GangPtr& gang = gangs_.at(member.id);
-      if (gang->reason.starts_with("NO_FIT")) continue;
+      const GangPtr& gang = gangs_.at(id);
+      if (gang->reason.starts_with("NO_FIT")) return;
+      changed |= gang->reason != reason;
       SetReason(gang, reason);
+    };
+    const std::vector<GangId> unstamped = std::move(group.unstamped);
+    group.unstamped.clear();
+    if (again) {
+      for (const GangId& id : unstamped) {
+        if (pending_.GroupOf(id) == &group) stamp(id);
+      }
+    } else {
+      for (const PendingKey& member : group.members) stamp(member.id);
     }
-    if (all) group.stamped = reason;
+    group.unstamped.clear();
+    if (all) {
+      group.stamped = reason;
+    } else if (again || changed) {
+      group.stamped.clear();  // a reserved member: the next stamp visits all
+    }
   }
 }
 

@@ -84,7 +84,7 @@ void PendingIndex::Insert(const Gang& gang) {
   auto member = group.members.insert(pending).first;
   group.by_estimate.emplace(pending.estimate, &*member);
   group.joined.push_back(gang.id);
-  group.stamped.clear();
+  group.Unstamp(gang.id);
   it->second = &group;
 }
 

@@ -55,9 +55,22 @@ struct PendingGroup {
   absl::Duration failed_estimate;
   std::string reason;
   // When not empty, the cycle stamped this reason on every member it
-  // stopped before reaching (members with a NO_FIT reason kept theirs);
-  // cleared when a member joins or gets another reason.
+  // stopped before reaching (members with a NO_FIT reason kept theirs),
+  // except the members in `unstamped`: those that joined, or got another
+  // reason, since. The next stamp with the same reason visits only them.
   std::string stamped;
+  std::vector<GangId> unstamped;
+  // Notes that member `id` joined or got a reason other than `stamped`. A
+  // list longer than the group forgets the stamp (the next one visits all).
+  void Unstamp(const GangId& id) {
+    if (stamped.empty()) return;
+    if (unstamped.size() >= members.size()) {
+      stamped.clear();
+      unstamped.clear();
+      return;
+    }
+    unstamped.push_back(id);
+  }
 
   // Whether a member with `estimate` is known to fail at `epoch`.
   bool KnownToFail(int64_t epoch, absl::Duration estimate) const {

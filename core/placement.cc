@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -13,34 +14,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
+#include "core/placement_filters.h"
 #include "core/placement_order.h"
+#include "core/placement_scorers.h"
 
 namespace phalanx::core {
 namespace {
-
-// Pods of `set` that fit on `slot` (clamped to the set's count).
-int64_t PodsOnNode(const Fleet::Slot& slot, const PodSetSpec& set,
-                   const std::string* model, CapacityBasis basis) {
-  const NodeSpec& node = slot.node.spec;
-  if (model != nullptr && node.gpu_model != *model) return 0;
-  const bool total = basis == CapacityBasis::kTotal;
-  if (!total && slot.node.state != NodeState::kReady) return 0;
-  int64_t pods = set.count;
-  if (set.gpus > 0) {
-    const int free = total ? node.gpu_count : slot.FreeGpus();
-    pods = std::min<int64_t>(pods, free / set.gpus);
-  }
-  if (set.cpu_millis > 0 && node.cpu_millis > 0) {
-    const int64_t free = node.cpu_millis - (total ? 0 : slot.used_cpu_millis);
-    pods = std::min(pods, std::max<int64_t>(free, 0) / set.cpu_millis);
-  }
-  if (set.memory_bytes > 0 && node.memory_bytes > 0) {
-    const int64_t free =
-        node.memory_bytes - (total ? 0 : slot.used_memory_bytes);
-    pods = std::min(pods, std::max<int64_t>(free, 0) / set.memory_bytes);
-  }
-  return pods;
-}
 
 using Fills = std::vector<std::pair<int, int>>;  // (slot, pods) in fill order
 
@@ -103,6 +82,27 @@ class PodSetPlacer {
   }
 
   // Returns pods per slot in fill order, or nullopt with `reason` set.
+  //
+  // The pipeline for one pod set, and why each stage stands where it does:
+  //  1. Filters (placement_filters.h: gpu_model, node_state, resources),
+  //     chained in PodsOnNode, cheapest first. They run before anything is
+  //     ranked, once per node (CountEveryNode) or folded into the free
+  //     index's histograms (PrepareIndexed), so a ranking stage only ever
+  //     sees counts of pods that truly fit; the node filter of the options
+  //     (reservations, holds) is applied with them.
+  //  2. The domain (BestFitDomain, placement_scorers.h) at the
+  //     constraint's level: it needs only per-domain counts, so it runs
+  //     before any node is visited, and a miss names the level in the
+  //     reason. Slices are sized the same way, in whole slices.
+  //  3. The spread inside the chosen domain (Distribute: tightest
+  //     remainder, largest first, ties to the fewest free GPUs), recursing
+  //     child domain by child domain down to the nodes: last, because it
+  //     visits only the chosen domain's nodes. PREFERRED once it walked up
+  //     uses FewestNodes instead, as the constraint is already missed and
+  //     the node count is what is left to keep small.
+  // Across pod sets, PlaceGang adds the model choice (and the quota gate,
+  // before a model is tried: a refused model costs no placement), the
+  // order search (placement_order.h) and groups sharing one domain.
   std::optional<Fills> Place(std::string& reason) {
     const TopologyConstraint& topo = set_.topology;
     if (Sliced()) return PlaceSlices(reason);
@@ -169,7 +169,8 @@ class PodSetPlacer {
       const bool allowed = static_cast<int>(i) >= slot_begin_ &&
                            static_cast<int>(i) < slot_end_ &&
                            (!options.node_allowed || options.node_allowed(i));
-      node_pods_[i] = allowed ? PodsOnNode(slots[i], set_, model_, basis_) : 0;
+      node_pods_[i] =
+          allowed ? PodsOnNode(PodRequest{set_, model_, basis_}, slots[i]) : 0;
       prefix_[i + 1] = prefix_[i] + node_pods_[i];
       free_prefix_[i + 1] =
           free_prefix_[i] +
@@ -222,7 +223,7 @@ class PodSetPlacer {
         Excluded(slot)) {
       return 0;
     }
-    return PodsOnNode(fleet_.slots()[slot], set_, model_, basis_);
+    return PodsOnNode(PodRequest{set_, model_, basis_}, fleet_.slots()[slot]);
   }
 
   // Pods of the set that fit in `domain`.
@@ -318,9 +319,9 @@ class PodSetPlacer {
       return fills_;
     }
     int64_t largest = 0;
-    const int best = BestFit(
+    const int best = BestFitDomain(
         UsableDomains(fleet_, level, within_, scratch_), set_.count,
-        [this](int domain) { return DomainPods(domain); }, largest);
+        [this](int domain) { return DomainPods(domain); }, first_fit_, largest);
     if (best < 0) {
       reason = ShortBy(fleet_.levels()[level], largest);
       return std::nullopt;
@@ -331,26 +332,6 @@ class PodSetPlacer {
       Fill(best, set_.count);
     }
     return fills_;
-  }
-
-  // Best fit: of `domains`, the one whose `units` (pods or slices) leave the
-  // least behind once `need` are taken (first fit: the first that holds
-  // them); -1 when none does. Raises `largest` to the most any one holds.
-  template <typename Units>
-  int BestFit(const std::vector<int>& domains, int64_t need, const Units& units,
-              int64_t& largest) const {
-    int best = -1;
-    int64_t best_units = 0;
-    for (int domain : domains) {
-      const int64_t held = units(domain);
-      largest = std::max(largest, held);
-      if (held < need || (best >= 0 && (first_fit_ || held >= best_units))) {
-        continue;
-      }
-      best = domain;
-      best_units = held;
-    }
-    return best;
   }
 
   // The indexed slots with `free` free GPUs of the model, from the first
@@ -420,7 +401,7 @@ class PodSetPlacer {
         left.push_back(NodePods(i));
         free.push_back(FreeGpus(i));
       }
-      for (const auto& [i, pods] : Distribute(left, free, count)) {
+      for (const auto& [i, pods] : Distribute(left, free, count, first_fit_)) {
         fills_.emplace_back(d.node_begin + i, static_cast<int>(pods));
       }
       return;
@@ -429,53 +410,9 @@ class PodSetPlacer {
       left.push_back(DomainPods(child));
       free.push_back(DomainFreeGpus(child));
     }
-    for (const auto& [i, pods] : Distribute(left, free, count)) {
+    for (const auto& [i, pods] : Distribute(left, free, count, first_fit_)) {
       Fill(d.child_domains[i], pods);
     }
-  }
-
-  // Splits `count` units over parts that hold `left[i]` each: the part the
-  // remainder fits most tightly, else the largest, until none is left (first
-  // fit: in order). Where parts hold as many units, the one with the fewest
-  // free GPUs (`free[i]`) wins: it leaves the fewest GPUs unused. Returns
-  // (part, units) in fill order.
-  std::vector<std::pair<int, int64_t>> Distribute(
-      std::vector<int64_t> left, const std::vector<int64_t>& free,
-      int64_t count) const {
-    std::vector<std::pair<int, int64_t>> parts;
-    if (first_fit_) {
-      for (size_t i = 0; i < left.size() && count > 0; ++i) {
-        const int64_t take = std::min(count, left[i]);
-        if (take > 0) parts.emplace_back(static_cast<int>(i), take);
-        count -= take;
-      }
-      return parts;
-    }
-    while (count > 0) {
-      int pick = -1;
-      for (size_t i = 0; i < left.size(); ++i) {
-        if (left[i] < count) continue;
-        if (pick < 0 || left[i] < left[pick] ||
-            (left[i] == left[pick] && free[i] < free[pick])) {
-          pick = static_cast<int>(i);
-        }
-      }
-      if (pick >= 0) {
-        parts.emplace_back(pick, count);
-        return parts;
-      }
-      for (size_t i = 0; i < left.size(); ++i) {
-        if (pick < 0 || left[i] > left[pick] ||
-            (left[i] == left[pick] && free[i] < free[pick])) {
-          pick = static_cast<int>(i);
-        }
-      }
-      PHALANX_CHECK(left[pick] > 0);
-      parts.emplace_back(pick, left[pick]);
-      count -= left[pick];
-      left[pick] = 0;
-    }
-    return parts;
   }
 
   // Free GPUs on the nodes of `domain` that could take a pod of the set
@@ -500,28 +437,16 @@ class PodSetPlacer {
     return free;
   }
 
-  // Puts `count` pods into `domain` on the fewest nodes: the nodes that
-  // hold the most pods first (of those, the ones in the lowest domain that
-  // holds the most, so they cluster), and as the last node the one that
-  // fits the remainder most tightly — in a lowest domain already used, else
-  // in the tightest one, then with the fewest free GPUs. Taking the largest
-  // first is what makes the node count least; the tie-breaks then keep
-  // domains few and whole nodes whole. Costs a sort of the domain's nodes.
+  // Puts `count` pods into `domain` on the fewest nodes (the fewest_nodes
+  // stage, placement_scorers.h). Costs a sort of the domain's nodes.
   void FillFewestNodes(int domain, int64_t count) {
     if (first_fit_) {
       Fill(domain, count);
       return;
     }
     const Fleet::Domain& d = fleet_.domains()[domain];
-    struct Candidate {
-      int64_t pods;
-      int64_t leaf_pods;
-      int free;
-      int slot;
-      int leaf;
-    };
     std::map<int, int64_t> leaf_pods;
-    std::vector<Candidate> nodes;
+    std::vector<FewestNodesCandidate> nodes;
     for (int i = d.node_begin; i < d.node_end; ++i) {
       const int64_t pods = NodePods(i);
       if (pods <= 0) continue;
@@ -530,36 +455,9 @@ class PodSetPlacer {
       if (added) it->second = DomainPods(leaf);
       nodes.push_back({pods, it->second, FreeGpus(i), i, leaf});
     }
-    std::sort(nodes.begin(), nodes.end(),
-              [](const Candidate& a, const Candidate& b) {
-                return std::tie(b.pods, b.leaf_pods, a.free, a.slot) <
-                       std::tie(a.pods, a.leaf_pods, b.free, b.slot);
-              });
-    std::set<int> leaves_used;
-    for (size_t p = 0; p < nodes.size() && count > 0; ++p) {
-      if (nodes[p].pods < count) {
-        fills_.emplace_back(nodes[p].slot, static_cast<int>(nodes[p].pods));
-        leaves_used.insert(nodes[p].leaf);
-        count -= nodes[p].pods;
-        continue;
-      }
-      // The last node: of those after p that hold the fewest pods still
-      // >= count (a run, as the order is by pods), the best by tie-break.
-      size_t end = p;
-      while (end + 1 < nodes.size() && nodes[end + 1].pods >= count) ++end;
-      size_t best = end;
-      for (size_t q = end; q >= p && nodes[q].pods == nodes[end].pods; --q) {
-        auto key = [&](const Candidate& c) {
-          return std::make_tuple(!leaves_used.contains(c.leaf), c.leaf_pods,
-                                 c.free, c.slot);
-        };
-        if (key(nodes[q]) < key(nodes[best])) best = q;
-        if (q == 0) break;
-      }
-      fills_.emplace_back(nodes[best].slot, static_cast<int>(count));
-      count = 0;
+    for (const auto& [slot, pods] : FewestNodes(std::move(nodes), count)) {
+      fills_.emplace_back(slot, static_cast<int>(pods));
     }
-    PHALANX_CHECK(count == 0);
   }
 
   // Whether slices constrain more than the topology already does.
@@ -585,9 +483,9 @@ class PodSetPlacer {
     for (int level = top; level >= -1; --level) {
       const std::vector<int>& domains =
           UsableDomains(fleet_, level, within_, scratch_);
-      const int best = BestFit(
+      const int best = BestFitDomain(
           domains, need, [this](int domain) { return DomainSlices(domain); },
-          largest);
+          first_fit_, largest);
       if (best >= 0) {
         fills_.clear();
         FillSlices(best, need);
@@ -639,7 +537,8 @@ class PodSetPlacer {
         left.push_back(NodePods(i) / size);
         free.push_back(FreeGpus(i));
       }
-      for (const auto& [i, count] : Distribute(left, free, slices)) {
+      for (const auto& [i, count] :
+           Distribute(left, free, slices, first_fit_)) {
         fills_.emplace_back(d.node_begin + i, static_cast<int>(count * size));
       }
       return;
@@ -648,7 +547,7 @@ class PodSetPlacer {
       left.push_back(DomainSlices(child));
       free.push_back(DomainFreeGpus(child));
     }
-    for (const auto& [i, count] : Distribute(left, free, slices)) {
+    for (const auto& [i, count] : Distribute(left, free, slices, first_fit_)) {
       FillSlices(d.child_domains[i], count);
     }
   }
@@ -912,6 +811,7 @@ PlacementResult PlaceInOrder(const GangSpec& spec, Fleet& fleet,
   std::vector<std::vector<PodPlacement>> per_set(spec.pod_sets.size());
   std::set<std::string> groups_placed;
   PlacementResult result;
+  size_t unheld = per_set.size();  // the set placed but not held, if any
   for (size_t i : order) {
     if (!result.reason.empty()) break;
     const PodSetSpec& set = spec.pod_sets[i];
@@ -933,14 +833,21 @@ PlacementResult PlaceInOrder(const GangSpec& spec, Fleet& fleet,
       break;
     }
     per_set[i] = *std::move(pods);
-    if (options.basis == CapacityBasis::kFree) {
+    // The last set placed is held only if a later one must see it.
+    if (i == order.back()) {
+      unheld = i;
+    } else if (options.basis == CapacityBasis::kFree) {
       PHALANX_CHECK(fleet.Allocate(probe, per_set[i]).ok());
     }
   }
-  for (std::vector<PodPlacement>& pods : per_set) {
-    result.pods.insert(result.pods.end(), pods.begin(), pods.end());
+  for (size_t i = 0; i < per_set.size(); ++i) {
+    std::vector<PodPlacement>& pods = per_set[i];
+    if (options.basis == CapacityBasis::kFree && i != unheld) {
+      fleet.Release(probe, pods);
+    }
+    result.pods.insert(result.pods.end(), std::make_move_iterator(pods.begin()),
+                       std::make_move_iterator(pods.end()));
   }
-  if (options.basis == CapacityBasis::kFree) fleet.Release(probe, result.pods);
   result.placed = result.reason.empty();
   if (!result.placed) result.pods.clear();
   return result;
@@ -1002,9 +909,15 @@ std::string PlacementShapeKey(const GangSpec& spec) {
 PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
                           const PlacementOptions& options) {
   const CapacityBasis basis = options.basis;
+  // Placement holds a pod set under `probe` only while another set is
+  // placed after it (a group holds its members), so a gang of one
+  // ungrouped pod set needs no copy of its spec.
   Gang probe;
   probe.id = GangId("\x01probe");
-  probe.spec = spec;
+  if (spec.pod_sets.size() > 1 ||
+      (!spec.pod_sets.empty() && !spec.pod_sets[0].group.empty())) {
+    probe.spec = spec;
+  }
   const std::vector<std::string>& fleet_models = fleet.Models();
   PlacementResult first_failure;
   for (const std::string* model : ModelChoices(spec, fleet_models)) {

@@ -15,14 +15,9 @@
 
 #include "core/fleet.h"
 #include "core/model.h"
+#include "core/placement_filters.h"
 
 namespace phalanx::core {
-
-// Which resources a placement may use.
-enum class CapacityBasis {
-  kFree,   // free resources of READY nodes (admission, dry run)
-  kTotal,  // all resources of every node (can the gang ever fit?)
-};
 
 struct PlacementResult {
   bool placed = false;

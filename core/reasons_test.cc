@@ -71,6 +71,32 @@ TEST_F(ReasonsTest, AFullFleetNamesTheSharedCauseForGangsNotReached) {
   EXPECT_TRUE(scheduler_->TakeMutation().gangs_put.empty());
 }
 
+// A group the stalled cycle stamped once is not visited again in full: only
+// its members that joined (or changed reason) since get the stamp — and
+// they do get it.
+TEST_F(ReasonsTest, AGangJoiningAStampedGroupGetsTheSharedCause) {
+  Config config;
+  config.reservation.depth = 0;
+  Init(config);
+  Submit(Spec("q").Pods(2, 8));
+  Cycle();  // the fleet is full
+  GangPtr first = Submit(Spec("q").Pods(1, 8));
+  GangPtr second = Submit(Spec("q").Pods(1, 8));
+  Cycle();
+  EXPECT_EQ(Get(first)->reason, kNoFreeGpuReason);
+  EXPECT_EQ(Get(second)->reason, kNoFreeGpuReason);
+  GangPtr joined = Submit(Spec("q").Pods(1, 8));
+  EXPECT_EQ(Get(joined)->reason, kWaitingReason);
+  scheduler_->TakeMutation();
+  Cycle();
+  EXPECT_EQ(Get(joined)->reason, kNoFreeGpuReason);
+  EXPECT_EQ(Get(first)->reason, kNoFreeGpuReason);
+  // Only the joined gang was rewritten.
+  const Mutation mutation = scheduler_->TakeMutation();
+  ASSERT_EQ(mutation.gangs_put.size(), 1u);
+  EXPECT_EQ(mutation.gangs_put[0]->id, joined->id);
+}
+
 TEST_F(ReasonsTest, NeverFitsIsRefusedOrAcceptedAndCheckedAgainOnNewNodes) {
   Init({});
   auto refused = scheduler_->Submit(Spec("q").Pods(1, 16), now_);

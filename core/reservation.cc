@@ -74,16 +74,42 @@ class Projection {
   size_t released_ = 0;
 };
 
+// Free GPUs on the READY nodes of `domain` that are not taken (from the
+// free index, less the taken slots there).
+int64_t EligibleFreeGpus(const Fleet& fleet, int domain,
+                         const std::vector<int>& taken_slots) {
+  const FreeIndex& index = fleet.free_index();
+  const Fleet::Domain& d = fleet.domains()[domain];
+  int64_t free = 0;
+  for (int gpus = 1; gpus <= index.max_gpus(); ++gpus) {
+    free += gpus * index.Nodes(domain, index.any_model(), gpus);
+  }
+  for (auto it = std::lower_bound(taken_slots.begin(), taken_slots.end(),
+                                  d.node_begin);
+       it != taken_slots.end() && *it < d.node_end; ++it) {
+    const Fleet::Slot& slot = fleet.slots()[*it];
+    if (slot.node.state == NodeState::kReady) free -= slot.FreeGpus();
+  }
+  return free;
+}
+
 // When the gang could start in `domain_index`: the fewest holders (in order
 // of expected end) whose release lets the placer place the whole gang
 // inside the domain, on nodes not `taken`. Found by a galloping search
 // over that count (releasing more never takes room away): O(log answer)
 // placements restricted to the domain and O(answer) releases.
+//
+// `best`, when set, is the candidate to beat: releasing k holders offers
+// (start, to_release) no earlier and no smaller than releasing fewer, so
+// the search stops (kNever, as far as the caller can tell) once the count
+// it still could find offers no better than `best`. A count whose released
+// GPUs plus the free ones fall short of the gang's is not placed: it
+// cannot fit. Neither shortcut changes which candidate wins.
 Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
                  const std::vector<char>& taken,
                  const std::vector<int>& taken_slots,
                  const std::function<GangPtr(const GangId&)>& find,
-                 absl::Time now) {
+                 absl::Time now, int64_t eligible_free, const Candidate* best) {
   const Fleet::Domain& domain = fleet.domains()[domain_index];
   std::vector<GangId> ids;
   int64_t capacity = 0;  // GPUs of eligible nodes
@@ -93,7 +119,8 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
     capacity += slot.node.spec.gpu_count;
     for (const auto& [id, count] : slot.gang_pods) ids.push_back(id);
   }
-  if (capacity < gang.spec.TotalGpus()) return {};
+  const int64_t need = gang.spec.TotalGpus();
+  if (capacity < need) return {};
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::vector<std::pair<absl::Time, GangPtr>> ends;
@@ -106,14 +133,33 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
     return std::tie(a.first, a.second->id) < std::tie(b.first, b.second->id);
   });
   std::vector<GangPtr> holders;
-  for (auto& [end, holder] : ends) holders.push_back(std::move(holder));
-  Projection projection(fleet, std::move(holders));
+  for (auto& [end, holder] : ends) holders.push_back(holder);
+  Projection projection(fleet, holders);
+
+  // released[k]: GPUs the first k holders hold on eligible nodes here.
+  std::vector<int64_t> released = {0};
+  auto released_by = [&](size_t k) {
+    while (released.size() <= k) {
+      const Gang& holder = *holders[released.size() - 1];
+      int64_t gpus = released.back();
+      for (const PodPlacement& pod : holder.placement) {
+        const int slot = fleet.Find(pod.node);
+        if (slot >= domain.node_begin && slot < domain.node_end &&
+            !taken[slot]) {
+          gpus += static_cast<int64_t>(pod.gpu_indices.size());
+        }
+      }
+      released.push_back(gpus);
+    }
+    return released[k];
+  };
 
   PlacementOptions options;
   options.within_domain = domain_index;
   options.node_allowed = [&taken](int slot) { return !taken[slot]; };
   options.restricted_slots = &taken_slots;
   auto place = [&](size_t k) {
+    if (eligible_free + released_by(k) < need) return PlacementResult{};
     projection.ReleaseFirst(k);
     return PlaceGang(gang.spec, fleet, options);
   };
@@ -123,10 +169,22 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
   // O(holders)), then a binary search below the first count that fits.
   const size_t count = projection.size();
   if (count == 0) return {};  // nothing to wait for, and it does not fit
+  // The most holders whose release could still beat `best`.
+  size_t limit = count;
+  if (best != nullptr) {
+    for (size_t k = 1; k <= count; ++k) {
+      if (!(Candidate{ends[k - 1].first, released_by(k), domain_index, {}} <
+            *best)) {
+        limit = k - 1;
+        break;
+      }
+    }
+  }
   PlacementResult placed;
   size_t lo = 1;  // the gang does not fit with fewer than lo gone
   size_t hi = 0;  // it fits with hi gone (0: not found yet)
   for (size_t k = 1; hi == 0; k = std::min(count, k * 2)) {
+    if (lo > limit) return {};  // the answer could not beat `best`
     if (PlacementResult r = place(k); r.placed) {
       hi = k;
       placed = std::move(r);
@@ -137,6 +195,7 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
     }
   }
   while (lo < hi) {
+    if (lo > limit) return {};
     const size_t mid = lo + (hi - lo) / 2;
     if (PlacementResult r = place(mid); r.placed) {
       hi = mid;
@@ -145,17 +204,11 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
       lo = mid + 1;
     }
   }
+  if (hi > limit) return {};
   // `placed` is the placement with the first `hi` holders gone.
-  Candidate candidate{now, 0, domain_index, {}};
+  Candidate candidate{now, released_by(hi), domain_index, {}};
   for (size_t i = 0; i < hi; ++i) {
-    const Gang& holder = *projection.holder(i);
-    candidate.start = std::max(candidate.start, ExpectedEnd(holder, now));
-    for (const PodPlacement& pod : holder.placement) {
-      const int slot = fleet.Find(pod.node);
-      if (slot >= domain.node_begin && slot < domain.node_end && !taken[slot]) {
-        candidate.to_release += static_cast<int64_t>(pod.gpu_indices.size());
-      }
-    }
+    candidate.start = std::max(candidate.start, ends[i].first);
   }
   for (const PodPlacement& pod : placed.pods) {
     candidate.slots.push_back(fleet.Find(pod.node));
@@ -192,8 +245,11 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {
 
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
-    const std::function<GangPtr(const GangId&)>& find, absl::Time now) {
+    const std::function<GangPtr(const GangId&)>& find, absl::Time now,
+    absl::Time earliest_end) {
   const std::vector<int> taken_slots = TakenSlots(taken);
+  const int64_t need = gang.spec.TotalGpus();
+  const absl::Time start_floor = std::max(now, earliest_end);
   // The constraint's level first; when no domain there could ever host the
   // gang (a PREFERRED gang larger than its level, pod sets that fit no one
   // rack together), the levels above it, up to the whole fleet.
@@ -202,9 +258,26 @@ std::optional<Reservation> PlanReservation(
        --level) {
     const std::vector<int> domains =
         level < 0 ? std::vector<int>{0} : fleet.DomainsAtLevel(level);
+    // Domains by the least they must release (need less their free GPUs),
+    // so a good candidate comes early and bounds the rest: a domain whose
+    // bound cannot beat it is skipped unless the gang could fit there now
+    // (which would end the plan). The winner is the least candidate, so
+    // the order of visits does not change it.
+    std::vector<std::tuple<int64_t, int, int64_t>>
+        order;  // bound, domain, free
+    order.reserve(domains.size());
     for (int domain : domains) {
-      Outcome outcome =
-          Evaluate(domain, gang, fleet, taken, taken_slots, find, now);
+      const int64_t free = EligibleFreeGpus(fleet, domain, taken_slots);
+      order.emplace_back(std::max<int64_t>(0, need - free), domain, free);
+    }
+    std::sort(order.begin(), order.end());
+    for (const auto& [bound, domain, free] : order) {
+      if (best && free < need &&
+          !(Candidate{start_floor, bound, domain, {}} < *best)) {
+        continue;
+      }
+      Outcome outcome = Evaluate(domain, gang, fleet, taken, taken_slots, find,
+                                 now, free, best ? &*best : nullptr);
       // It fits now: nothing is to be waited for, and holding nodes for it
       // would only keep others out.
       if (outcome.kind == Outcome::kNow) return std::nullopt;
@@ -229,8 +302,10 @@ std::optional<Reservation> RefreshReservation(
       fleet.domains()[reservation.domain].path != reservation.path) {
     return std::nullopt;
   }
-  Outcome again = Evaluate(reservation.domain, gang, fleet, taken,
-                           TakenSlots(taken), find, now);
+  const std::vector<int> taken_slots = TakenSlots(taken);
+  Outcome again = Evaluate(
+      reservation.domain, gang, fleet, taken, taken_slots, find, now,
+      EligibleFreeGpus(fleet, reservation.domain, taken_slots), nullptr);
   if (again.kind != Outcome::kLater) return std::nullopt;
   Reservation refreshed = reservation;
   refreshed.start = again.candidate.start;

@@ -41,13 +41,16 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
 
 // Plans a reservation for `gang` on `fleet`, avoiding nodes where
 // `taken[slot]` is true (reserved for earlier gangs, held for preemptors).
-// `find` looks up the gangs holding nodes. Returns nullopt when no domain
+// `find` looks up the gangs holding nodes; no running gang is expected to
+// end before `earliest_end` (a bound the plan uses to skip domains that
+// cannot win; InfinitePast when unknown). Returns nullopt when no domain
 // could host it even once every gang there ended, and when it fits now (a
 // reservation is for a gang that waits for capacity, never a hold on nodes
 // it could take already). Leaves `fleet` as it was.
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
-    const std::function<GangPtr(const GangId&)>& find, absl::Time now);
+    const std::function<GangPtr(const GangId&)>& find, absl::Time now,
+    absl::Time earliest_end = absl::InfinitePast());
 
 // Re-estimates `reservation` of `gang` on its own domain (start, GPUs still
 // to release, nodes), avoiding `taken` slots. Returns nullopt when that

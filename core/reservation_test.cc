@@ -103,6 +103,35 @@ TEST(ReservationPlanTest, SlicesNeedReleasesThatPodCountsMiss) {
   EXPECT_EQ(admitted->placement[0].node, NodeId("c"));
 }
 
+// The plan visits racks by the least they must release (need less free
+// GPUs) and skips those that cannot beat the best so far — but the rack
+// with the most free GPUs is not always the one that releases least. Rack
+// r1 has 11 free GPUs, yet its first holder in line (g-000003) frees a
+// node that the next one must complete (9 GPUs released); rack r0 has 8
+// free and frees a whole node by releasing one 8-GPU gang.
+TEST(ReservationPlanTest, TheRackWithMoreFreeGpusCanLose) {
+  const absl::Duration unknown = absl::ZeroDuration();
+  auto s = RestoreWith({MakeNode("a0", "r0", 8), MakeNode("a1", "r0", 8),
+                        MakeNode("a2", "r0", 8), MakeNode("b0", "r1", 8),
+                        MakeNode("b1", "r1", 8), MakeNode("b2", "r1", 8)},
+                       {Running("g-000001", "a1", 8, 0, unknown),
+                        Running("g-000002", "a2", 8, 0, unknown),
+                        Running("g-000003", "b2", 8, 0, unknown),
+                        Running("g-000004", "b0", 1, 0, unknown),
+                        Running("g-000005", "b1", 4, 0, unknown)});
+  ASSERT_NE(s, nullptr);
+  GangSpec spec = Spec("q").Pods(2, 8).Required("rack");
+  spec.priority = 1;
+  auto big = s->Submit(spec, kT0);
+  ASSERT_TRUE(big.ok()) << big.status();
+  s->RunCycle(kT0 + absl::Seconds(1));
+  ASSERT_EQ(s->reservations().size(), 1u);
+  const Reservation& r = s->reservations()[0];
+  EXPECT_EQ(r.path, "b0/r0");
+  EXPECT_EQ(r.gpus_to_release, 8);
+  EXPECT_THAT(r.nodes, ::testing::ElementsAre(NodeId("a0"), NodeId("a1")));
+}
+
 // A gang kept out only by something other than capacity gets no
 // reservation: it fits the projected fleet at once.
 TEST(ReservationPlanTest, NoReservationForAGangThatFitsNow) {

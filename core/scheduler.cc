@@ -25,6 +25,15 @@ bool Mutation::empty() const {
 }
 
 namespace {
+// When a gang holding capacity is expected to end, unclamped:
+// InfiniteFuture without an estimate (ExpectedEnd clamps it to now).
+absl::Time RunningUntil(const Gang& gang) {
+  if (gang.spec.estimated_runtime <= absl::ZeroDuration() || !gang.admit_time) {
+    return absl::InfiniteFuture();
+  }
+  return *gang.admit_time + gang.spec.estimated_runtime;
+}
+
 absl::Time FinishTime(const Gang& gang) {
   return gang.finish_time.value_or(gang.submit_time);
 }
@@ -234,6 +243,9 @@ GangPtr Scheduler::Put(Gang gang) {
       if (ReservationOf(old.id) != nullptr) BumpEpoch();
     }
     was_pending = old.state == GangState::kPending;
+    if (HoldsCapacity(old.state)) {
+      active_ends_.erase(active_ends_.find(RunningUntil(old)));
+    }
     if (IsFinal(old.state)) finished_.erase({FinishTime(old), old.id});
     --gang_counts_[{old.spec.queue, old.state}];
   }
@@ -248,6 +260,7 @@ GangPtr Scheduler::Put(Gang gang) {
   }
   if (HoldsCapacity(gang.state)) {
     active_.insert(gang.id);
+    active_ends_.insert(RunningUntil(gang));
   } else {
     active_.erase(gang.id);
     gang.lease_expire_time.reset();  // a lease covers held GPUs only
@@ -304,7 +317,7 @@ void Scheduler::SetReason(const GangPtr& gang, std::string reason) {
   if (gang->reason == reason) return;
   if (gang->state == GangState::kPending) {
     PendingGroup* group = pending_.GroupOf(gang->id);
-    if (group != nullptr && group->stamped != reason) group->stamped.clear();
+    if (group != nullptr && group->stamped != reason) group->Unstamp(gang->id);
   }
   Gang copy = *gang;
   copy.reason = std::move(reason);

@@ -350,6 +350,10 @@ class Scheduler {
   absl::flat_hash_map<GangId, GangPtr> gangs_;
   PendingIndex pending_;
   absl::btree_set<GangId> active_;  // gangs holding capacity
+  // Admit time + estimated runtime of each gang in active_
+  // (InfiniteFuture without an estimate): the earliest is a bound on when
+  // capacity can free up, for reservation plans.
+  std::multiset<absl::Time> active_ends_;
   FairShareLedger ledger_;
   absl::Time last_ledger_sample_ = absl::InfinitePast();
   int64_t capacity_epoch_ = 0;
