@@ -30,6 +30,13 @@ absl::Status CheckOptions(const HaOptions& options) {
   if (options.lease_ttl < absl::Seconds(2)) {
     return absl::InvalidArgumentError("--etcd-lease-ttl: must be >= 2s");
   }
+  if (options.snapshot_every_entries < 1) {
+    return absl::InvalidArgumentError("--etcd-snapshot-entries: must be >= 1");
+  }
+  if (options.snapshot_every_mib < 1 || options.snapshot_every_mib > 1024) {
+    return absl::InvalidArgumentError(
+        "--etcd-snapshot-mib: must be in 1..1024");
+  }
   return absl::OkStatus();
 }
 
@@ -47,6 +54,9 @@ absl::StatusOr<std::unique_ptr<HaReplica>> HaReplica::Open(
   storage::etcd::EtcdStateStoreOptions store_options;
   store_options.prefix = o.prefix;
   store_options.replica_id = o.replica_id;  // publishes PREFIX/applied/ID
+  store_options.snapshot_every_entries = o.snapshot_every_entries;
+  store_options.snapshot_every_bytes = static_cast<size_t>(o.snapshot_every_mib)
+                                       << 20;
   replica->store_ = std::make_unique<storage::etcd::EtcdStateStore>(
       replica->client_.get(), std::move(local), store_options);
   return replica;

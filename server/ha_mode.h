@@ -30,6 +30,9 @@ struct HaOptions {
   std::string advertise_address;
   std::string prefix = "/phalanx/default";
   absl::Duration lease_ttl = absl::Seconds(5);
+  // The leader's snapshot trigger (docs/ha.md "Snapshots and compaction").
+  int64_t snapshot_every_entries = 10000;
+  int64_t snapshot_every_mib = 64;
 };
 
 class HaReplica {

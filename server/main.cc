@@ -93,6 +93,11 @@ ABSL_FLAG(std::string, etcd_prefix, "/phalanx/default",
           "HA mode: the etcd key prefix of this Phalanx cluster");
 ABSL_FLAG(absl::Duration, etcd_lease_ttl, absl::Seconds(5),
           "HA mode: the leader's lease; a dead leader is replaced after it");
+ABSL_FLAG(int64_t, etcd_snapshot_entries, 10000,
+          "HA mode: the leader snapshots its state into etcd (and compacts "
+          "the log) after this many log entries");
+ABSL_FLAG(int64_t, etcd_snapshot_mib, 64,
+          "HA mode: ... or after this many MiB of log, whichever comes first");
 ABSL_FLAG(std::string, etcd_user, "", "HA mode: etcd user");
 ABSL_FLAG(std::string, etcd_password_file, "",
           "HA mode: file holding the etcd user's password");
@@ -270,6 +275,8 @@ absl::StatusOr<HaOptions> HaFlags() {
   }
   options.prefix = absl::GetFlag(FLAGS_etcd_prefix);
   options.lease_ttl = absl::GetFlag(FLAGS_etcd_lease_ttl);
+  options.snapshot_every_entries = absl::GetFlag(FLAGS_etcd_snapshot_entries);
+  options.snapshot_every_mib = absl::GetFlag(FLAGS_etcd_snapshot_mib);
   return options;
 }
 

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/auth_client.h"
 #include "tests/daemon.h"
@@ -122,11 +123,14 @@ class HaFollowTest : public ::testing::Test {
   }
 
   // A replica (not started) with a 2 s lease; it advertises its bound port.
-  std::unique_ptr<DaemonProcess> Replica(const std::string& id) {
-    return StartDemoDaemon(
-        {"--etcd-endpoints=" + absl::StrJoin(cluster_->endpoints(), ","),
-         "--replica-id=" + id, "--etcd-prefix=/phalanx/follow",
-         "--etcd-lease-ttl=2s"});
+  std::unique_ptr<DaemonProcess> Replica(
+      const std::string& id, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {
+        "--etcd-endpoints=" + absl::StrJoin(cluster_->endpoints(), ","),
+        "--replica-id=" + id, "--etcd-prefix=/phalanx/follow",
+        "--etcd-lease-ttl=2s"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return StartDemoDaemon(args);
   }
 
   // Starts a leader and `followers` followers (in that order).
@@ -586,6 +590,33 @@ TEST_F(HaFollowTest, AReplicaWithAnEmptyDataDirCatchesUp) {
   EXPECT_EQ(HealthStatus(fresh->channel(), ""), kServing);
   EXPECT_EQ(ListAll(*fresh->Scheduler()).SerializeAsString(),
             on_leader.SerializeAsString());
+}
+
+TEST_F(HaFollowTest, ANewReplicaCatchesUpFromASnapshotOnceTheLogIsCompacted) {
+  // Snapshots every 4 entries and no other replica to hold the log back:
+  // the log a fresh replica would replay from seq 1 is gone, so it must
+  // load a snapshot, then follow the entries after it.
+  const std::vector<std::string> snapshots = {"--etcd-snapshot-entries=4"};
+  replicas_.push_back(Replica("r0", snapshots));
+  ASSERT_TRUE(replicas_[0]->Start()) << replicas_[0]->output();
+  ASSERT_TRUE(Eventually([&] {
+    return HealthStatus(replicas_[0]->channel(), kLeader) == kServing;
+  })) << replicas_[0]->output();
+  auto stub = replicas_[0]->Scheduler();
+  for (int i = 0; i < 16; ++i) SubmitOk(*stub, SubmitRequest("a", 1, 8));
+
+  auto fresh = Replica("fresh", snapshots);  // a new temporary data dir
+  ASSERT_TRUE(fresh->Start()) << fresh->output();
+  ASSERT_TRUE(ReachesRevision(*fresh, ListAll(*stub).revision()));
+  for (int i = 0; i < 3; ++i) SubmitOk(*stub, SubmitRequest("a", 1, 8));
+  const v1::ListGangsResponse on_leader = ListAll(*stub);
+  ASSERT_TRUE(ReachesRevision(*fresh, on_leader.revision()));
+  EXPECT_EQ(ListAll(*fresh->Scheduler()).SerializeAsString(),
+            on_leader.SerializeAsString());
+  EXPECT_EQ(HealthStatus(fresh->channel(), ""), kServing);
+  fresh->ReadOutput(200);
+  EXPECT_THAT(fresh->output(),
+              ::testing::HasSubstr("loaded the snapshot at seq"));
 }
 
 TEST_F(HaFollowTest, EtcdMembersDieOneAtATime) {

@@ -133,6 +133,9 @@ absl::Status EtcdStateStore::LoadSnapshot(int64_t need) {
     if (last.ok()) {
       applied_seq_ = seq;
       ++snapshots_loaded_;
+      std::fprintf(stderr,
+                   "phalanxd: loaded the snapshot at seq %lld (%d chunks)\n",
+                   static_cast<long long>(seq), manifest.chunks());
       return absl::OkStatus();
     }
     if (last.code() != absl::StatusCode::kOutOfRange) return last;
