@@ -107,6 +107,16 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
     c.fair_share.enabled = number != 0;
   } else if (key == "half_life_h") {
     c.fair_share.half_life = absl::Hours(number);
+  } else if (key == "strand") {
+    c.reservation.choose_by_stranding = number != 0;
+  } else if (key == "preempt_min_priority") {
+    c.preemption.min_preemptor_priority = static_cast<int>(number);
+  } else if (key == "victim_loss_m") {
+    c.preemption.max_victim_loss = absl::Minutes(number);
+  } else if (key == "end_pack") {
+    c.placement.end_time_packing = number != 0;
+  } else if (key == "fgd") {
+    c.placement.fragmentation_scoring = number != 0;
   } else {
     return BadOverride(
         part, absl::StrCat("unknown key (known: ",
@@ -124,9 +134,21 @@ const std::vector<std::string>& PolicyNames() {
 }
 
 const std::vector<std::string>& PolicyOverrideKeys() {
-  static const std::vector<std::string>* keys = new std::vector<std::string>{
-      "depth",         "min_priority", "after_h", "preempt",    "horizon_h",
-      "min_runtime_m", "fair",         "order",   "half_life_h"};
+  static const std::vector<std::string>* keys =
+      new std::vector<std::string>{"depth",
+                                   "min_priority",
+                                   "after_h",
+                                   "preempt",
+                                   "horizon_h",
+                                   "min_runtime_m",
+                                   "fair",
+                                   "order",
+                                   "half_life_h",
+                                   "strand",
+                                   "preempt_min_priority",
+                                   "victim_loss_m",
+                                   "end_pack",
+                                   "fgd"};
   return *keys;
 }
 

@@ -39,6 +39,11 @@ const std::vector<std::string>& PolicyNames();
 //   fair=0|1           fair_share.enabled
 //   order=priority|fair_share_first|submit   admission.ordering
 //   half_life_h=H      fair_share.half_life, hours
+//   strand=0|1         reservation.choose_by_stranding
+//   preempt_min_priority=N  preemption.min_preemptor_priority
+//   victim_loss_m=M    preemption.max_victim_loss, minutes
+//   end_pack=0|1       placement.end_time_packing
+//   fgd=0|1            placement.fragmentation_scoring
 const std::vector<std::string>& PolicyOverrideKeys();
 
 // The configuration of policy `spec` ("name" or "name:key=value:...") built

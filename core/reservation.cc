@@ -1,6 +1,7 @@
 #include "core/reservation.h"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 
 #include "core/check.h"
@@ -30,11 +31,35 @@ struct Candidate {
   int64_t to_release;
   int domain;
   std::vector<int> slots;  // the nodes to hold (compared last, never tied)
+  // GPU-seconds the held nodes stand idle until `start` (by estimates).
+  double stranded = 0;
   bool operator<(const Candidate& o) const {
     return std::tie(start, to_release, domain) <
            std::tie(o.start, o.to_release, o.domain);
   }
 };
+
+// The idle capacity a reservation costs: the gang's GPUs waiting until its
+// start plus what its held nodes strand until then. Infinite without
+// estimates (then only the start order decides).
+double Cost(const Candidate& c, int64_t gang_gpus, absl::Time now) {
+  if (c.start == absl::InfiniteFuture()) {
+    return std::numeric_limits<double>::infinity();
+  }
+  return absl::ToDoubleSeconds(c.start - now) * static_cast<double>(gang_gpus) +
+         c.stranded;
+}
+
+// Whether `a` is the better reservation (see ReservationConfig).
+bool Better(const Candidate& a, const Candidate& b, bool by_stranding,
+            int64_t gang_gpus, absl::Time now) {
+  if (by_stranding) {
+    const double ca = Cost(a, gang_gpus, now);
+    const double cb = Cost(b, gang_gpus, now);
+    if (ca != cb) return ca < cb;
+  }
+  return a < b;
+}
 
 // What a domain offers the gang once the gangs holding its nodes end.
 struct Outcome {
@@ -164,6 +189,31 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
   candidate.slots.erase(
       std::unique(candidate.slots.begin(), candidate.slots.end()),
       candidate.slots.end());
+  // What the held nodes strand: with every holder back, each held node's
+  // free GPUs idle from now, and a released holder's GPUs there from its
+  // expected end, until the start.
+  projection.ReleaseFirst(0);
+  if (candidate.start != absl::InfiniteFuture()) {
+    std::vector<char> held(fleet.slots().size(), 0);
+    for (int slot : candidate.slots) {
+      held[slot] = 1;
+      candidate.stranded +=
+          static_cast<double>(fleet.slots()[slot].FreeGpus()) *
+          absl::ToDoubleSeconds(candidate.start - now);
+    }
+    for (size_t i = 0; i < hi; ++i) {
+      const Gang& holder = *projection.holder(i);
+      const double idle =
+          absl::ToDoubleSeconds(candidate.start - ExpectedEnd(holder, now));
+      for (const PodPlacement& pod : holder.placement) {
+        const int slot = fleet.Find(pod.node);
+        if (slot >= 0 && held[slot]) {
+          candidate.stranded +=
+              static_cast<double>(pod.gpu_indices.size()) * idle;
+        }
+      }
+    }
+  }
   return {Outcome::kLater, std::move(candidate)};
 }
 
@@ -192,7 +242,9 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {
 
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
-    const std::function<GangPtr(const GangId&)>& find, absl::Time now) {
+    const std::function<GangPtr(const GangId&)>& find, absl::Time now,
+    bool by_stranding) {
+  const int64_t gang_gpus = gang.spec.TotalGpus();
   const std::vector<int> taken_slots = TakenSlots(taken);
   // The constraint's level first; when no domain there could ever host the
   // gang (a PREFERRED gang larger than its level, pod sets that fit no one
@@ -209,7 +261,8 @@ std::optional<Reservation> PlanReservation(
       // would only keep others out.
       if (outcome.kind == Outcome::kNow) return std::nullopt;
       if (outcome.kind == Outcome::kLater &&
-          (!best || outcome.candidate < *best)) {
+          (!best ||
+           Better(outcome.candidate, *best, by_stranding, gang_gpus, now))) {
         best = std::move(outcome.candidate);
       }
     }
