@@ -54,14 +54,10 @@ Config SlurmLike(Config c) {
   return c;
 }
 
-Config Phalanx(Config c) {
-  c.admission.ordering = core::Ordering::kPriorityFairShareAge;
-  c.admission.strict_fifo = false;
-  c.placement.first_fit = false;
-  c.fair_share.enabled = true;
-  c.preemption.enabled = true;  // reservation: core's defaults
-  return c;
-}
+// The daemon's default configuration, unchanged: what a user gets without
+// tuning (priority, fair share, age; three reservations; preemption by the
+// priority tiers >= 1, bounded by the horizon).
+Config Phalanx(Config c) { return c; }
 
 absl::Status BadOverride(absl::string_view part, absl::string_view why) {
   return absl::InvalidArgumentError(

@@ -10,7 +10,9 @@
 //   slurm-like  priority and age (fair sharing off), backfill with a
 //               reservation for the top job, best-fit tree topology, no
 //               preemption
-//   phalanx     core's defaults: fair sharing, reservations, preemption
+//   phalanx     core's defaults, unchanged (the daemon's default
+//               configuration): fair sharing, three reservations,
+//               preemption by priority tiers >= 1
 // A name may carry overrides, `phalanx:depth=3:horizon_h=2`, so that one
 // lever at a time can be measured across the matrix (PolicyOverrideKeys).
 // Pure functions; thread-safe.

@@ -564,18 +564,18 @@ void Scheduler::StampUnreached(const std::string& reason) {
     // A gang holding a reservation keeps saying so, and one an attempt
     // found not to fit keeps its NO_FIT reason (both still true; rewriting
     // them every time the cycle stops at another place would only churn
-    // writes).
-    bool all = true;
+    // writes). The group counts as stamped all the same: a holder that
+    // loses its reservation gets another reason through SetReason, which
+    // clears the stamp, so the group is walked again then — and not on
+    // every stalled cycle while the reservation stands (a whole group of
+    // thousands of members, for each cycle of a long replay).
     for (const PendingKey& member : group.members) {
-      if (ReservationOf(member.id) != nullptr) {
-        all = false;
-        continue;
-      }
+      if (ReservationOf(member.id) != nullptr) continue;
       const GangPtr& gang = gangs_.at(member.id);
       if (gang->reason.starts_with("NO_FIT")) continue;
       SetReason(gang, reason);
     }
-    if (all) group.stamped = reason;
+    group.stamped = reason;
   }
 }
 

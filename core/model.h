@@ -224,8 +224,11 @@ struct FairShareConfig {
 
 // Reservations with backfill (docs/design.md §4 step 5).
 struct ReservationConfig {
-  // Most reservations at once; 0 turns reservations off.
-  int depth = 1;
+  // Most reservations at once; 0 turns reservations off. Default 3:
+  // measured across the simulator's matrix (bench/README.md), protecting
+  // the next gangs in line as well as the head cut large-gang waits and
+  // blocked GPU-hours against one reservation.
+  int depth = 3;
   // Gangs of at least this priority may reserve...
   int min_priority = 0;
   // ...and so may any gang that has waited this long (0 = no age rule).
@@ -242,7 +245,9 @@ struct ReservationConfig {
 
 // Preemption (docs/design.md §4 step 6).
 struct PreemptionConfig {
-  bool enabled = false;
+  // On by default (bench/README.md, the matrix); with
+  // min_preemptor_priority, only the higher priority tiers preempt.
+  bool enabled = true;
   // Victims are PREEMPTING this long (checkpoint now) unless they
   // acknowledge sooner; their GPUs stay held for the preemptor.
   absl::Duration grace_period = absl::Minutes(5);
@@ -253,8 +258,9 @@ struct PreemptionConfig {
   // are for reservations to end, not for discarding days of a gang's work.
   absl::Duration horizon = absl::Hours(1);
   // Only gangs of at least this priority preempt (within their queue or by
-  // reclaiming quota); lowest = every gang may.
-  int min_preemptor_priority = std::numeric_limits<int>::lowest();
+  // reclaiming quota); lowest = every gang may. Default 1: gangs of the
+  // default priority 0 wait rather than throw others' work away.
+  int min_preemptor_priority = 1;
   // A victim that ran longer than this since its last checkpoint (or its
   // start) is spared: only victims that just checkpointed are cheap enough.
   // 0 = no limit (the horizon alone bounds the loss).
