@@ -492,7 +492,7 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
         in.placement().fragmentation_scoring();
   }
   const pb::PreemptionConfig& preemption = in.preemption();
-  out.preemption.enabled = preemption.enabled();
+  if (preemption.has_enabled()) out.preemption.enabled = preemption.enabled();
   RETURN_IF_ERROR(duration(preemption.has_grace_period(),
                            preemption.grace_period(), "preemption.grace_period",
                            &out.preemption.grace_period));
