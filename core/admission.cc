@@ -557,8 +557,19 @@ void Scheduler::StampUnreached(const std::string& reason) {
   for (auto& [key, group] : pending_.groups()) {
     // A group that failed at this epoch was reached (or is known to fail):
     // its reasons are true.
-    if (group.members.empty() || group.failed_epoch == capacity_epoch_ ||
-        group.stamped == reason) {
+    if (group.members.empty() || group.failed_epoch == capacity_epoch_) {
+      continue;
+    }
+    // Stamped already: only the members that joined since are not (so a
+    // stalled cycle costs the arrivals, not the whole group again).
+    if (group.stamped == reason) {
+      for (const GangId& id : group.joined) {
+        if (pending_.GroupOf(id) != &group || ReservationOf(id) != nullptr) {
+          continue;
+        }
+        const GangPtr& gang = gangs_.at(id);
+        if (!gang->reason.starts_with("NO_FIT")) SetReason(gang, reason);
+      }
       continue;
     }
     // A gang holding a reservation keeps saying so, and one an attempt
@@ -656,6 +667,15 @@ void Scheduler::SettleJoinedGangs() {
       if (gang->reason == kWaitingReason &&
           group.KnownToFail(capacity_epoch_, PendingKeyOf(*gang).estimate)) {
         SetReason(gang, group.reason);
+      }
+    }
+    // A member that joined a stamped group and left the cycle with another
+    // reason: the stamp no longer holds for every member.
+    for (const GangId& id : group.joined) {
+      if (group.stamped.empty()) break;
+      if (pending_.GroupOf(id) == &group &&
+          gangs_.at(id)->reason != group.stamped) {
+        group.stamped.clear();
       }
     }
     group.joined.clear();

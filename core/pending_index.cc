@@ -84,7 +84,6 @@ void PendingIndex::Insert(const Gang& gang) {
   auto member = group.members.insert(pending).first;
   group.by_estimate.emplace(pending.estimate, &*member);
   group.joined.push_back(gang.id);
-  group.stamped.clear();
   it->second = &group;
 }
 

@@ -55,8 +55,8 @@ struct PendingGroup {
   absl::Duration failed_estimate;
   std::string reason;
   // When not empty, the cycle stamped this reason on every member it
-  // stopped before reaching (members with a NO_FIT reason kept theirs);
-  // cleared when a member joins or gets another reason.
+  // stopped before reaching (NO_FIT members kept theirs; joined ones are
+  // stamped next); cleared when a member gets or settles with another one.
   std::string stamped;
 
   // Whether a member with `estimate` is known to fail at `epoch`.
