@@ -584,6 +584,13 @@ void Engine::AddPending(const JobRun& job, int sign) {
   }
 }
 
+// "Blocked" (bench/README.md, Metrics): a pending multi-node gang is
+// blocked while the fleet has at least as many idle whole READY nodes as
+// it has pods, counting only nodes nobody else holds: a node reserved for
+// another gang, or held for another gang's preemption, is not idle
+// capacity this gang could use; a node held for the gang itself is. The
+// same rule applies to every policy (those without reservations or
+// preemption hold nothing).
 FleetSample Engine::Sample() const {
   const core::Fleet& fleet = scheduler_.fleet();
   const core::FleetReport report = core::DescribeFleet(fleet);
@@ -594,15 +601,49 @@ FleetSample Engine::Sample() const {
   s.pending_gangs = pending_;
   s.running_gangs = running_;
   s.node_fragmentation = report.node_fragmentation;
-  for (const core::Fleet::Slot& slot : fleet.slots()) {
+  // Idle whole nodes held for a gang, by holder (job index).
+  std::vector<int> holder(fleet.slots().size(), -1);
+  auto hold = [&](const core::GangId& gang, const core::NodeId& node) {
+    const int slot = fleet.Find(node);
+    const int64_t seq = core::GangSeq(gang);
+    if (slot < 0 || seq <= 0 ||
+        seq >= static_cast<int64_t>(job_of_seq_.size())) {
+      return;
+    }
+    holder[slot] = job_of_seq_[seq];
+  };
+  for (const core::Reservation& r : scheduler_.reservations()) {
+    for (const core::NodeId& node : r.nodes) hold(r.gang, node);
+  }
+  for (const auto& [gang, nodes] : scheduler_.held_for()) {
+    for (const core::NodeId& node : nodes) hold(gang, node);
+  }
+  int64_t unheld = 0;
+  std::map<int, int64_t> held_idle;  // job index -> idle whole nodes held
+  for (size_t i = 0; i < fleet.slots().size(); ++i) {
+    const core::Fleet::Slot& slot = fleet.slots()[i];
     if (slot.node.state == core::NodeState::kReady && slot.Idle() &&
         slot.node.spec.gpu_count >= fleet_.gpus_per_node) {
       ++s.free_whole_nodes;
+      if (holder[i] < 0) {
+        ++unheld;
+      } else {
+        ++held_idle[holder[i]];
+      }
     }
   }
   for (const auto& [pods, gpus] : pending_multi_node_) {
-    if (pods > s.free_whole_nodes) break;
+    if (pods > unheld) break;
     s.blocked_gpus += gpus;
+  }
+  // A holder too large for the unheld nodes alone, with enough of its own.
+  for (const auto& [index, nodes] : held_idle) {
+    if (index < 0) continue;
+    const JobRun& job = jobs_[index];
+    if (job.phase == Phase::kPending && job.pods > 1 && job.pods > unheld &&
+        job.pods <= unheld + nodes) {
+      s.blocked_gpus += job.held_gpus;
+    }
   }
   return s;
 }

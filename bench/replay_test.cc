@@ -147,6 +147,26 @@ TEST(ReplayTest, BlockedHoursCountMultiNodeGangsWaitingBesideFreeNodes) {
   EXPECT_DOUBLE_EQ(result->metrics.wait_seconds->p50, 1800);
 }
 
+TEST(ReplayTest, NodesHeldForAReservationAreNotIdleCapacityForOthers) {
+  // Three nodes. A holds node 0 for an hour; B (3 nodes) reserves all three
+  // and waits for A; C (2 nodes, far too long to backfill) waits beside the
+  // two idle nodes held for B. They are B's, not capacity C could use: C
+  // is not blocked, and B (3 pods, 2 idle nodes) is not either.
+  const SimFleet fleet = Fleet(3);
+  const Workload w = Load({Job(0, 3600, 8), Job(0, 60, 24), Job(0, 30000, 16)});
+  auto held =
+      Replay(PolicyOn("slurm-like", fleet), fleet, w, Every(absl::Minutes(1)));
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_DOUBLE_EQ(held->metrics.blocked_gpu_hours, 0);
+  // Without the reservation C takes the two idle nodes at once (nothing is
+  // blocked either), and B waits for C.
+  auto unheld =
+      Replay(PolicyOn("kueue-like", fleet), fleet, w, Every(absl::Minutes(1)));
+  ASSERT_TRUE(unheld.ok()) << unheld.status();
+  EXPECT_DOUBLE_EQ(unheld->metrics.blocked_gpu_hours, 0);
+  EXPECT_DOUBLE_EQ(unheld->metrics.wait_seconds->p50, 0);
+}
+
 TEST(ReplayTest, RefusesJobsThatCanNeverFit) {
   const SimFleet fleet = Fleet(1);
   auto result =

@@ -39,8 +39,10 @@ struct FleetSample {
   int64_t running_gangs = 0;
   int64_t free_whole_nodes = 0;
   double node_fragmentation = 0;  // core::DescribeFleet's figure
-  int64_t blocked_gpus = 0;       // GPUs of pending multi-node gangs for which
-                                  // enough free whole nodes exist in total
+  // GPUs of pending multi-node gangs for which enough idle whole nodes
+  // exist in total, not counting nodes held for another gang
+  // (reservations, preemptions in progress).
+  int64_t blocked_gpus = 0;
 };
 
 // One row of the time series: time-weighted means over a bucket.

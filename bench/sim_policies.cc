@@ -54,14 +54,10 @@ Config SlurmLike(Config c) {
   return c;
 }
 
-Config Phalanx(Config c) {
-  c.admission.ordering = core::Ordering::kPriorityFairShareAge;
-  c.admission.strict_fifo = false;
-  c.placement.first_fit = false;
-  c.fair_share.enabled = true;
-  c.preemption.enabled = true;  // reservation: core's defaults
-  return c;
-}
+// The daemon's default configuration, unchanged: what a user gets without
+// tuning (priority, fair share, age; three reservations; preemption by the
+// priority tiers >= 1, bounded by the horizon).
+Config Phalanx(Config c) { return c; }
 
 absl::Status BadOverride(absl::string_view part, absl::string_view why) {
   return absl::InvalidArgumentError(
@@ -107,6 +103,16 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
     c.fair_share.enabled = number != 0;
   } else if (key == "half_life_h") {
     c.fair_share.half_life = absl::Hours(number);
+  } else if (key == "strand") {
+    c.reservation.choose_by_stranding = number != 0;
+  } else if (key == "preempt_min_priority") {
+    c.preemption.min_preemptor_priority = static_cast<int>(number);
+  } else if (key == "victim_loss_m") {
+    c.preemption.max_victim_loss = absl::Minutes(number);
+  } else if (key == "end_pack") {
+    c.placement.end_time_packing = number != 0;
+  } else if (key == "fgd") {
+    c.placement.fragmentation_scoring = number != 0;
   } else {
     return BadOverride(
         part, absl::StrCat("unknown key (known: ",
@@ -124,9 +130,21 @@ const std::vector<std::string>& PolicyNames() {
 }
 
 const std::vector<std::string>& PolicyOverrideKeys() {
-  static const std::vector<std::string>* keys = new std::vector<std::string>{
-      "depth",         "min_priority", "after_h", "preempt",    "horizon_h",
-      "min_runtime_m", "fair",         "order",   "half_life_h"};
+  static const std::vector<std::string>* keys =
+      new std::vector<std::string>{"depth",
+                                   "min_priority",
+                                   "after_h",
+                                   "preempt",
+                                   "horizon_h",
+                                   "min_runtime_m",
+                                   "fair",
+                                   "order",
+                                   "half_life_h",
+                                   "strand",
+                                   "preempt_min_priority",
+                                   "victim_loss_m",
+                                   "end_pack",
+                                   "fgd"};
   return *keys;
 }
 

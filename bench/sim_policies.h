@@ -10,7 +10,9 @@
 //   slurm-like  priority and age (fair sharing off), backfill with a
 //               reservation for the top job, best-fit tree topology, no
 //               preemption
-//   phalanx     core's defaults: fair sharing, reservations, preemption
+//   phalanx     core's defaults, unchanged (the daemon's default
+//               configuration): fair sharing, three reservations,
+//               preemption by priority tiers >= 1
 // A name may carry overrides, `phalanx:depth=3:horizon_h=2`, so that one
 // lever at a time can be measured across the matrix (PolicyOverrideKeys).
 // Pure functions; thread-safe.
@@ -39,6 +41,11 @@ const std::vector<std::string>& PolicyNames();
 //   fair=0|1           fair_share.enabled
 //   order=priority|fair_share_first|submit   admission.ordering
 //   half_life_h=H      fair_share.half_life, hours
+//   strand=0|1         reservation.choose_by_stranding
+//   preempt_min_priority=N  preemption.min_preemptor_priority
+//   victim_loss_m=M    preemption.max_victim_loss, minutes
+//   end_pack=0|1       placement.end_time_packing
+//   fgd=0|1            placement.fragmentation_scoring
 const std::vector<std::string>& PolicyOverrideKeys();
 
 // The configuration of policy `spec` ("name" or "name:key=value:...") built

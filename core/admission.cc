@@ -260,6 +260,7 @@ Scheduler::Attempt Scheduler::TryAdmit(const GangPtr& gang, absl::Time now) {
     return {absl::StrCat("QUEUE_HELD: queue ", queue.name.value(), " is held")};
   }
   PlacementOptions options = OptionsFor(queue);
+  options.node_rank = NodeRanker(*gang, now);
   if (!reservations_.empty() || !held_for_.empty()) {
     options.node_allowed = [this, &gang, now](int slot) {
       const int r = reserved_slot_[slot];
@@ -283,6 +284,29 @@ Scheduler::Attempt Scheduler::TryAdmit(const GangPtr& gang, absl::Time now) {
   }
   Admit(gang, std::move(placement.pods), now);
   return {};
+}
+
+std::function<NodeRank(int, int)> Scheduler::NodeRanker(const Gang& gang,
+                                                        absl::Time now) const {
+  const PlacementConfig& config = config_.placement;
+  if (!config.end_time_packing && !config.fragmentation_scoring) return {};
+  const absl::Time end = gang.spec.estimated_runtime > absl::ZeroDuration()
+                             ? now + gang.spec.estimated_runtime
+                             : absl::InfiniteFuture();
+  return [this, end, now, config](int slot, int gpus) {
+    const Fleet::Slot& s = fleet_.slots()[slot];
+    ScoredNode node{s.node.spec.gpu_count, s.FreeGpus(), absl::InfinitePast()};
+    if (config.end_time_packing) {
+      for (const auto& [id, pods] : s.gang_pods) {
+        if (const GangPtr holder = FindGang(id)) {
+          node.latest_end =
+              std::max(node.latest_end, ExpectedEnd(*holder, now));
+        }
+      }
+    }
+    return RankNode(node, ScoredPod{gpus, end}, config.fragmentation_scoring,
+                    config.end_time_packing);
+  };
 }
 
 int64_t Scheduler::FreeReadyGpus() const {
@@ -364,7 +388,7 @@ std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
       active_ends_.empty() ? absl::InfiniteFuture() : *active_ends_.begin();
   std::optional<Reservation> reservation = PlanReservation(
       *gang, fleet_, taken, [this](const GangId& id) { return FindGang(id); },
-      now, earliest_end);
+      now, earliest_end, config_.reservation.choose_by_stranding);
   if (!reservation) return std::nullopt;
   const int index = static_cast<int>(reservations_.size());
   for (int slot : ReservedSlots(*reservation)) {
@@ -513,8 +537,14 @@ void Scheduler::RunCycle(absl::Time now) {
     } else {
       free_gpus -= gang->spec.TotalGpus();
     }
+    // A group known to fail is left for this cycle, unless this gang now
+    // holds a reservation and more may be made (depth > 1): its next
+    // member may reserve too (at most `depth` members are offered so).
+    const bool reserve_more =
+        ReservationOf(gang->id) != nullptr &&
+        MayReserve(gang->spec.priority, gang->submit_time, now);
     order.Advance(group.AllKnownToFail(capacity_epoch_) &&
-                  !config_.admission.strict_fifo);
+                  !config_.admission.strict_fifo && !reserve_more);
   }
   // 4b. The gangs an early stop did not reach: the shared cause, once per
   //     group whose members do not all carry it yet (so a stalled cycle
@@ -542,17 +572,15 @@ void Scheduler::StampUnreached(const std::string& reason) {
     // A gang holding a reservation keeps saying so, and one an attempt
     // found not to fit keeps its NO_FIT reason (both still true; rewriting
     // them every time the cycle stops at another place would only churn
-    // writes).
-    bool all = true;
-    bool changed = false;
+    // writes). The group counts as stamped all the same: a holder that
+    // loses its reservation gets another reason through SetReason
+    // (ClearLostReservations), which lists it in `unstamped`, so the next
+    // stamp visits it then — and the group is not walked again on every
+    // stalled cycle while the reservation stands.
     auto stamp = [&](const GangId& id) {
-      if (ReservationOf(id) != nullptr) {
-        all = false;
-        return;
-      }
+      if (ReservationOf(id) != nullptr) return;
       const GangPtr& gang = gangs_.at(id);
       if (gang->reason.starts_with("NO_FIT")) return;
-      changed |= gang->reason != reason;
       SetReason(gang, reason);
     };
     const std::vector<GangId> unstamped = std::move(group.unstamped);
@@ -565,11 +593,7 @@ void Scheduler::StampUnreached(const std::string& reason) {
       for (const PendingKey& member : group.members) stamp(member.id);
     }
     group.unstamped.clear();
-    if (all) {
-      group.stamped = reason;
-    } else if (again || changed) {
-      group.stamped.clear();  // a reserved member: the next stamp visits all
-    }
+    group.stamped = reason;
   }
 }
 

@@ -6,6 +6,7 @@
 #define PHALANX_CORE_MODEL_H_
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -200,6 +201,13 @@ struct AdmissionConfig {
 struct PlacementConfig {
   // Lowest nodes in fleet order instead of best fit.
   bool first_fit = false;
+  // Scorers among the nodes best fit leaves tied (core/node_score.h): pods
+  // go where the gangs already there are expected to end about when they
+  // do, so nodes come free together...
+  bool end_time_packing = false;
+  // ...and onto the node whose leftover GPUs the fewest pods of common
+  // sizes could not use (fragmentation gradient).
+  bool fragmentation_scoring = false;
   bool operator==(const PlacementConfig&) const = default;
 };
 
@@ -216,18 +224,30 @@ struct FairShareConfig {
 
 // Reservations with backfill (docs/design.md §4 step 5).
 struct ReservationConfig {
-  // Most reservations at once; 0 turns reservations off.
-  int depth = 1;
+  // Most reservations at once; 0 turns reservations off. Default 3:
+  // measured across the simulator's matrix (bench/README.md), protecting
+  // the next gangs in line as well as the head cut large-gang waits and
+  // blocked GPU-hours against one reservation.
+  int depth = 3;
   // Gangs of at least this priority may reserve...
   int min_priority = 0;
   // ...and so may any gang that has waited this long (0 = no age rule).
   absl::Duration after = absl::ZeroDuration();
+  // How the domain of a reservation is chosen. Off: the earliest expected
+  // start (then the fewest GPUs to release). On: the least idle capacity
+  // the reservation costs — the gang's GPUs times its wait, plus the
+  // GPU-time its held nodes stand idle until it starts (free now, or freed
+  // by a gang ending before it) — so a domain that starts a little later
+  // but strands nothing beats one that holds many free nodes for hours.
+  bool choose_by_stranding = false;
   bool operator==(const ReservationConfig&) const = default;
 };
 
 // Preemption (docs/design.md §4 step 6).
 struct PreemptionConfig {
-  bool enabled = false;
+  // On by default (bench/README.md, the matrix); with
+  // min_preemptor_priority, only the higher priority tiers preempt.
+  bool enabled = true;
   // Victims are PREEMPTING this long (checkpoint now) unless they
   // acknowledge sooner; their GPUs stay held for the preemptor.
   absl::Duration grace_period = absl::Minutes(5);
@@ -237,6 +257,14 @@ struct PreemptionConfig {
   // how long it would otherwise wait, counted up to this horizon. Long waits
   // are for reservations to end, not for discarding days of a gang's work.
   absl::Duration horizon = absl::Hours(1);
+  // Only gangs of at least this priority preempt (within their queue or by
+  // reclaiming quota); lowest = every gang may. Default 1: gangs of the
+  // default priority 0 wait rather than throw others' work away.
+  int min_preemptor_priority = 1;
+  // A victim that ran longer than this since its last checkpoint (or its
+  // start) is spared: only victims that just checkpointed are cheap enough.
+  // 0 = no limit (the horizon alone bounds the loss).
+  absl::Duration max_victim_loss = absl::ZeroDuration();
   bool operator==(const PreemptionConfig&) const = default;
 };
 

@@ -66,6 +66,7 @@ class PodSetPlacer {
         model_(model),
         basis_(options.basis),
         first_fit_(options.first_fit),
+        node_rank_(options.node_rank ? &options.node_rank : nullptr),
         slice_level_(set.slice.size > 0 ? fleet.LevelIndex(set.slice.level)
                                         : -1),
         within_(options.within_domain),
@@ -574,6 +575,22 @@ class PodSetPlacer {
       count -= pods;
       return count == 0;
     };
+    if (node_rank_ && !first_fit_) {  // scorers (core/node_score.h)
+      std::vector<std::pair<NodeRank, int>> ranked;
+      for (int i = slot_begin_; i < slot_end_; ++i) {
+        const int64_t pods = std::min(count, NodePods(i));
+        if (pods > 0)
+          ranked.emplace_back((*node_rank_)(i, pods * set_.gpus), i);
+      }
+      std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+        return a.first < b.first ||
+               (!(b.first < a.first) && a.second < b.second);
+      });
+      for (const auto& [rank, slot] : ranked) {
+        if (take(slot)) return fills_;
+      }
+      PHALANX_CHECK(false);  // DomainPods(within_) promised enough
+    }
     if (indexed_ && !first_fit_) {
       for (int free = set_.gpus; free <= index_.max_gpus(); ++free) {
         for (int slot : SlotsWithFree(free)) {
@@ -606,6 +623,7 @@ class PodSetPlacer {
   const std::string* model_;
   const CapacityBasis basis_;
   const bool first_fit_;
+  const std::function<NodeRank(int, int)>* node_rank_;
   const int slice_level_;  // -1 when the set is not sliced
   const int within_;       // the domain placement stays inside
   const int slot_begin_;   // its slots: [slot_begin_, slot_end_)

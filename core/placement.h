@@ -15,6 +15,7 @@
 
 #include "core/fleet.h"
 #include "core/model.h"
+#include "core/node_score.h"
 #include "core/placement_filters.h"
 
 namespace phalanx::core {
@@ -47,6 +48,10 @@ struct PlacementOptions {
   // may use; 0 = the whole fleet. Inside it, a constraint at its level or
   // above is met by the domain itself.
   int within_domain = 0;
+  // When set, UNCONSTRAINED pod sets take nodes in this order (lowest
+  // first; ties in fleet order) instead of fewest free GPUs first:
+  // `gpus` is what the set would put on `slot` (core/node_score.h).
+  std::function<NodeRank(int slot, int gpus)> node_rank;
 };
 
 // Finds a placement for every pod of `spec` on `fleet`. Leaves `fleet` as it

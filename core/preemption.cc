@@ -5,6 +5,9 @@
 // min_runtime are spared, victims that turn out unnecessary are dropped, and
 // no preemption throws away more GPU-seconds than the preemptor would wait
 // for capacity to free up on its own (so one that is due soon just waits).
+// Two optional limits: only gangs of a priority tier preempt
+// (min_preemptor_priority), and only victims that checkpointed recently are
+// taken (max_victim_loss).
 // Victims go to PREEMPTING for a grace period while their GPUs stay held for
 // the preemptor.
 //
@@ -29,13 +32,19 @@ int64_t HeldGpusOf(const Gang& gang) {
   return gpus;
 }
 
-// GPU-seconds of work the gang would lose now.
-double LostWork(const Gang& gang, absl::Time now) {
+// Since when the gang's work would be lost: its last checkpoint of this
+// run, else its admission.
+absl::Time LastSaved(const Gang& gang, absl::Time now) {
   absl::Time since = gang.admit_time.value_or(now);
   if (gang.last_checkpoint_time && *gang.last_checkpoint_time > since) {
     since = *gang.last_checkpoint_time;
   }
-  return absl::ToDoubleSeconds(now - since) * HeldGpusOf(gang);
+  return since;
+}
+
+// GPU-seconds of work the gang would lose now.
+double LostWork(const Gang& gang, absl::Time now) {
+  return absl::ToDoubleSeconds(now - LastSaved(gang, now)) * HeldGpusOf(gang);
 }
 
 int64_t Lookup(const std::map<std::string, int64_t>& map,
@@ -124,7 +133,9 @@ double Scheduler::PreemptionBudget(const Gang& gang, absl::Time now) const {
 
 std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
                                                  absl::Time now) {
-  if (!config_.preemption.enabled || held_for_.contains(gang->id)) {
+  const PreemptionConfig& config = config_.preemption;
+  if (!config.enabled || held_for_.contains(gang->id) ||
+      gang->spec.priority < config.min_preemptor_priority) {
     return std::nullopt;
   }
   // 1. Candidates, cheapest loss first (ties: lower priority, then id).
@@ -138,6 +149,12 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
         *other->admit_time + config_.preemption.min_runtime;
     if (now < protected_until) {
       wakeup_ = std::min(wakeup_, protected_until);
+      continue;
+    }
+    // Checkpoint-aware: only a victim that checkpointed (or started)
+    // recently is cheap enough to take.
+    if (config.max_victim_loss > absl::ZeroDuration() &&
+        now - LastSaved(*other, now) > config.max_victim_loss) {
       continue;
     }
     candidates.emplace_back(LostWork(*other, now), other);

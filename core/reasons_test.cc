@@ -44,7 +44,10 @@ class ReasonsTest : public ::testing::Test {
 };
 
 TEST_F(ReasonsTest, AFullFleetNamesTheSharedCauseForGangsNotReached) {
-  Init({});
+  Config one;  // one reservation, no preemption: the early stop is reached
+  one.reservation.depth = 1;
+  one.preemption.enabled = false;
+  Init(one);
   Submit(Spec("q").Pods(2, 8));
   Cycle();  // the fleet is full; the reservation depth (1) is free
   GangPtr head = Submit(Spec("q").Pods(2, 8).Priority(5));

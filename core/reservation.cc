@@ -1,6 +1,7 @@
 #include "core/reservation.h"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 
 #include "core/check.h"
@@ -30,11 +31,35 @@ struct Candidate {
   int64_t to_release;
   int domain;
   std::vector<int> slots;  // the nodes to hold (compared last, never tied)
+  // GPU-seconds the held nodes stand idle until `start` (by estimates).
+  double stranded = 0;
   bool operator<(const Candidate& o) const {
     return std::tie(start, to_release, domain) <
            std::tie(o.start, o.to_release, o.domain);
   }
 };
+
+// The idle capacity a reservation costs: the gang's GPUs waiting until its
+// start plus what its held nodes strand until then. Infinite without
+// estimates (then only the start order decides).
+double Cost(const Candidate& c, int64_t gang_gpus, absl::Time now) {
+  if (c.start == absl::InfiniteFuture()) {
+    return std::numeric_limits<double>::infinity();
+  }
+  return absl::ToDoubleSeconds(c.start - now) * static_cast<double>(gang_gpus) +
+         c.stranded;
+}
+
+// Whether `a` is the better reservation (see ReservationConfig).
+bool Better(const Candidate& a, const Candidate& b, bool by_stranding,
+            int64_t gang_gpus, absl::Time now) {
+  if (by_stranding) {
+    const double ca = Cost(a, gang_gpus, now);
+    const double cb = Cost(b, gang_gpus, now);
+    if (ca != cb) return ca < cb;
+  }
+  return a < b;
+}
 
 // What a domain offers the gang once the gangs holding its nodes end.
 struct Outcome {
@@ -217,6 +242,31 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
   candidate.slots.erase(
       std::unique(candidate.slots.begin(), candidate.slots.end()),
       candidate.slots.end());
+  // What the held nodes strand: with every holder back, each held node's
+  // free GPUs idle from now, and a released holder's GPUs there from its
+  // expected end, until the start.
+  projection.ReleaseFirst(0);
+  if (candidate.start != absl::InfiniteFuture()) {
+    std::vector<char> held(fleet.slots().size(), 0);
+    for (int slot : candidate.slots) {
+      held[slot] = 1;
+      candidate.stranded +=
+          static_cast<double>(fleet.slots()[slot].FreeGpus()) *
+          absl::ToDoubleSeconds(candidate.start - now);
+    }
+    for (size_t i = 0; i < hi; ++i) {
+      const Gang& holder = *projection.holder(i);
+      const double idle =
+          absl::ToDoubleSeconds(candidate.start - ExpectedEnd(holder, now));
+      for (const PodPlacement& pod : holder.placement) {
+        const int slot = fleet.Find(pod.node);
+        if (slot >= 0 && held[slot]) {
+          candidate.stranded +=
+              static_cast<double>(pod.gpu_indices.size()) * idle;
+        }
+      }
+    }
+  }
   return {Outcome::kLater, std::move(candidate)};
 }
 
@@ -246,7 +296,7 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
     const std::function<GangPtr(const GangId&)>& find, absl::Time now,
-    absl::Time earliest_end) {
+    absl::Time earliest_end, bool by_stranding) {
   const std::vector<int> taken_slots = TakenSlots(taken);
   const int64_t need = gang.spec.TotalGpus();
   const absl::Time start_floor = std::max(now, earliest_end);
@@ -271,18 +321,22 @@ std::optional<Reservation> PlanReservation(
       order.emplace_back(std::max<int64_t>(0, need - free), domain, free);
     }
     std::sort(order.begin(), order.end());
+    // The bound orders candidates by (start, to_release): it prunes only
+    // when that order picks the winner, not when stranding does.
     for (const auto& [bound, domain, free] : order) {
-      if (best && free < need &&
-          !(Candidate{start_floor, bound, domain, {}} < *best)) {
+      const Candidate* to_beat = best && !by_stranding ? &*best : nullptr;
+      if (to_beat != nullptr && free < need &&
+          !(Candidate{start_floor, bound, domain, {}} < *to_beat)) {
         continue;
       }
       Outcome outcome = Evaluate(domain, gang, fleet, taken, taken_slots, find,
-                                 now, free, best ? &*best : nullptr);
+                                 now, free, to_beat);
       // It fits now: nothing is to be waited for, and holding nodes for it
       // would only keep others out.
       if (outcome.kind == Outcome::kNow) return std::nullopt;
       if (outcome.kind == Outcome::kLater &&
-          (!best || outcome.candidate < *best)) {
+          (!best ||
+           Better(outcome.candidate, *best, by_stranding, need, now))) {
         best = std::move(outcome.candidate);
       }
     }

@@ -46,11 +46,13 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
 // cannot win; InfinitePast when unknown). Returns nullopt when no domain
 // could host it even once every gang there ended, and when it fits now (a
 // reservation is for a gang that waits for capacity, never a hold on nodes
-// it could take already). Leaves `fleet` as it was.
+// it could take already). Leaves `fleet` as it was. Of the domains that
+// could host it, the earliest expected start wins; with `by_stranding`,
+// the least idle capacity (ReservationConfig::choose_by_stranding).
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
     const std::function<GangPtr(const GangId&)>& find, absl::Time now,
-    absl::Time earliest_end = absl::InfinitePast());
+    absl::Time earliest_end = absl::InfinitePast(), bool by_stranding = false);
 
 // Re-estimates `reservation` of `gang` on its own domain (start, GPUs still
 // to release, nodes), avoiding `taken` slots. Returns nullopt when that

@@ -163,6 +163,10 @@ class Scheduler {
   const FairShareLedger& ledger() const { return ledger_; }
   // Reservations made by the last cycle, in order.
   const std::vector<Reservation>& reservations() const { return reservations_; }
+  // Preemptor -> the nodes held for it while its victims stop.
+  const std::map<GangId, std::set<NodeId>>& held_for() const {
+    return held_for_;
+  }
   // Bumped whenever a pending gang could newly fit (docs/design.md §4 speed
   // rules).
   int64_t capacity_epoch() const { return capacity_epoch_; }
@@ -251,6 +255,10 @@ class Scheduler {
   void FinishPreemption(Gang victim, absl::Time now);
   // Whether the node at `slot` is held for a preemptor other than `gang`.
   bool HeldForOther(int slot, const GangId& gang) const;
+  // The node order of the configured placement scorers for `gang`'s
+  // unconstrained pods (core/node_score.h); empty when none is on.
+  std::function<NodeRank(int, int)> NodeRanker(const Gang& gang,
+                                               absl::Time now) const;
   // Forgets the nodes held for `preemptor`.
   void DropHolds(const GangId& preemptor);
 

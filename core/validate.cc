@@ -417,6 +417,9 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   if (config.preemption.min_runtime < absl::ZeroDuration()) {
     return Bad(f + ".preemption.min_runtime", "must be >= 0");
   }
+  if (config.preemption.max_victim_loss < absl::ZeroDuration()) {
+    return Bad(f + ".preemption.max_victim_loss", "must be >= 0");
+  }
   if (config.preemption.horizon < absl::ZeroDuration()) {
     return Bad(f + ".preemption.horizon", "must be >= 0");
   }

@@ -480,9 +480,19 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   out.reservation.min_priority = reservation.min_priority();
   RETURN_IF_ERROR(duration(reservation.has_after(), reservation.after(),
                            "reservation.after", &out.reservation.after));
+  if (reservation.has_choose_by_stranding()) {
+    out.reservation.choose_by_stranding = reservation.choose_by_stranding();
+  }
   out.placement.first_fit = in.placement().first_fit();
+  if (in.placement().has_end_time_packing()) {
+    out.placement.end_time_packing = in.placement().end_time_packing();
+  }
+  if (in.placement().has_fragmentation_scoring()) {
+    out.placement.fragmentation_scoring =
+        in.placement().fragmentation_scoring();
+  }
   const pb::PreemptionConfig& preemption = in.preemption();
-  out.preemption.enabled = preemption.enabled();
+  if (preemption.has_enabled()) out.preemption.enabled = preemption.enabled();
   RETURN_IF_ERROR(duration(preemption.has_grace_period(),
                            preemption.grace_period(), "preemption.grace_period",
                            &out.preemption.grace_period));
@@ -491,6 +501,12 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
                            &out.preemption.min_runtime));
   RETURN_IF_ERROR(duration(preemption.has_horizon(), preemption.horizon(),
                            "preemption.horizon", &out.preemption.horizon));
+  if (preemption.has_min_preemptor_priority()) {
+    out.preemption.min_preemptor_priority = preemption.min_preemptor_priority();
+  }
+  RETURN_IF_ERROR(
+      duration(preemption.has_max_victim_loss(), preemption.max_victim_loss(),
+               "preemption.max_victim_loss", &out.preemption.max_victim_loss));
   RETURN_IF_ERROR(duration(in.lifecycle().has_start_timeout(),
                            in.lifecycle().start_timeout(),
                            "lifecycle.start_timeout", &out.start_timeout));
@@ -570,13 +586,24 @@ void ToProto(const core::Config& in, pb::Config* out) {
   if (in.reservation.after > absl::ZeroDuration()) {
     ToProto(in.reservation.after, out->mutable_reservation()->mutable_after());
   }
+  out->mutable_reservation()->set_choose_by_stranding(
+      in.reservation.choose_by_stranding);
   out->mutable_placement()->set_first_fit(in.placement.first_fit);
+  out->mutable_placement()->set_end_time_packing(in.placement.end_time_packing);
+  out->mutable_placement()->set_fragmentation_scoring(
+      in.placement.fragmentation_scoring);
   out->mutable_preemption()->set_enabled(in.preemption.enabled);
   ToProto(in.preemption.grace_period,
           out->mutable_preemption()->mutable_grace_period());
   ToProto(in.preemption.min_runtime,
           out->mutable_preemption()->mutable_min_runtime());
   ToProto(in.preemption.horizon, out->mutable_preemption()->mutable_horizon());
+  out->mutable_preemption()->set_min_preemptor_priority(
+      in.preemption.min_preemptor_priority);
+  if (in.preemption.max_victim_loss > absl::ZeroDuration()) {
+    ToProto(in.preemption.max_victim_loss,
+            out->mutable_preemption()->mutable_max_victim_loss());
+  }
   ToProto(in.start_timeout, out->mutable_lifecycle()->mutable_start_timeout());
   ToProto(in.fair_share.half_life,
           out->mutable_fair_share()->mutable_half_life());

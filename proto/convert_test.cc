@@ -1,6 +1,7 @@
 #include "proto/convert.h"
 
 #include "core/testing.h"
+#include "core/validate.h"
 #include "gtest/gtest.h"
 
 namespace phalanx::convert {
@@ -152,6 +153,26 @@ TEST(ConvertTest, PreemptionHorizonRoundTrips) {
   pb::Config again;
   ToProto(*config, &again);
   EXPECT_EQ(again.preemption().horizon().seconds(), 600);
+}
+
+TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
+  core::Config config;
+  config.reservation.choose_by_stranding =
+      !config.reservation.choose_by_stranding;
+  config.placement.end_time_packing = !config.placement.end_time_packing;
+  config.placement.fragmentation_scoring =
+      !config.placement.fragmentation_scoring;
+  config.preemption.min_preemptor_priority = 7;
+  config.preemption.max_victim_loss = absl::Minutes(10);
+  pb::Config proto;
+  ToProto(config, &proto);
+  auto back = ConfigFromProto(proto, "config");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, config);
+  proto.mutable_preemption()->mutable_max_victim_loss()->set_seconds(-1);
+  EXPECT_EQ(core::ValidateConfig(*ConfigFromProto(proto, "config"), "config")
+                .message(),
+            "config.preemption.max_victim_loss: must be >= 0");
 }
 
 TEST(ConvertTest, NodeDrainDeadlineRoundTrips) {
