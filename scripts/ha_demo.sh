@@ -42,7 +42,7 @@ ensure_built() {
 pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # grpc.health.v1.Health/Check of service $2 at $1: SERVING, NOT_SERVING or
-# the RPC error (UNAVAILABLE when nothing listens: a standby).
+# the RPC error (UNAVAILABLE when nothing listens).
 health() {
   /usr/bin/python3 - "$1" "$2" <<'EOF'
 import sys, grpc
