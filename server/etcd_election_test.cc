@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "storage/etcd/etcd_state_store.h"
 #include "tests/etcd_cluster.h"
+#include "tests/etcd_fixture.h"
 
 namespace phalanx::server {
 namespace {
@@ -30,20 +31,8 @@ struct Candidate {
   std::unique_ptr<EtcdElection> election;
 };
 
-class EtcdElectionTest : public ::testing::Test {
+class EtcdElectionTest : public ::phalanx::testing::EtcdClusterTest {
  protected:
-  void SetUp() override {
-    if (!EtcdCluster::Available()) {
-      GTEST_SKIP() << EtcdCluster::kEtcdPath
-                   << " is absent: install etcd-server to run the etcd tests";
-    }
-    cluster_ = std::make_unique<EtcdCluster>(3);
-    ASSERT_TRUE(cluster_->Start()) << cluster_->logs();
-    storage::etcd::EtcdClientOptions options;
-    options.endpoints = cluster_->endpoints();
-    client_ = std::move(*EtcdClient::Connect(options));
-  }
-
   std::unique_ptr<Candidate> NewCandidate(const std::string& id) {
     auto candidate = std::make_unique<Candidate>();
     EtcdElectionOptions options;
@@ -65,9 +54,6 @@ class EtcdElectionTest : public ::testing::Test {
     return std::make_unique<EtcdStateStore>(client_.get(), std::move(*local),
                                             options);
   }
-
-  std::unique_ptr<EtcdCluster> cluster_;
-  std::unique_ptr<EtcdClient> client_;
 };
 
 absl::Time In(absl::Duration d) { return absl::Now() + d; }

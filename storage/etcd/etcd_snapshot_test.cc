@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "storage/etcd/etcd_state_store.h"
 #include "tests/etcd_cluster.h"
+#include "tests/etcd_fixture.h"
 
 namespace phalanx::storage::etcd {
 namespace {
@@ -22,20 +23,8 @@ using ::phalanx::testing::EtcdCluster;
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 constexpr char kPrefix[] = "/phalanx/snap";
 
-class EtcdSnapshotTest : public ::testing::Test {
+class EtcdSnapshotTest : public ::phalanx::testing::EtcdClusterTest {
  protected:
-  void SetUp() override {
-    if (!EtcdCluster::Available()) {
-      GTEST_SKIP() << EtcdCluster::kEtcdPath
-                   << " is absent: install etcd-server to run the etcd tests";
-    }
-    cluster_ = std::make_unique<EtcdCluster>(3);
-    ASSERT_TRUE(cluster_->Start()) << cluster_->logs();
-    EtcdClientOptions options;
-    options.endpoints = cluster_->endpoints();
-    client_ = std::move(*EtcdClient::Connect(options));
-  }
-
   // Options with small chunks (several per snapshot) and no automatic
   // snapshots.
   static EtcdStateStoreOptions Small(const std::string& id) {
@@ -104,8 +93,6 @@ class EtcdSnapshotTest : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<EtcdCluster> cluster_;
-  std::unique_ptr<EtcdClient> client_;
   int next_request_ = 0;
 };
 

@@ -11,6 +11,7 @@
 #include "core/testing.h"
 #include "gtest/gtest.h"
 #include "tests/etcd_cluster.h"
+#include "tests/etcd_fixture.h"
 
 namespace phalanx::storage::etcd {
 namespace {
@@ -22,20 +23,8 @@ using ::phalanx::testing::EtcdCluster;
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 constexpr char kPrefix[] = "/phalanx/test";
 
-class EtcdStateStoreTest : public ::testing::Test {
+class EtcdStateStoreTest : public ::phalanx::testing::EtcdClusterTest {
  protected:
-  void SetUp() override {
-    if (!EtcdCluster::Available()) {
-      GTEST_SKIP() << EtcdCluster::kEtcdPath
-                   << " is absent: install etcd-server to run the etcd tests";
-    }
-    cluster_ = std::make_unique<EtcdCluster>(3);
-    ASSERT_TRUE(cluster_->Start()) << cluster_->logs();
-    EtcdClientOptions options;
-    options.endpoints = cluster_->endpoints();
-    client_ = std::move(*EtcdClient::Connect(options));
-  }
-
   // A replica whose RocksDB lives in `cluster_->root()/name`.
   std::unique_ptr<EtcdStateStore> Replica(const std::string& name,
                                           size_t max_batch_bytes = 0) {
@@ -65,9 +54,6 @@ class EtcdStateStoreTest : public ::testing::Test {
     range.set_count_only(true);
     return static_cast<int>(client_->Range(range)->count());
   }
-
-  std::unique_ptr<EtcdCluster> cluster_;
-  std::unique_ptr<EtcdClient> client_;
 };
 
 // A scheduler with 4 nodes, queue "llm" and one admitted 2-pod gang.
