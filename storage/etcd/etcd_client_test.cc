@@ -9,31 +9,21 @@
 
 #include "gtest/gtest.h"
 #include "tests/etcd_cluster.h"
+#include "tests/etcd_fixture.h"
 
 namespace phalanx::storage::etcd {
 namespace {
 
 using ::phalanx::testing::EtcdCluster;
 
-class EtcdClientTest : public ::testing::Test {
+class EtcdClientTest : public ::phalanx::testing::EtcdClusterTest {
  protected:
-  void SetUp() override {
-    if (!EtcdCluster::Available()) {
-      GTEST_SKIP() << EtcdCluster::kEtcdPath
-                   << " is absent: install etcd-server to run the etcd tests";
-    }
-    cluster_ = std::make_unique<EtcdCluster>(3);
-    ASSERT_TRUE(cluster_->Start()) << cluster_->logs();
-  }
-
   std::unique_ptr<EtcdClient> Client(EtcdClientOptions options = {}) {
     if (options.endpoints.empty()) options.endpoints = cluster_->endpoints();
     auto client = EtcdClient::Connect(std::move(options));
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? std::move(*client) : nullptr;
   }
-
-  std::unique_ptr<EtcdCluster> cluster_;
 };
 
 epb::PutRequest PutOf(const std::string& key, const std::string& value,
