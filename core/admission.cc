@@ -437,6 +437,14 @@ std::optional<std::string> Scheduler::BlockedByReservation(const GangPtr& gang,
   return std::nullopt;
 }
 
+bool Scheduler::MayPreemptFrom(const Gang& gang) const {
+  if (!config_.preemption.enabled) return false;
+  // In priority order every later gang has at most this one's priority: below
+  // the preemptors' tier, none of them may preempt either.
+  return config_.admission.ordering != Ordering::kPriorityFairShareAge ||
+         gang.spec.priority >= config_.preemption.min_preemptor_priority;
+}
+
 void Scheduler::RunCycle(absl::Time now) {
   // 1. Housekeeping: expire idempotency keys, apply retention, sample the
   //    fair-share ledger at least every sample interval, fire lifecycle
@@ -484,7 +492,7 @@ void Scheduler::RunCycle(absl::Time now) {
                        blocker->id.value(), ", which does not fit");
       break;
     }
-    if (free_gpus == 0 && !config_.preemption.enabled &&
+    if (free_gpus == 0 && !MayPreemptFrom(*gang) &&
         static_cast<int>(reservations_.size()) >= config_.reservation.depth &&
         gang->spec.TotalGpus() > 0) {
       stopped_because = kNoFreeGpuReason;
@@ -578,7 +586,8 @@ void Scheduler::StampUnreached(const std::string& reason) {
     // stamp visits it then — and the group is not walked again on every
     // stalled cycle while the reservation stands.
     auto stamp = [&](const GangId& id) {
-      if (ReservationOf(id) != nullptr) return;
+      // A preemptor waiting for its victims was reached: PREEMPTING holds.
+      if (ReservationOf(id) != nullptr || held_for_.contains(id)) return;
       const GangPtr& gang = gangs_.at(id);
       if (gang->reason.starts_with("NO_FIT")) return;
       SetReason(gang, reason);

@@ -80,7 +80,6 @@ TEST_F(ReasonsTest, AFullFleetNamesTheSharedCauseForGangsNotReached) {
 TEST_F(ReasonsTest, AGangJoiningAStampedGroupGetsTheSharedCause) {
   Config config;
   config.reservation.depth = 0;
-  config.preemption.enabled = false;  // the cycle's early exit needs both
   Init(config);
   Submit(Spec("q").Pods(2, 8));
   Cycle();  // the fleet is full

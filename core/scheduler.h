@@ -326,6 +326,8 @@ class Scheduler {
   void SettleJoinedGangs();
   // Gives every pending gang of a group the cycle did not reach `reason`.
   void StampUnreached(const std::string& reason);
+  // Whether `gang`, or a gang after it in this cycle's order, may preempt.
+  bool MayPreemptFrom(const Gang& gang) const;
   // Pending gangs that held one of `previous` and hold none now drop the
   // "RESERVED: …" part of their reason.
   void ClearLostReservations(const std::vector<Reservation>& previous);
