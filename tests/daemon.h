@@ -15,6 +15,7 @@
 #include "phalanx/v1/admin.grpc.pb.h"
 #include "phalanx/v1/fleet.grpc.pb.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
+#include "tests/health_probe.h"  // HealthStatus (-5: unknown service, -14: unreachable)
 
 namespace phalanx::testing {
 
@@ -98,12 +99,6 @@ v1::GangEvent WaitForEvent(
 
 // An HTTP GET of http://127.0.0.1:port/path; returns the body ("" on error).
 std::string HttpGet(int port, const std::string& path);
-
-// grpc.health.v1.Health/Check of `service` (by hand: no health stubs here).
-// Returns the status enum (1 = SERVING, 2 = NOT_SERVING), or -code on an
-// RPC error (-5: the service is unknown, -14: unreachable).
-int HealthStatus(const std::shared_ptr<grpc::Channel>& channel,
-                 const std::string& service);
 
 }  // namespace phalanx::testing
 

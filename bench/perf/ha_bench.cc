@@ -48,6 +48,7 @@
 #include "phalanx/v1/scheduler.grpc.pb.h"
 #include "storage/etcd/etcd_client.h"
 #include "tests/etcd_cluster.h"
+#include "tests/health_probe.h"
 
 ABSL_FLAG(std::string, phalanxd, PHALANXD_PATH, "phalanxd binary");
 ABSL_FLAG(std::string, clients, "1,8,64", "Concurrencies of the submit test");
@@ -93,33 +94,9 @@ int FreePort() {
 // -code on an RPC error.
 int Health(const std::string& address, const std::string& service,
            absl::Duration timeout) {
-  auto channel =
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  std::string request_bytes = "\x0a";
-  request_bytes.push_back(static_cast<char>(service.size()));
-  request_bytes += service;
-  grpc::Slice slice(request_bytes);
-  grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  grpc::GenericStub stub(channel);
-  absl::Notification done;
-  grpc::Status status;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
-                 &request, &response, [&](grpc::Status s) {
-                   status = std::move(s);
-                   done.Notify();
-                 });
-  done.WaitForNotification();
-  if (!status.ok()) return -static_cast<int>(status.error_code());
-  std::vector<grpc::Slice> slices;
-  (void)response.Dump(&slices);
-  std::string bytes;
-  for (const grpc::Slice& s : slices) {
-    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
+  return ::phalanx::testing::HealthStatus(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()), service,
+      timeout);
 }
 
 // One phalanxd replica: fixed loopback ports, its output in a log file.
