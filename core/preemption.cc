@@ -139,26 +139,36 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
     return std::nullopt;
   }
   // 1. Candidates, cheapest loss first (ties: lower priority, then id).
+  //    Only the preemptor's queue and the queues it reclaims from hold
+  //    victims; each is walked in order of admission, so the first victim
+  //    min_runtime still guards ends the walk (every later one is guarded
+  //    longer) and sets the wake-up.
   const VictimRules rules = VictimRulesFor(*gang);
   std::vector<std::pair<double, GangPtr>> candidates;
-  for (const GangId& id : active_) {
-    const GangPtr& other = gangs_.at(id);
-    if (!IsVictim(*other, rules)) continue;
-    // The min-runtime guard: once it passes, try again.
-    const absl::Time protected_until =
-        *other->admit_time + config_.preemption.min_runtime;
-    if (now < protected_until) {
-      wakeup_ = std::min(wakeup_, protected_until);
-      continue;
+  auto collect = [&](const QueueName& queue) {
+    const auto active = active_by_queue_.find(queue);
+    if (active == active_by_queue_.end()) return;
+    for (const auto& [admitted, id] : active->second) {
+      const GangPtr& other = gangs_.at(id);
+      if (!IsVictim(*other, rules)) continue;
+      // The min-runtime guard: once it passes, try again.
+      const absl::Time protected_until =
+          *other->admit_time + config_.preemption.min_runtime;
+      if (now < protected_until) {
+        wakeup_ = std::min(wakeup_, protected_until);
+        return;
+      }
+      // Checkpoint-aware: only a victim that checkpointed (or started)
+      // recently is cheap enough to take.
+      if (config.max_victim_loss > absl::ZeroDuration() &&
+          now - LastSaved(*other, now) > config.max_victim_loss) {
+        continue;
+      }
+      candidates.emplace_back(LostWork(*other, now), other);
     }
-    // Checkpoint-aware: only a victim that checkpointed (or started)
-    // recently is cheap enough to take.
-    if (config.max_victim_loss > absl::ZeroDuration() &&
-        now - LastSaved(*other, now) > config.max_victim_loss) {
-      continue;
-    }
-    candidates.emplace_back(LostWork(*other, now), other);
-  }
+  };
+  collect(rules.queue);
+  for (const QueueName& queue : rules.reclaim_from) collect(queue);
   if (candidates.empty()) return std::nullopt;
   std::sort(candidates.begin(), candidates.end(),
             [](const auto& a, const auto& b) {

@@ -220,6 +220,15 @@ const HeldGpus& Scheduler::Held(const QueueName& queue) const {
   return it == usage_.end() ? kNone : it->second.held_gpus;
 }
 
+namespace {
+
+// A gang's key in active_by_queue_.
+std::pair<absl::Time, GangId> ActiveKey(const Gang& gang) {
+  return {gang.admit_time.value_or(absl::InfiniteFuture()), gang.id};
+}
+
+}  // namespace
+
 GangPtr Scheduler::Put(Gang gang) {
   // What the placement means follows from the state: held while the gang
   // holds capacity; none while pending; the last one, released, once final.
@@ -245,6 +254,9 @@ GangPtr Scheduler::Put(Gang gang) {
     was_pending = old.state == GangState::kPending;
     if (HoldsCapacity(old.state)) {
       active_ends_.erase(active_ends_.find(RunningUntil(old)));
+      auto queue = active_by_queue_.find(old.spec.queue);
+      queue->second.erase(ActiveKey(old));
+      if (queue->second.empty()) active_by_queue_.erase(queue);
     }
     if (IsFinal(old.state)) finished_.erase({FinishTime(old), old.id});
     --gang_counts_[{old.spec.queue, old.state}];
@@ -261,6 +273,7 @@ GangPtr Scheduler::Put(Gang gang) {
   if (HoldsCapacity(gang.state)) {
     active_.insert(gang.id);
     active_ends_.insert(RunningUntil(gang));
+    active_by_queue_[gang.spec.queue].insert(ActiveKey(gang));
   } else {
     active_.erase(gang.id);
     gang.lease_expire_time.reset();  // a lease covers held GPUs only
