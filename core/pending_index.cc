@@ -94,11 +94,7 @@ void PendingIndex::Erase(const Gang& gang) {
   PendingGroup& group = *it->second;
   auto member = group.members.find(PendingKeyOf(gang));
   PHALANX_CHECK(member != group.members.end());
-  auto [first, last] = group.by_estimate.equal_range(member->estimate);
-  auto entry = std::find_if(
-      first, last, [&](const auto& e) { return e.second == &*member; });
-  PHALANX_CHECK(entry != last);
-  group.by_estimate.erase(entry);
+  PHALANX_CHECK(group.by_estimate.erase({member->estimate, &*member}) == 1);
   group.members.erase(member);
   group_of_.erase(it);
 }

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -45,8 +46,18 @@ int64_t GangSeq(const GangId& id);
 struct PendingGroup {
   QueueName queue;
   std::set<PendingKey> members;
-  // The members again, by estimate (pointing into `members`).
-  std::multimap<absl::Duration, const PendingKey*> by_estimate;
+  // The members again, by estimate (pointing into `members`; equal
+  // estimates in member order, so one is found in O(log n)).
+  struct EstimateLess {
+    bool operator()(
+        const std::pair<absl::Duration, const PendingKey*>& a,
+        const std::pair<absl::Duration, const PendingKey*>& b) const {
+      if (a.first != b.first) return a.first < b.first;
+      return *a.second < *b.second;
+    }
+  };
+  std::set<std::pair<absl::Duration, const PendingKey*>, EstimateLess>
+      by_estimate;
   // Gangs that joined since the cycle last looked at the group.
   std::vector<GangId> joined;
   // The cached failure: at capacity epoch `failed_epoch`, every member whose

@@ -241,6 +241,10 @@ GangPtr Scheduler::Put(Gang gang) {
     gang.placement_released = !gang.placement.empty();
   }
   bool was_pending = false;
+  // What the indexes below hold for the gang follows from its stored
+  // record: no lookup is made for an entry that cannot be there.
+  bool held = false;
+  bool leased = false;
   auto it = gangs_.find(gang.id);
   if (it != gangs_.end()) {
     const Gang& old = *it->second;
@@ -252,7 +256,9 @@ GangPtr Scheduler::Put(Gang gang) {
       if (ReservationOf(old.id) != nullptr) BumpEpoch();
     }
     was_pending = old.state == GangState::kPending;
-    if (HoldsCapacity(old.state)) {
+    held = HoldsCapacity(old.state);
+    leased = old.lease_expire_time.has_value();
+    if (held) {
       active_ends_.erase(active_ends_.find(RunningUntil(old)));
       auto queue = active_by_queue_.find(old.spec.queue);
       queue->second.erase(ActiveKey(old));
@@ -275,12 +281,12 @@ GangPtr Scheduler::Put(Gang gang) {
     active_ends_.insert(RunningUntil(gang));
     active_by_queue_[gang.spec.queue].insert(ActiveKey(gang));
   } else {
-    active_.erase(gang.id);
+    if (held) active_.erase(gang.id);
     gang.lease_expire_time.reset();  // a lease covers held GPUs only
   }
   if (gang.lease_expire_time) {
     leases_.Set(gang.id, *gang.lease_expire_time);
-  } else {
+  } else if (leased) {
     leases_.Erase(gang.id);
   }
   if (IsFinal(gang.state)) {
@@ -328,12 +334,23 @@ void Scheduler::ReleaseCapacity(Gang& gang, absl::Time now) {
 
 void Scheduler::SetReason(const GangPtr& gang, std::string reason) {
   if (gang->reason == reason) return;
-  if (gang->state == GangState::kPending) {
-    PendingGroup* group = pending_.GroupOf(gang->id);
-    if (group != nullptr && group->stamped != reason) group->Unstamp(gang->id);
-  }
   Gang copy = *gang;
   copy.reason = std::move(reason);
+  if (gang->state == GangState::kPending) {
+    PendingGroup* group = pending_.GroupOf(gang->id);
+    if (group != nullptr && group->stamped != copy.reason) {
+      group->Unstamp(gang->id);
+    }
+    // The stored record of a pending gang, with only its reason new: no
+    // index Put keeps changes (its group, counts, holds, leases and timers
+    // stay as they are), so only the record is replaced.
+    auto it = gangs_.find(gang->id);
+    if (it != gangs_.end() && it->second == gang) {
+      dirty_gangs_.insert(gang->id);
+      it->second = std::make_shared<const Gang>(std::move(copy));
+      return;
+    }
+  }
   Put(std::move(copy));
 }
 
