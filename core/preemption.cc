@@ -139,16 +139,14 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
     return std::nullopt;
   }
   // 1. Candidates, cheapest loss first (ties: lower priority, then id).
-  //    Only the preemptor's queue and the queues it reclaims from hold
-  //    victims; each is walked in order of admission, so the first victim
-  //    min_runtime still guards ends the walk (every later one is guarded
-  //    longer) and sets the wake-up.
+  //    Only the preemptor's queue (its lower priorities) and the queues it
+  //    reclaims from hold victims; each priority there is walked in order
+  //    of admission, so the first victim min_runtime still guards ends the
+  //    walk (every later one is guarded longer) and sets the wake-up.
   const VictimRules rules = VictimRulesFor(*gang);
   std::vector<std::pair<double, GangPtr>> candidates;
-  auto collect = [&](const QueueName& queue) {
-    const auto active = active_by_queue_.find(queue);
-    if (active == active_by_queue_.end()) return;
-    for (const auto& [admitted, id] : active->second) {
+  auto collect = [&](const AdmissionOrder& admitted) {
+    for (const auto& [admit_time, id] : admitted) {
       const GangPtr& other = gangs_.at(id);
       if (!IsVictim(*other, rules)) continue;
       // The min-runtime guard: once it passes, try again.
@@ -167,8 +165,18 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
       candidates.emplace_back(LostWork(*other, now), other);
     }
   };
-  collect(rules.queue);
-  for (const QueueName& queue : rules.reclaim_from) collect(queue);
+  if (auto mine = active_by_queue_.find(rules.queue);
+      mine != active_by_queue_.end()) {
+    for (const auto& [priority, admitted] : mine->second) {
+      if (priority >= rules.priority) break;
+      collect(admitted);
+    }
+  }
+  for (const QueueName& queue : rules.reclaim_from) {
+    const auto theirs = active_by_queue_.find(queue);
+    if (theirs == active_by_queue_.end()) continue;
+    for (const auto& [priority, admitted] : theirs->second) collect(admitted);
+  }
   if (candidates.empty()) return std::nullopt;
   std::sort(candidates.begin(), candidates.end(),
             [](const auto& a, const auto& b) {

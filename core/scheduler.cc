@@ -261,7 +261,9 @@ GangPtr Scheduler::Put(Gang gang) {
     if (held) {
       active_ends_.erase(active_ends_.find(RunningUntil(old)));
       auto queue = active_by_queue_.find(old.spec.queue);
-      queue->second.erase(ActiveKey(old));
+      auto level = queue->second.find(old.spec.priority);
+      level->second.erase(ActiveKey(old));
+      if (level->second.empty()) queue->second.erase(level);
       if (queue->second.empty()) active_by_queue_.erase(queue);
     }
     if (IsFinal(old.state)) finished_.erase({FinishTime(old), old.id});
@@ -279,7 +281,8 @@ GangPtr Scheduler::Put(Gang gang) {
   if (HoldsCapacity(gang.state)) {
     active_.insert(gang.id);
     active_ends_.insert(RunningUntil(gang));
-    active_by_queue_[gang.spec.queue].insert(ActiveKey(gang));
+    active_by_queue_[gang.spec.queue][gang.spec.priority].insert(
+        ActiveKey(gang));
   } else {
     if (held) active_.erase(gang.id);
     gang.lease_expire_time.reset();  // a lease covers held GPUs only

@@ -360,10 +360,12 @@ class Scheduler {
   absl::flat_hash_map<GangId, GangPtr> gangs_;
   PendingIndex pending_;
   absl::btree_set<GangId> active_;  // gangs holding capacity
-  // The gangs of active_ by queue, in order of admission (then id; no admit
-  // time sorts last): a queue's preemption candidates, the longest-running
-  // first, so TryPreempt stops at the first one min_runtime still guards.
-  absl::flat_hash_map<QueueName, absl::btree_set<std::pair<absl::Time, GangId>>>
+  // The gangs of active_ by queue and priority, each in order of admission
+  // (then id; no admit time sorts last): a queue's preemption candidates
+  // of each priority, the longest-running first, so TryPreempt stops at
+  // the first one min_runtime still guards.
+  using AdmissionOrder = absl::btree_set<std::pair<absl::Time, GangId>>;
+  absl::flat_hash_map<QueueName, std::map<int, AdmissionOrder>>
       active_by_queue_;
   // Admit time + estimated runtime of each gang in active_
   // (InfiniteFuture without an estimate): the earliest is a bound on when
