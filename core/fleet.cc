@@ -233,8 +233,11 @@ absl::Status Fleet::Allocate(const Gang& gang,
                              const std::vector<PodPlacement>& placement) {
   // Check every pod against the masks as they would be before changing any.
   absl::flat_hash_map<int, uint64_t> taken;
+  std::vector<int> indices;  // each pod's slot, found once
+  indices.reserve(placement.size());
   for (const PodPlacement& pod : placement) {
     const int index = Find(pod.node);
+    indices.push_back(index);
     if (index < 0) {
       return absl::NotFoundError(absl::StrCat(
           gang.id.value(), ": node \"", pod.node.value(), "\" does not exist"));
@@ -255,8 +258,9 @@ absl::Status Fleet::Allocate(const Gang& gang,
       mask |= uint64_t{1} << gpu;
     }
   }
-  for (const PodPlacement& pod : placement) {
-    Slot& slot = slots_[Find(pod.node)];
+  for (size_t i = 0; i < placement.size(); ++i) {
+    const PodPlacement& pod = placement[i];
+    Slot& slot = slots_[indices[i]];
     const PodSetSpec* set = FindPodSet(gang.spec, pod.pod_set);
     for (int gpu : pod.gpu_indices) slot.used_gpu_mask |= uint64_t{1} << gpu;
     slot.used_cpu_millis += set->cpu_millis;
@@ -277,7 +281,8 @@ void Fleet::Release(const Gang& gang,
     for (int gpu : pod.gpu_indices) slot.used_gpu_mask &= ~(uint64_t{1} << gpu);
     slot.used_cpu_millis -= set->cpu_millis;
     slot.used_memory_bytes -= set->memory_bytes;
-    if (--slot.gang_pods[gang.id] == 0) slot.gang_pods.erase(gang.id);
+    auto pods = slot.gang_pods.try_emplace(gang.id, 0).first;
+    if (--pods->second == 0) slot.gang_pods.erase(pods);
     IndexSlot(index);
   }
 }

@@ -314,13 +314,21 @@ GangPtr Scheduler::Transition(Gang gang, EventType type, absl::Time now) {
 // Adds (sign +1) or removes (-1) a gang's GPUs to its queue's usage.
 void Scheduler::Charge(const Gang& gang, int sign) {
   QueueUsage& usage = usage_[gang.spec.queue];
+  // Summed over each run of pods on one model: one map update per run.
+  const std::string* model = nullptr;
+  int64_t gpus = 0;
   for (const PodPlacement& pod : gang.placement) {
     const int slot = fleet_.Find(pod.node);
     PHALANX_CHECK(slot >= 0);
-    const std::string& model = fleet_.slots()[slot].node.spec.gpu_model;
-    usage.held_gpus[model] +=
-        sign * static_cast<int64_t>(pod.gpu_indices.size());
+    const std::string& pod_model = fleet_.slots()[slot].node.spec.gpu_model;
+    if (model != nullptr && *model != pod_model) {
+      usage.held_gpus[*model] += sign * gpus;
+      gpus = 0;
+    }
+    model = &pod_model;
+    gpus += static_cast<int64_t>(pod.gpu_indices.size());
   }
+  if (model != nullptr) usage.held_gpus[*model] += sign * gpus;
 }
 
 // Frees the gang's capacity; pending gangs may now fit, so the capacity
