@@ -120,10 +120,15 @@ double Scheduler::PreemptionBudget(const Gang& gang, absl::Time now) const {
   // Kept out only by reservations or holds: it is about to fit.
   if (PlaceGang(gang.spec, fleet).placed) return 0;
   const std::vector<char> none(fleet_.slots().size());
+  // No running gang is expected to end before the earliest of their ends:
+  // the bound Reserve gives the plan too (it skips domains that cannot
+  // win, never changing which one does).
+  const absl::Time earliest_end =
+      active_ends_.empty() ? absl::InfiniteFuture() : *active_ends_.begin();
   // PlanReservation releases gangs tentatively and restores them.
   const std::optional<Reservation> natural = PlanReservation(
-      gang, fleet, none, [this](const GangId& id) { return FindGang(id); },
-      now);
+      gang, fleet, none, [this](const GangId& id) { return FindGang(id); }, now,
+      earliest_end);
   const absl::Duration wait =
       natural ? natural->start - now : absl::InfiniteDuration();
   if (wait <= config_.preemption.grace_period) return 0;  // about to fit
