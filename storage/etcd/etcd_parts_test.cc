@@ -3,8 +3,9 @@
 // replicas in temporary directories: a split batch commits and every
 // replica applies it whole, at its last part's seq; the orphan parts of a
 // leader that stopped between parts are ignored by the next leader and by
-// followers; a snapshot splits a record larger than a request. The leader
-// key is put by hand, as in etcd_state_store_test.cc.
+// followers, whether the next batch is split or whole; a snapshot splits a
+// record larger than a request. The leader key is put by hand, as in
+// etcd_state_store_test.cc.
 #include <memory>
 #include <string>
 #include <vector>
@@ -242,6 +243,36 @@ TEST_F(EtcdPartsTest, ALeaderThatStopsBetweenPartsLeavesOrphansNobodyApplies) {
   ASSERT_TRUE(fresh->CatchUp().ok());
   ExpectSameState(*next, *fresh);
   EXPECT_EQ(fresh->LoadAll()->nodes.size(), 96u + 4u);
+}
+
+TEST_F(EtcdPartsTest, AWholeEntryAfterAnOrphanPartDropsIt) {
+  EtcdStateStoreOptions crashing = Options(kSmallBound);
+  crashing.commit_crash_after_parts = 1;
+  {
+    auto dying = Replica("a", crashing);
+    dying->set_term(Lead());
+    EXPECT_EQ(dying->Commit(Big(40)->TakeMutation()).code(),
+              absl::StatusCode::kAborted);
+  }
+  ASSERT_EQ(Log().size(), 1u);  // part 0 of several
+  auto follower = Replica("b");
+  std::vector<Applied> applied;
+  Listen(*follower, applied);
+  ASSERT_EQ(*follower->CatchUp(), 0);
+  EXPECT_EQ(follower->read_seq(), 1);
+  // The next leader's first batch is small: one whole entry, seq 2.
+  auto next = Replica("c");
+  next->set_term(Lead());
+  ASSERT_TRUE(next->LoadAll().ok());
+  ASSERT_TRUE(next->Commit(Populated()->TakeMutation()).ok());
+  EXPECT_EQ(next->applied_seq(), 2);
+  EXPECT_EQ(Log().back().parts(), 0);
+  ASSERT_EQ(*follower->CatchUp(), 2);
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].seq, 2);
+  EXPECT_EQ(applied[0].after, 0);
+  ExpectSameState(*next, *follower);
+  EXPECT_EQ(follower->LoadAll()->nodes.size(), 4u);
 }
 
 TEST_F(EtcdPartsTest, ASnapshotSplitsARecordLargerThanARequest) {

@@ -313,6 +313,12 @@ absl::StatusOr<int64_t> EtcdStateStore::AppendBatch(int64_t first,
     part.set_payload(bytes.substr(static_cast<size_t>(i) * slice, slice));
     RETURN_IF_ERROR(AppendEntry(first + i, part.SerializeAsString()));
   }
+  // Rare (a cycle admitting thousands of gangs): worth a line.
+  std::fprintf(stderr,
+               "phalanxd: log: a batch of %zu bytes went to etcd in %d parts "
+               "(entries %lld..%lld)\n",
+               bytes.size(), parts, static_cast<long long>(first),
+               static_cast<long long>(first + parts - 1));
   return first + parts - 1;
 }
 
