@@ -1,11 +1,12 @@
 // EtcdStateStore: core's StateStore for the HA mode (docs/ha.md). The
-// replicated log lives in etcd — one entry per scheduler-loop batch, key
+// replicated log lives in etcd — one entry per scheduler-loop batch (or
+// several, "parts", for a batch larger than one etcd request), key
 // PREFIX/log/<seq> (20-digit, zero-padded), value a LogBatch — and each
 // replica materializes it in its own RocksDbStore, which serves LoadAll and
 // the reads.
 //
-// Commit appends one entry per batch, in ONE etcd transaction fenced by the
-// leader's election key:
+// Commit appends each entry in ONE etcd transaction fenced by the leader's
+// election key:
 //   if   create_revision(PREFIX/leader) == term    (still the leader)
 //   and  create_revision(PREFIX/log/<seq>) == 0    (the next free entry)
 //   and  value(PREFIX/head) == seq - 1             (absent for seq 1)
