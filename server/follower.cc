@@ -35,8 +35,10 @@ Follower::Follower(storage::etcd::EtcdClient* client,
       hooks_(std::move(hooks)) {
   listened_seq_ = store_->applied_seq();
   store_->set_apply_listener(
-      [this](const core::Mutation& mutation, int64_t seq) {
-        if (seq == listened_seq_ + 1 && hooks_.on_batch) {
+      [this](const core::Mutation& mutation, int64_t seq, int64_t after) {
+        // `after` skips the orphan parts of an unfinished batch, if any:
+        // nothing of theirs was applied.
+        if (after == listened_seq_ && hooks_.on_batch) {
           hooks_.on_batch(mutation);
         } else if (hooks_.on_reset) {
           hooks_.on_reset();  // entries skipped: rebuild from the store
@@ -78,9 +80,12 @@ void Follower::Report(int64_t last_seq, bool healthy) {
   if (!hooks_.on_progress) return;
   FollowerProgress progress;
   progress.applied_seq = store_->applied_seq();
-  progress.last_seq = std::max(last_seq, progress.applied_seq);
-  progress.caught_up = healthy && progress.last_seq - progress.applied_seq <=
-                                      options_.max_lag_entries;
+  // Read, not applied: the trailing parts of a batch in progress, or
+  // orphans no batch will complete, are not a lag.
+  const int64_t read_seq = store_->read_seq();
+  progress.last_seq = std::max(last_seq, read_seq);
+  progress.caught_up =
+      healthy && progress.last_seq - read_seq <= options_.max_lag_entries;
   hooks_.on_progress(progress);
 }
 
@@ -97,7 +102,7 @@ bool Follower::CatchUp(int64_t& last_seq) {
     listened_seq_ = store_->applied_seq();
     if (hooks_.on_reset) hooks_.on_reset();
   }
-  last_seq = std::max(last_seq, store_->applied_seq());
+  last_seq = std::max(last_seq, store_->read_seq());
   Report(last_seq, true);
   return true;
 }

@@ -4,11 +4,14 @@
 // wake-up (and every `resync` period, when the stream is renewed) applies
 // what is new through EtcdStateStore::CatchUp — the one apply path, the same
 // a restart and a promotion use. Each entry CatchUp applies is handed to
-// Hooks::on_batch, in log order, so the replica's read view follows the
-// leader's revision by revision; when the store's applied seq moved without
+// Hooks::on_batch, in log order (a batch split into parts once, when its
+// last part is applied), so the replica's read view follows the leader's
+// revision by revision; when the store's applied seq moved without
 // its entries (a snapshot installed the state wholesale) Hooks::on_reset
 // runs instead. Hooks::on_progress reports the applied seq, the last seq
-// seen in the log, and whether this replica is caught up.
+// seen in the log, and whether this replica is caught up (read the log to
+// within max_lag_entries of the last seq seen: buffered parts count as
+// read).
 //
 // Owns its thread; Start and Stop from one thread. The hooks run on the
 // follower's thread. While it runs, the follower is the store's only

@@ -37,6 +37,11 @@ absl::Status CheckOptions(const HaOptions& options) {
     return absl::InvalidArgumentError(
         "--etcd-snapshot-mib: must be in 1..1024");
   }
+  if (options.max_batch_bytes < 4096 ||
+      options.max_batch_bytes > (int64_t{4} << 20)) {
+    return absl::InvalidArgumentError(
+        "--etcd-max-batch-bytes: must be in 4096..4194304");
+  }
   return absl::OkStatus();
 }
 
@@ -57,6 +62,7 @@ absl::StatusOr<std::unique_ptr<HaReplica>> HaReplica::Open(
   store_options.snapshot_every_entries = o.snapshot_every_entries;
   store_options.snapshot_every_bytes = static_cast<size_t>(o.snapshot_every_mib)
                                        << 20;
+  store_options.max_batch_bytes = static_cast<size_t>(o.max_batch_bytes);
   replica->store_ = std::make_unique<storage::etcd::EtcdStateStore>(
       replica->client_.get(), std::move(local), store_options);
   return replica;

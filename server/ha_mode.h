@@ -33,6 +33,10 @@ struct HaOptions {
   // The leader's snapshot trigger (docs/ha.md "Snapshots and compaction").
   int64_t snapshot_every_entries = 10000;
   int64_t snapshot_every_mib = 64;
+  // The largest log entry; a larger batch is split into parts. At most
+  // etcd's --max-request-bytes less room for the transaction (the default
+  // fits etcd's default); smaller values are for tests.
+  int64_t max_batch_bytes = storage::etcd::kDefaultMaxBatchBytes;
 };
 
 class HaReplica {

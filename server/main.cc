@@ -98,6 +98,11 @@ ABSL_FLAG(int64_t, etcd_snapshot_entries, 10000,
           "the log) after this many log entries");
 ABSL_FLAG(int64_t, etcd_snapshot_mib, 64,
           "HA mode: ... or after this many MiB of log, whichever comes first");
+ABSL_FLAG(int64_t, etcd_max_batch_bytes,
+          static_cast<int64_t>(phalanx::storage::etcd::kDefaultMaxBatchBytes),
+          "HA mode: the largest log entry; a larger batch is split into "
+          "several entries (parts). Keep it under etcd's --max-request-bytes "
+          "less 64 KiB; smaller values are a testing knob");
 ABSL_FLAG(std::string, etcd_user, "", "HA mode: etcd user");
 ABSL_FLAG(std::string, etcd_password_file, "",
           "HA mode: file holding the etcd user's password");
@@ -277,6 +282,7 @@ absl::StatusOr<HaOptions> HaFlags() {
   options.lease_ttl = absl::GetFlag(FLAGS_etcd_lease_ttl);
   options.snapshot_every_entries = absl::GetFlag(FLAGS_etcd_snapshot_entries);
   options.snapshot_every_mib = absl::GetFlag(FLAGS_etcd_snapshot_mib);
+  options.max_batch_bytes = absl::GetFlag(FLAGS_etcd_max_batch_bytes);
   return options;
 }
 

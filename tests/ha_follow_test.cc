@@ -133,15 +133,17 @@ class HaFollowTest : public ::testing::Test {
     return StartDemoDaemon(args);
   }
 
-  // Starts a leader and `followers` followers (in that order).
-  void StartReplicas(int followers) {
-    replicas_.push_back(Replica("r0"));
+  // Starts a leader and `followers` followers (in that order), each with
+  // the flags `extra`.
+  void StartReplicas(int followers,
+                     const std::vector<std::string>& extra = {}) {
+    replicas_.push_back(Replica("r0", extra));
     ASSERT_TRUE(replicas_[0]->Start()) << replicas_[0]->output();
     ASSERT_TRUE(Eventually([&] {
       return HealthStatus(replicas_[0]->channel(), kLeader) == kServing;
     })) << replicas_[0]->output();
     for (int i = 1; i <= followers; ++i) {
-      replicas_.push_back(Replica(absl::StrCat("r", i)));
+      replicas_.push_back(Replica(absl::StrCat("r", i), extra));
       ASSERT_TRUE(replicas_.back()->Start()) << replicas_.back()->output();
     }
   }
@@ -495,6 +497,72 @@ TEST_F(HaFollowTest, KillingTheLeaderUnderLoadLosesNoAcknowledgedWrite) {
   ASSERT_TRUE(ReachesRevision(*replicas_[other], ListAll(*stub).revision()));
   EXPECT_EQ(ListAll(*replicas_[other]->Scheduler()).SerializeAsString(),
             ListAll(*stub).SerializeAsString());
+}
+
+TEST_F(HaFollowTest, ACycleAdmittingManyGangsCommitsInPartsEverywhere) {
+  // Log entries of at most 4 KiB: the batch below (64 gangs admitted, with
+  // their events) is tens of KiB, so it goes to etcd in parts.
+  StartReplicas(1, {"--etcd-max-batch-bytes=4096"});
+  DaemonProcess& leader = *replicas_[0];
+  auto stub = leader.Scheduler();
+  // One gang holds the whole fleet (8 nodes of 8 GPUs); 64 one-GPU gangs
+  // wait behind it.
+  const v1::Gang blocker = SubmitOk(*stub, SubmitRequest("a", 8, 8));
+  ASSERT_TRUE(Eventually([&] {
+    return GetOk(*stub, blocker.id()).state() == v1::GANG_STATE_ADMITTED;
+  }));
+  std::vector<std::string> waiting;
+  for (int i = 0; i < 64; ++i) {
+    waiting.push_back(
+        SubmitOk(*stub, SubmitRequest("b", 1, 1, "", absl::StrCat("p", i)))
+            .id());
+  }
+  EXPECT_EQ(GetOk(*stub, waiting.back()).state(), v1::GANG_STATE_PENDING);
+  // One batch: the cancel frees the fleet and its cycle admits all 64.
+  v1::CancelGangRequest cancel;
+  cancel.set_gang_id(blocker.id());
+  v1::CancelGangResponse cancelled;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub->CancelGang(&context, cancel, &cancelled).ok());
+  auto admitted = [](const v1::ListGangsResponse& listed) {
+    int n = 0;
+    for (const v1::Gang& gang : listed.gangs()) {
+      n += gang.state() == v1::GANG_STATE_ADMITTED;
+    }
+    return n;
+  };
+  ASSERT_TRUE(Eventually([&] { return admitted(ListAll(*stub)) == 64; }));
+  // The leader did not stop, and the follower applied the same batch.
+  EXPECT_EQ(HealthStatus(leader.channel(), kLeader), kServing)
+      << leader.output();
+  leader.ReadOutput();
+  EXPECT_EQ(leader.output().find("commit failed"), std::string::npos);
+  const size_t split = leader.output().find("a batch of ");
+  ASSERT_NE(split, std::string::npos) << leader.output();
+  std::printf("%s\n",
+              leader.output()
+                  .substr(split, leader.output().find('\n', split) - split)
+                  .c_str());
+  const v1::ListGangsResponse on_leader = ListAll(*stub);
+  DaemonProcess& follower = *replicas_[1];
+  ASSERT_TRUE(ReachesRevision(follower, on_leader.revision()));
+  auto follower_stub = follower.Scheduler();
+  EXPECT_EQ(ListAll(*follower_stub).SerializeAsString(),
+            on_leader.SerializeAsString());
+  EXPECT_EQ(GetOk(*follower_stub, waiting[17]).SerializeAsString(),
+            GetOk(*stub, waiting[17]).SerializeAsString());
+  EXPECT_EQ(HealthStatus(follower.channel(), ""), kServing);
+
+  // The follower takes over with every acknowledged write.
+  leader.Kill9();
+  ASSERT_EQ(NewLeader(0), 1) << follower.output();
+  const v1::ListGangsResponse after = ListAll(*follower_stub);
+  EXPECT_EQ(admitted(after), 64);
+  EXPECT_EQ(after.gangs_size(), on_leader.gangs_size());
+  EXPECT_EQ(CheckNoGpuTwice(after), 64);
+  EXPECT_EQ(GetOk(*follower_stub, blocker.id()).state(),
+            v1::GANG_STATE_CANCELLED);
+  SubmitOk(*follower_stub, SubmitRequest("a", 1, 1));  // it commits too
 }
 
 TEST_F(HaFollowTest, AuthAppliesOnAFollowerAsOnTheLeader) {

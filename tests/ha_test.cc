@@ -107,6 +107,11 @@ TEST_F(HaTest, HaModeFlagsAreChecked) {
   EXPECT_FALSE(daemon->Start());
   EXPECT_NE(daemon->output().find("--replica-id"), std::string::npos)
       << daemon->output();
+  auto tiny = StartDemoDaemon({"--etcd-endpoints=" + cluster_->endpoint(0),
+                               "--replica-id=r", "--etcd-max-batch-bytes=100"});
+  EXPECT_FALSE(tiny->Start());
+  EXPECT_NE(tiny->output().find("--etcd-max-batch-bytes"), std::string::npos)
+      << tiny->output();
 }
 
 }  // namespace

@@ -102,8 +102,8 @@ absl::Status EtcdStateStore::LoadSnapshot(int64_t need) {
     epb::RangeResponse page;
     int in_page = 0;
     int chunk = 0;
-    auto next = [&]() -> absl::StatusOr<std::optional<core::Mutation>> {
-      if (chunk == manifest.chunks()) return std::nullopt;
+    // The next chunk key's LogBatch.
+    auto read = [&]() -> absl::StatusOr<storage::v1::LogBatch> {
       if (in_page == page.kvs_size()) {
         epb::RangeRequest range;
         range.set_key(ChunkKey(seq, chunk));
@@ -126,12 +126,36 @@ absl::Status EtcdStateStore::LoadSnapshot(int64_t need) {
       }
       ++in_page;
       ++chunk;
+      return batch;
+    };
+    // The next chunk's records; a chunk split into parts (one record
+    // larger than a request) is reassembled from its consecutive keys.
+    auto next = [&]() -> absl::StatusOr<std::optional<core::Mutation>> {
+      if (chunk == manifest.chunks()) return std::nullopt;
+      ASSIGN_OR_RETURN(storage::v1::LogBatch batch, read());
+      if (batch.parts() > 0) {
+        const int first = chunk - 1;
+        std::string bytes = batch.payload();
+        for (int part = 1; part < batch.parts(); ++part) {
+          if (chunk == manifest.chunks()) break;
+          ASSIGN_OR_RETURN(storage::v1::LogBatch more, read());
+          if (more.part() != part || more.parts() != batch.parts()) break;
+          bytes.append(more.payload());
+        }
+        if (chunk - first != batch.parts() || !batch.ParseFromString(bytes)) {
+          return absl::DataLossError(absl::StrCat("snapshot ", seq,
+                                                  ": the chunk split from ",
+                                                  first, ": bad parts"));
+        }
+      }
       ASSIGN_OR_RETURN(core::Mutation part, convert::MutationFromProto(batch));
       return std::optional<core::Mutation>(std::move(part));
     };
     last = local_->ReplaceAll(next, seq);
     if (last.ok()) {
       applied_seq_ = seq;
+      read_seq_ = seq;
+      pending_ = Pending();  // parts of a batch the snapshot holds
       ++snapshots_loaded_;
       std::fprintf(stderr,
                    "phalanxd: loaded the snapshot at seq %lld (%d chunks)\n",
@@ -223,9 +247,20 @@ absl::StatusOr<SnapshotInfo> EtcdStateStore::WriteSnapshot(
   }
   int64_t revision = 0;
   // A part holds records up to part_bytes; only a single larger record
-  // makes one larger (and is refused over the bound below).
+  // makes one larger, and one over the request bound is written as
+  // several chunk keys (LogBatch.parts, as in the log).
   const size_t part_bytes =
       std::min(options_.snapshot_chunk_bytes, options_.max_batch_bytes);
+  auto put_chunk = [&](const std::string& bytes) -> absl::Status {
+    epb::TxnRequest txn;
+    epb::PutRequest* put = txn.add_success()->mutable_request_put();
+    put->set_key(ChunkKey(info.seq, info.chunks));
+    put->set_value(bytes);
+    RETURN_IF_ERROR(fenced(txn));
+    ++info.chunks;
+    info.bytes += static_cast<int64_t>(bytes.size());
+    return absl::OkStatus();
+  };
   RETURN_IF_ERROR(frozen.Export(
       part_bytes, [&](storage::v1::LogBatch& part) -> absl::Status {
         if (stopping_) return absl::CancelledError("snapshot: store closing");
@@ -234,20 +269,22 @@ absl::StatusOr<SnapshotInfo> EtcdStateStore::WriteSnapshot(
           return absl::AbortedError("snapshot: crashed between chunks (test)");
         }
         part.set_term(term);
-        const std::string bytes = part.SerializeAsString();
-        if (bytes.size() > options_.max_batch_bytes) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "snapshot: a chunk of ", bytes.size(),
-              " bytes exceeds the request bound (one record too large)"));
-        }
-        epb::TxnRequest txn;
-        epb::PutRequest* put = txn.add_success()->mutable_request_put();
-        put->set_key(ChunkKey(info.seq, info.chunks));
-        put->set_value(bytes);
-        RETURN_IF_ERROR(fenced(txn));
-        ++info.chunks;
-        info.bytes += static_cast<int64_t>(bytes.size());
         revision = part.meta().last_revision();
+        const std::string bytes = part.SerializeAsString();
+        if (bytes.size() <= options_.max_batch_bytes) return put_chunk(bytes);
+        const size_t slice = options_.max_batch_bytes / 2;
+        const int32_t parts =
+            static_cast<int32_t>((bytes.size() + slice - 1) / slice);
+        for (int32_t i = 0; i < parts; ++i) {
+          storage::v1::LogBatch piece;
+          piece.set_seq(info.seq);
+          piece.set_term(term);
+          piece.set_part(i);
+          piece.set_parts(parts);
+          piece.set_payload(
+              bytes.substr(static_cast<size_t>(i) * slice, slice));
+          RETURN_IF_ERROR(put_chunk(piece.SerializeAsString()));
+        }
         return absl::OkStatus();
       }));
   storage::v1::SnapshotManifest manifest;
@@ -272,9 +309,9 @@ void EtcdStateStore::JoinSnapshot() {
   if (snapshotter_.joinable()) snapshotter_.join();
 }
 
-void EtcdStateStore::MaybeSnapshot(size_t entry_bytes) {
-  ++entries_since_snapshot_;
-  bytes_since_snapshot_ += entry_bytes;
+void EtcdStateStore::MaybeSnapshot(int64_t entries, size_t bytes) {
+  entries_since_snapshot_ += entries;
+  bytes_since_snapshot_ += bytes;
   const bool due =
       (options_.snapshot_every_entries > 0 &&
        entries_since_snapshot_ >= options_.snapshot_every_entries) ||

@@ -10,6 +10,7 @@
 #include "core/testing.h"
 #include "gtest/gtest.h"
 #include "storage/etcd/etcd_state_store.h"
+#include "storage/etcd/store_testing.h"
 #include "tests/etcd_cluster.h"
 #include "tests/etcd_fixture.h"
 
@@ -18,6 +19,7 @@ namespace {
 
 using core::testing::MakeNodes;
 using core::testing::Spec;
+using ::phalanx::storage::etcd::testing::ExpectSameState;
 using ::phalanx::testing::EtcdCluster;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
@@ -106,42 +108,6 @@ std::unique_ptr<core::Scheduler> Populated() {
   queue.name = core::QueueName("llm");
   EXPECT_TRUE(s->PutQueue(queue).ok());
   return s;
-}
-
-// Everything `a` and `b` hold locally is the same: the loaded state, the
-// retained events and the audit records.
-void ExpectSameState(EtcdStateStore& a, EtcdStateStore& b) {
-  auto x = a.LoadAll();
-  auto y = b.LoadAll();
-  ASSERT_TRUE(x.ok()) << x.status();
-  ASSERT_TRUE(y.ok()) << y.status();
-  EXPECT_EQ(x->config, y->config);
-  EXPECT_EQ(x->nodes, y->nodes);
-  EXPECT_EQ(x->queues, y->queues);
-  EXPECT_EQ(x->gangs, y->gangs);
-  EXPECT_EQ(x->ledger, y->ledger);
-  EXPECT_EQ(x->meta, y->meta);
-  ASSERT_EQ(x->requests.size(), y->requests.size());
-  for (size_t i = 0; i < x->requests.size(); ++i) {
-    EXPECT_EQ(x->requests[i].request_id, y->requests[i].request_id);
-    EXPECT_EQ(x->requests[i].gang_id, y->requests[i].gang_id);
-    EXPECT_EQ(x->requests[i].spec_fingerprint, y->requests[i].spec_fingerprint);
-    EXPECT_EQ(x->requests[i].expires, y->requests[i].expires);
-  }
-  auto ex = a.ReadEvents(0, 1'000'000);
-  auto ey = b.ReadEvents(0, 1'000'000);
-  ASSERT_TRUE(ex.ok() && ey.ok());
-  ASSERT_EQ(ex->size(), ey->size());
-  for (size_t i = 0; i < ex->size(); ++i) {
-    EXPECT_EQ((*ex)[i].revision, (*ey)[i].revision);
-    EXPECT_EQ((*ex)[i].type, (*ey)[i].type);
-    ASSERT_EQ((*ex)[i].gang == nullptr, (*ey)[i].gang == nullptr);
-    if ((*ex)[i].gang) {
-      EXPECT_EQ(*(*ex)[i].gang, *(*ey)[i].gang);
-    }
-  }
-  EXPECT_EQ(*a.ReadAudit(0, 1'000'000), *b.ReadAudit(0, 1'000'000));
-  EXPECT_EQ(a.applied_seq(), b.applied_seq());
 }
 
 TEST_F(EtcdSnapshotTest, SnapshotsAndCompactionKeepTheLogBounded) {

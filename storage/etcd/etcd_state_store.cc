@@ -1,5 +1,6 @@
 #include "storage/etcd/etcd_state_store.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -13,6 +14,13 @@
 
 namespace phalanx::storage::etcd {
 namespace {
+
+// A part's fields besides its payload's bytes (seq, term, batch_seq, part,
+// parts, the payload's tag and length), at most.
+constexpr size_t kPartOverheadBytes = 64;
+// A catch-up page of entries stays under this many bytes at the writer's
+// max_batch_bytes (the client receives up to 64 MiB per message).
+constexpr size_t kCatchUpPageBytes = 32u << 20;
 
 // The create revision of the only key `range` returned; 0 when none.
 int64_t CreateRevision(const epb::RangeResponse& range) {
@@ -34,9 +42,11 @@ EtcdStateStore::EtcdStateStore(EtcdClient* client,
                                std::unique_ptr<RocksDbStore> local,
                                EtcdStateStoreOptions options)
     : client_(client), local_(std::move(local)), options_(std::move(options)) {
+  PHALANX_CHECK(options_.max_batch_bytes > 2 * kPartOverheadBytes);
   absl::StatusOr<int64_t> seq = local_->LogSeq();
   PHALANX_CHECK(seq.ok());
   applied_seq_ = *seq;
+  read_seq_ = *seq;
 }
 
 EtcdStateStore::~EtcdStateStore() {
@@ -78,29 +88,99 @@ absl::Status EtcdStateStore::ApplyEntry(const mvccpb::KeyValue& kv,
   if (!batch.ParseFromString(kv.value())) {
     return absl::DataLossError(absl::StrCat("log entry ", seq, ": bad bytes"));
   }
-  ASSIGN_OR_RETURN(core::Mutation mutation, convert::MutationFromProto(batch));
+  if (batch.parts() == 0) {  // a whole batch
+    DropOrphans(seq);
+    ASSIGN_OR_RETURN(core::Mutation mutation,
+                     convert::MutationFromProto(batch));
+    return ApplyBatch(mutation, seq);
+  }
+  RETURN_IF_ERROR(BufferPart(batch, seq));
+  read_seq_ = seq;
+  if (pending_.next_part < pending_.parts) return absl::OkStatus();
+  storage::v1::LogBatch whole;
+  if (!whole.ParseFromString(pending_.bytes)) {
+    return absl::DataLossError(absl::StrCat("log: the batch of entries ",
+                                            pending_.batch_seq, "..", seq,
+                                            ": bad bytes"));
+  }
+  pending_ = Pending();
+  ASSIGN_OR_RETURN(core::Mutation mutation, convert::MutationFromProto(whole));
+  return ApplyBatch(mutation, seq);
+}
+
+absl::Status EtcdStateStore::BufferPart(storage::v1::LogBatch& batch,
+                                        int64_t seq) {
+  if (batch.parts() < 2 || batch.part() < 0 || batch.part() >= batch.parts() ||
+      batch.batch_seq() != seq - batch.part()) {
+    return absl::DataLossError(absl::StrCat(
+        "log entry ", seq, ": bad part header (part ", batch.part(), " of ",
+        batch.parts(), ", batch ", batch.batch_seq(), ")"));
+  }
+  if (batch.part() == 0) {
+    DropOrphans(seq);
+    pending_.batch_seq = seq;
+    pending_.parts = batch.parts();
+  } else if (pending_.batch_seq != batch.batch_seq() ||
+             pending_.parts != batch.parts() ||
+             pending_.next_part != batch.part()) {
+    return absl::DataLossError(absl::StrCat(
+        "log entry ", seq, ": part ", batch.part(), " of the batch at ",
+        batch.batch_seq(), " without its earlier parts"));
+  }
+  pending_.bytes.append(batch.payload());
+  ++pending_.next_part;
+  return absl::OkStatus();
+}
+
+void EtcdStateStore::DropOrphans(int64_t seq) {
+  if (pending_.batch_seq == 0) return;
+  std::fprintf(stderr,
+               "phalanxd: log: entry %lld starts a new batch; dropping %d of "
+               "%d parts of the unfinished batch at %lld (its leader stopped "
+               "between parts)\n",
+               static_cast<long long>(seq), pending_.next_part, pending_.parts,
+               static_cast<long long>(pending_.batch_seq));
+  pending_ = Pending();
+}
+
+absl::Status EtcdStateStore::ApplyBatch(const core::Mutation& mutation,
+                                        int64_t seq) {
+  const int64_t after = applied_seq_;
   RETURN_IF_ERROR(local_->ApplyLogBatch(mutation, seq));
   applied_seq_ = seq;
-  if (apply_listener_) apply_listener_(mutation, seq);
+  read_seq_ = seq;
+  if (apply_listener_) apply_listener_(mutation, seq, after);
   return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> EtcdStateStore::CatchUp() {
   const int64_t start = applied_seq_.load();
   const std::string log_prefix = absl::StrCat(options_.prefix, "/log/");
+  // Full parts are up to max_batch_bytes each; halved again should the
+  // writer's bound have been larger than ours.
+  int limit = static_cast<int>(std::clamp<size_t>(
+      kCatchUpPageBytes / options_.max_batch_bytes, 1,
+      static_cast<size_t>(std::max(options_.catch_up_page, 1))));
   // Pages of entries until a short page; bounded by the log's length, and
   // by a few snapshot loads (another one is needed only when the log moved
   // past a snapshot while it loaded).
   for (int snapshots = 0;;) {
     epb::RangeRequest range;
-    range.set_key(LogKey(applied_seq_ + 1));
+    range.set_key(LogKey(read_seq_ + 1));
     range.set_range_end(PrefixEnd(log_prefix));
-    range.set_limit(options_.catch_up_page);
-    ASSIGN_OR_RETURN(epb::RangeResponse page, client_->Range(range));
+    range.set_limit(limit);
+    absl::StatusOr<epb::RangeResponse> read = client_->Range(range);
+    if (read.status().code() == absl::StatusCode::kResourceExhausted &&
+        limit > 1) {
+      limit /= 2;  // the page was too large to receive
+      continue;
+    }
+    RETURN_IF_ERROR(read.status());
+    const epb::RangeResponse& page = *read;
     // The entry after ours is gone (deleted up to a snapshot) when the
     // page starts later, or when it is empty and a newer snapshot exists.
     int64_t need = 0;
-    if (page.kvs_size() > 0 && page.kvs(0).key() != LogKey(applied_seq_ + 1)) {
+    if (page.kvs_size() > 0 && page.kvs(0).key() != LogKey(read_seq_ + 1)) {
       int64_t first = 0;
       if (!absl::SimpleAtoi(
               absl::string_view(page.kvs(0).key()).substr(log_prefix.size()),
@@ -112,7 +192,7 @@ absl::StatusOr<int64_t> EtcdStateStore::CatchUp() {
     } else if (page.kvs_size() == 0) {
       absl::StatusOr<std::pair<storage::v1::SnapshotManifest, int64_t>> newest =
           NewestManifest();
-      if (newest.ok() && newest->first.seq() > applied_seq_) {
+      if (newest.ok() && newest->first.seq() > read_seq_) {
         need = newest->first.seq();
       } else if (!newest.ok() &&
                  newest.status().code() != absl::StatusCode::kNotFound) {
@@ -128,7 +208,7 @@ absl::StatusOr<int64_t> EtcdStateStore::CatchUp() {
       continue;
     }
     for (const mvccpb::KeyValue& kv : page.kvs()) {
-      RETURN_IF_ERROR(ApplyEntry(kv, applied_seq_ + 1));
+      RETURN_IF_ERROR(ApplyEntry(kv, read_seq_ + 1));
     }
     if (!page.more()) break;
   }
@@ -202,27 +282,63 @@ absl::Status EtcdStateStore::Refusal(const epb::TxnResponse& response,
                    " is not the next one; this replica is behind the log"));
 }
 
+absl::Status EtcdStateStore::AppendEntry(int64_t seq,
+                                         const std::string& bytes) {
+  ASSIGN_OR_RETURN(epb::TxnResponse response,
+                   client_->Txn(AppendTxn(seq, bytes)));
+  if (!response.succeeded()) RETURN_IF_ERROR(Refusal(response, seq, bytes));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> EtcdStateStore::AppendBatch(int64_t first,
+                                                    const std::string& bytes) {
+  if (bytes.size() <= options_.max_batch_bytes) {
+    RETURN_IF_ERROR(AppendEntry(first, bytes));
+    return first;
+  }
+  const size_t slice = options_.max_batch_bytes - kPartOverheadBytes;
+  const int32_t parts =
+      static_cast<int32_t>((bytes.size() + slice - 1) / slice);
+  for (int32_t i = 0; i < parts; ++i) {
+    if (options_.commit_crash_after_parts >= 0 &&
+        i >= options_.commit_crash_after_parts) {
+      return absl::AbortedError("commit: crashed between parts (test)");
+    }
+    storage::v1::LogBatch part;
+    part.set_seq(first + i);
+    part.set_term(term_);
+    part.set_batch_seq(first);
+    part.set_part(i);
+    part.set_parts(parts);
+    part.set_payload(bytes.substr(static_cast<size_t>(i) * slice, slice));
+    RETURN_IF_ERROR(AppendEntry(first + i, part.SerializeAsString()));
+  }
+  // Rare (a cycle admitting thousands of gangs): worth a line.
+  std::fprintf(stderr,
+               "phalanxd: log: a batch of %zu bytes went to etcd in %d parts "
+               "(entries %lld..%lld)\n",
+               bytes.size(), parts, static_cast<long long>(first),
+               static_cast<long long>(first + parts - 1));
+  return first + parts - 1;
+}
+
 absl::Status EtcdStateStore::Commit(const core::Mutation& mutation) {
   if (term_ == 0) {
     return absl::FailedPreconditionError("commit: this replica does not lead");
   }
-  const int64_t seq = applied_seq_ + 1;
+  // After everything read: orphan parts, if any, stay behind.
+  const int64_t first = read_seq_ + 1;
   storage::v1::LogBatch batch;
   convert::ToProto(mutation, &batch);
-  batch.set_seq(seq);
+  batch.set_seq(first);
   batch.set_term(term_);
   const std::string bytes = batch.SerializeAsString();
-  if (bytes.size() > options_.max_batch_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "commit: batch of ", bytes.size(), " bytes exceeds the log's bound of ",
-        options_.max_batch_bytes, " bytes"));
-  }
-  ASSIGN_OR_RETURN(epb::TxnResponse response,
-                   client_->Txn(AppendTxn(seq, bytes)));
-  if (!response.succeeded()) RETURN_IF_ERROR(Refusal(response, seq, bytes));
-  RETURN_IF_ERROR(local_->ApplyLogBatch(mutation, seq));
-  applied_seq_ = seq;
-  MaybeSnapshot(bytes.size());
+  ASSIGN_OR_RETURN(const int64_t last, AppendBatch(first, bytes));
+  DropOrphans(first);
+  RETURN_IF_ERROR(local_->ApplyLogBatch(mutation, last));
+  applied_seq_ = last;
+  read_seq_ = last;
+  MaybeSnapshot(last - first + 1, bytes.size());
   return absl::OkStatus();
 }
 

@@ -1,20 +1,33 @@
 // EtcdStateStore: core's StateStore for the HA mode (docs/ha.md). The
-// replicated log lives in etcd — one entry per scheduler-loop batch, key
+// replicated log lives in etcd — one entry per scheduler-loop batch (or
+// several, "parts", for a batch larger than one etcd request), key
 // PREFIX/log/<seq> (20-digit, zero-padded), value a LogBatch — and each
 // replica materializes it in its own RocksDbStore, which serves LoadAll and
 // the reads.
 //
-// Commit is ONE etcd transaction, fenced by the leader's election key:
+// Commit appends each entry in ONE etcd transaction fenced by the leader's
+// election key:
 //   if   create_revision(PREFIX/leader) == term    (still the leader)
 //   and  create_revision(PREFIX/log/<seq>) == 0    (the next free entry)
 //   and  value(PREFIX/head) == seq - 1             (absent for seq 1)
 //   then put PREFIX/log/<seq>, put PREFIX/head = seq
 // and only then the batch is applied locally. A replica that is not the
 // leader of `term` — deposed, paused and woken up, or behind the log — can
-// therefore never append. A batch whose entry would exceed
-// Options::max_batch_bytes is refused (ResourceExhausted), never split: a
-// batch is atomic, and a split one could be half committed by a leader that
-// dies between its parts.
+// therefore never append.
+//
+// A batch whose entry would exceed Options::max_batch_bytes (etcd's request
+// limit) is split into "parts" (log.proto, LogBatch.parts): its encoding
+// cut in slices, appended as consecutive entries, each its own fenced
+// transaction as above. The leader applies the batch locally only after
+// its last part committed; every other replica (CatchUp) buffers the parts
+// in memory and applies the batch, atomically and at the seq of its last
+// part, once that part is read. So the local store's applied seq is always
+// the end of a whole batch, and that is the seq snapshots are taken at and
+// PREFIX/applied/<ID> publishes. Parts left without their last one (the
+// leader lost its term or died between two parts) are orphans: the fence
+// keeps their writer from ever appending again, the next leader appends
+// after them, and a replica drops the parts it buffered when it reads the
+// first entry of another batch. Any batch commits, whatever its size.
 //
 // Snapshots and compaction (docs/ha.md): after a Commit that brings the log
 // since the last snapshot to Options::snapshot_every_entries entries or
@@ -63,7 +76,9 @@ constexpr size_t kDefaultMaxBatchBytes = (3u << 19) - (64u << 10);
 struct EtcdStateStoreOptions {
   std::string prefix;  // "/phalanx/NAME", no trailing slash
   size_t max_batch_bytes = kDefaultMaxBatchBytes;
-  // Log entries fetched per Range while catching up.
+  // Log entries fetched per Range while catching up (fewer when
+  // max_batch_bytes is large, so a page of full parts stays well under the
+  // client's receive bound).
   int catch_up_page = 64;
 
   // This replica's id: CatchUp publishes its applied seq under
@@ -86,6 +101,9 @@ struct EtcdStateStoreOptions {
   // Tests only: a snapshot stops (as if the leader crashed) after writing
   // this many chunks, before its manifest; -1 = never.
   int snapshot_crash_after_chunks = -1;
+  // Tests only: a Commit split into parts stops (as if the leader died)
+  // after appending this many of them, failing with Aborted; -1 = never.
+  int commit_crash_after_parts = -1;
 };
 
 // A Txn compare: create_revision(key) == revision (0 = the key is absent).
@@ -116,16 +134,21 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   // in order; returns how many. Fails with DataLoss on a gap or an entry
   // that does not parse.
   absl::StatusOr<int64_t> CatchUp();
-  // Called by CatchUp (not Commit) after each log entry it applies
-  // locally, with the entry's mutation and seq, on CatchUp's thread: a
-  // follower updates its read view from it. Set before CatchUp runs.
-  using ApplyListener =
-      std::function<void(const core::Mutation& mutation, int64_t seq)>;
+  // Called by CatchUp (not Commit) after each batch it applies locally,
+  // with the batch's mutation, the seq it was applied at (its last part's)
+  // and `after`, the applied seq it was applied on (the previous batch's;
+  // orphan parts in between are skipped), on CatchUp's thread: a follower
+  // updates its read view from it. Set before CatchUp runs.
+  using ApplyListener = std::function<void(const core::Mutation& mutation,
+                                           int64_t seq, int64_t after)>;
   void set_apply_listener(ApplyListener listener) {
     apply_listener_ = std::move(listener);
   }
-  // The last log seq applied locally.
+  // The last log seq applied locally: always the end of a whole batch.
   int64_t applied_seq() const { return applied_seq_.load(); }
+  // The last log seq read: applied_seq(), or later when parts of a batch
+  // not yet complete (or orphans) were read after it.
+  int64_t read_seq() const { return read_seq_.load(); }
   // Snapshots CatchUp has loaded since the store was made: when it grows,
   // the local state was replaced wholesale (a follower's read view must be
   // rebuilt from LoadAll rather than from applied entries).
@@ -153,10 +176,11 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
 
   // Catches up with the log, then loads the local store.
   absl::StatusOr<core::LoadedState> LoadAll() override;
-  // Appends `mutation` to the log (fenced, see above), then applies it
-  // locally. Fails with FailedPrecondition when not leading, Aborted when
-  // the fence refused the append (another leader, or the log moved on),
-  // ResourceExhausted when the batch is too large, or etcd's error.
+  // Appends `mutation` to the log (fenced, see above; in parts when it is
+  // larger than max_batch_bytes), then applies it locally. Fails with
+  // FailedPrecondition when not leading, Aborted when the fence refused an
+  // append (another leader, or the log moved on), or etcd's error; nothing
+  // is applied locally then (parts already appended are orphans).
   absl::Status Commit(const core::Mutation& mutation) override;
   absl::StatusOr<std::vector<core::Event>> ReadEvents(
       int64_t after, int limit, size_t max_bytes = SIZE_MAX) override;
@@ -179,12 +203,26 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
  private:
   // The fenced append transaction for entry `seq` holding `bytes`.
   epb::TxnRequest AppendTxn(int64_t seq, const std::string& bytes) const;
+  // Appends entry `seq` holding `bytes` (fenced).
+  absl::Status AppendEntry(int64_t seq, const std::string& bytes);
+  // Appends `bytes`, the encoding of the batch starting at `first`, as one
+  // entry or as parts; returns the seq of its last entry.
+  absl::StatusOr<int64_t> AppendBatch(int64_t first, const std::string& bytes);
   // Why a refused append was refused; OK when the entry already holds
   // `bytes` under our term (our own earlier attempt, retried).
   absl::Status Refusal(const epb::TxnResponse& response, int64_t seq,
                        const std::string& bytes) const;
-  // Parses and applies one entry.
+  // Parses one entry; applies it, buffers it (a part), or applies the
+  // batch it completes.
   absl::Status ApplyEntry(const mvccpb::KeyValue& kv, int64_t seq);
+  // Adds part `batch` (entry `seq`) to pending_; DataLoss when it does not
+  // continue the batch buffered there, or starts none.
+  absl::Status BufferPart(storage::v1::LogBatch& batch, int64_t seq);
+  // Applies a whole batch at `seq` locally and tells the listener.
+  absl::Status ApplyBatch(const core::Mutation& mutation, int64_t seq);
+  // Drops the buffered parts of an unfinished batch (orphans); `seq` is
+  // the entry that shows they are.
+  void DropOrphans(int64_t seq);
   // The newest complete snapshot's manifest and the revision it was read
   // at; NotFound when there is none.
   absl::StatusOr<std::pair<storage::v1::SnapshotManifest, int64_t>>
@@ -200,8 +238,9 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   // The lowest applied seq another live replica published; INT64_MAX when
   // none did.
   absl::StatusOr<int64_t> SlowestOtherReplica();
-  // Starts a background snapshot when one is due and none is in flight.
-  void MaybeSnapshot(size_t entry_bytes);
+  // Counts `entries` log entries of `bytes` in all since the last
+  // snapshot; starts a background one when due and none is in flight.
+  void MaybeSnapshot(int64_t entries, size_t bytes);
   // Joins the background snapshot thread, if any.
   void JoinSnapshot();
 
@@ -210,6 +249,15 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   const EtcdStateStoreOptions options_;
   std::atomic<int64_t> term_{0};
   std::atomic<int64_t> applied_seq_{0};
+  std::atomic<int64_t> read_seq_{0};
+  // The parts read of a batch not yet complete (the writer thread's).
+  struct Pending {
+    int64_t batch_seq = 0;  // 0 = none
+    int32_t parts = 0;
+    int32_t next_part = 0;
+    std::string bytes;  // the slices read so far, concatenated
+  };
+  Pending pending_;
   std::atomic<int64_t> snapshots_loaded_{0};
 
   // Since the last snapshot (the writer thread's).

@@ -141,17 +141,6 @@ TEST_F(EtcdStateStoreTest, AReplicaBehindTheLogCannotAppend) {
   EXPECT_EQ(LogEntries(), 1);
 }
 
-TEST_F(EtcdStateStoreTest, OversizedBatchIsRefusedWhole) {
-  auto store = Replica("a", /*max_batch_bytes=*/2000);
-  store->set_term(Lead());
-  core::Scheduler s(core::Config{});
-  ASSERT_TRUE(s.UpsertNodes(MakeNodes(2, 4, 8)).ok());  // 64 nodes
-  const absl::Status status = store->Commit(s.TakeMutation());
-  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
-  EXPECT_EQ(LogEntries(), 0);
-  EXPECT_EQ(store->applied_seq(), 0);
-}
-
 TEST(EtcdStateStoreBoundTest, DefaultBoundFitsEtcdsRequestLimit) {
   EXPECT_LT(kDefaultMaxBatchBytes, 1536u * 1024u);
   EXPECT_GT(kDefaultMaxBatchBytes, 1024u * 1024u);

@@ -1,0 +1,48 @@
+// Test helpers for the EtcdStateStore suites (header only, tests only).
+#ifndef PHALANX_STORAGE_ETCD_STORE_TESTING_H_
+#define PHALANX_STORAGE_ETCD_STORE_TESTING_H_
+
+#include "gtest/gtest.h"
+#include "storage/etcd/etcd_state_store.h"
+
+namespace phalanx::storage::etcd::testing {
+
+// Everything `a` and `b` hold locally is the same: the loaded state, the
+// retained events and the audit records.
+inline void ExpectSameState(EtcdStateStore& a, EtcdStateStore& b) {
+  auto x = a.LoadAll();
+  auto y = b.LoadAll();
+  ASSERT_TRUE(x.ok()) << x.status();
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(x->config, y->config);
+  EXPECT_EQ(x->nodes, y->nodes);
+  EXPECT_EQ(x->queues, y->queues);
+  EXPECT_EQ(x->gangs, y->gangs);
+  EXPECT_EQ(x->ledger, y->ledger);
+  EXPECT_EQ(x->meta, y->meta);
+  ASSERT_EQ(x->requests.size(), y->requests.size());
+  for (size_t i = 0; i < x->requests.size(); ++i) {
+    EXPECT_EQ(x->requests[i].request_id, y->requests[i].request_id);
+    EXPECT_EQ(x->requests[i].gang_id, y->requests[i].gang_id);
+    EXPECT_EQ(x->requests[i].spec_fingerprint, y->requests[i].spec_fingerprint);
+    EXPECT_EQ(x->requests[i].expires, y->requests[i].expires);
+  }
+  auto ex = a.ReadEvents(0, 1'000'000);
+  auto ey = b.ReadEvents(0, 1'000'000);
+  ASSERT_TRUE(ex.ok() && ey.ok());
+  ASSERT_EQ(ex->size(), ey->size());
+  for (size_t i = 0; i < ex->size(); ++i) {
+    EXPECT_EQ((*ex)[i].revision, (*ey)[i].revision);
+    EXPECT_EQ((*ex)[i].type, (*ey)[i].type);
+    ASSERT_EQ((*ex)[i].gang == nullptr, (*ey)[i].gang == nullptr);
+    if ((*ex)[i].gang) {
+      EXPECT_EQ(*(*ex)[i].gang, *(*ey)[i].gang);
+    }
+  }
+  EXPECT_EQ(*a.ReadAudit(0, 1'000'000), *b.ReadAudit(0, 1'000'000));
+  EXPECT_EQ(a.applied_seq(), b.applied_seq());
+}
+
+}  // namespace phalanx::storage::etcd::testing
+
+#endif  // PHALANX_STORAGE_ETCD_STORE_TESTING_H_
