@@ -23,7 +23,8 @@ absl::Time FromTimestamp(const google::protobuf::Timestamp& ts) {
 // latencies need no lock until OnDone.
 class Watcher : public grpc::ClientReadReactor<v1::GangEvent> {
  public:
-  void Start(v1::Scheduler::Stub& stub) {
+  void Start(const PhalanxdProcess& daemon, v1::Scheduler::Stub& stub) {
+    daemon.Authorize(context_);
     stub.async()->WatchGangs(&context_, &request_, this);
     StartRead(&event_);
     StartCall();
@@ -68,6 +69,7 @@ void WaitForWatchers(const PhalanxdProcess& daemon, v1::Scheduler::Stub& stub,
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
   while (Clock::now() < deadline) {
     grpc::ClientContext context;
+    daemon.Authorize(context);
     v1::ExplainGangRequest request;
     request.set_gang_id("g-none");
     v1::ExplainGangResponse response;
@@ -124,7 +126,7 @@ WatchFanoutResult RunWatchFanout(const PhalanxdProcess& daemon,
   std::vector<std::unique_ptr<Watcher>> watchers;
   for (int w = 0; w < options.watchers; ++w) {
     watchers.push_back(std::make_unique<Watcher>());
-    watchers.back()->Start(*stubs[w % stubs.size()]);
+    watchers.back()->Start(daemon, *stubs[w % stubs.size()]);
   }
   WaitForWatchers(daemon, *stubs[0], options.watchers, result);
   const Clock::time_point start = Clock::now();
