@@ -51,6 +51,9 @@ ABSL_FLAG(std::string, clients, "1,8,64", "Concurrencies of the submit test");
 ABSL_FLAG(double, seconds, -1, "Seconds per measured phase (-1: 2 quick, 5)");
 ABSL_FLAG(int, pending_target, -1,
           "Pending gangs for the memory figure (-1: 20000 quick, 100000)");
+ABSL_FLAG(int, prefill, 0,
+          "Pending gangs to submit (64 clients) before the submit test, so "
+          "it runs against a daemon holding that many");
 ABSL_FLAG(int, watchers, 1000, "Watch streams");
 ABSL_FLAG(std::string, watch_rates, "50,500",
           "Events a second during the watch test, one run each");
@@ -406,6 +409,12 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
                       auth.token.empty() ? "off" : "on: tenant token"));
   RunClosedLoop(64, 1.0, 50,
                 [&](int c, int64_t i) { return clients.Submit(c, i); });
+  if (const int prefill = absl::GetFlag(FLAGS_prefill); prefill > 0) {
+    Log(absl::StrFormat("prefill: %d pending gangs", prefill));
+    clients.NextRound();
+    RunClosedLoop(64, 300, prefill / 64 + 1,
+                  [&](int c, int64_t i) { return clients.Submit(c, i); });
+  }
   const int64_t rss_before = daemon.RssBytes();
   const double pending_before = PendingGangs(clients);
   auto raw = RawRocksDb::Open(root + "/raw");
