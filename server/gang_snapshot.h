@@ -31,29 +31,29 @@ struct GangIdOrder {
 };
 
 class GangSnapshot {
-public:
+ public:
   GangSnapshot() = default;
 
   // Returns a snapshot with `put` stored and `deleted` removed.
-  GangSnapshot Apply(const std::vector<core::GangPtr> &put,
-                     const std::vector<core::GangId> &deleted) const;
+  GangSnapshot Apply(const std::vector<core::GangPtr>& put,
+                     const std::vector<core::GangId>& deleted) const;
   // Returns the gang, or null.
-  core::GangPtr Find(const core::GangId &id) const;
+  core::GangPtr Find(const core::GangId& id) const;
   // Returns up to `limit` gangs with id > `after` (in GangIdOrder) for
   // which `keep` is true.
-  std::vector<core::GangPtr>
-  List(const std::string &after, int limit,
-       const std::function<bool(const core::Gang &)> &keep) const;
+  std::vector<core::GangPtr> List(
+      const std::string& after, int limit,
+      const std::function<bool(const core::Gang&)>& keep) const;
   size_t size() const { return size_; }
 
   struct Node;
   using NodePtr = std::shared_ptr<const Node>;
 
-private:
+ private:
   NodePtr root_;
   size_t size_ = 0;
 };
 
-} // namespace phalanx::server
+}  // namespace phalanx::server
 
-#endif // PHALANX_SERVER_GANG_SNAPSHOT_H_
+#endif  // PHALANX_SERVER_GANG_SNAPSHOT_H_

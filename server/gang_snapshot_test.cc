@@ -9,7 +9,7 @@
 namespace phalanx::server {
 namespace {
 
-core::GangPtr MakeGang(const std::string &id, const std::string &queue) {
+core::GangPtr MakeGang(const std::string& id, const std::string& queue) {
   auto gang = std::make_shared<core::Gang>();
   gang->id = core::GangId(id);
   gang->spec.queue = core::QueueName(queue);
@@ -33,7 +33,7 @@ TEST(GangSnapshotTest, ListPagesInIdOrderWithAFilter) {
     gangs.push_back(MakeGang(absl::StrFormat("g-%03d", i), i % 2 ? "a" : "b"));
   }
   GangSnapshot snapshot = GangSnapshot().Apply(gangs, {});
-  auto keep_a = [](const core::Gang &g) { return g.spec.queue.value() == "a"; };
+  auto keep_a = [](const core::Gang& g) { return g.spec.queue.value() == "a"; };
   auto page = snapshot.List("", 10, keep_a);
   ASSERT_EQ(page.size(), 10u);
   EXPECT_EQ(page[0]->id.value(), "g-001");
@@ -49,10 +49,10 @@ TEST(GangIdOrderTest, OrdersTrailingNumbersByValue) {
   EXPECT_FALSE(less("g-10", "g-2"));
   EXPECT_TRUE(less("g-999999", "g-1000000"));
   EXPECT_TRUE(less("g-000042", "g-000043"));
-  EXPECT_TRUE(less("g-02", "g-2")); // equal values: by the text
+  EXPECT_TRUE(less("g-02", "g-2"));  // equal values: by the text
   EXPECT_FALSE(less("g-2", "g-02"));
   EXPECT_FALSE(less("g-7", "g-7"));
-  EXPECT_TRUE(less("", "g-1")); // the empty page token comes first
+  EXPECT_TRUE(less("", "g-1"));  // the empty page token comes first
   EXPECT_TRUE(less("a-9", "b-1"));
   EXPECT_TRUE(less("g-", "g-0"));
 }
@@ -62,7 +62,7 @@ TEST(GangSnapshotTest, ListCrossesAMillionInNumericOrder) {
       {MakeGang("g-1000000", "a"), MakeGang("g-999999", "a"),
        MakeGang("g-1000001", "a"), MakeGang("g-000010", "a")},
       {});
-  auto all = [](const core::Gang &) { return true; };
+  auto all = [](const core::Gang&) { return true; };
   auto page = snapshot.List("", 10, all);
   ASSERT_EQ(page.size(), 4u);
   EXPECT_EQ(page[0]->id.value(), "g-000010");
@@ -108,22 +108,20 @@ TEST(GangSnapshotTest, MatchesAnOrderedMapAndKeepsOldSnapshots) {
       }
     }
     // Apply stores every put, then removes every deleted id.
-    for (const auto &gang : put)
+    for (const auto& gang : put)
       model[gang->id.value()] = gang->spec.queue.value();
-    for (const auto &id : deleted)
-      model.erase(id.value());
+    for (const auto& id : deleted) model.erase(id.value());
     snapshot = snapshot.Apply(put, deleted);
-    if (batch % 20 == 0)
-      kept.emplace_back(snapshot, model);
+    if (batch % 20 == 0) kept.emplace_back(snapshot, model);
   }
   kept.emplace_back(snapshot, model);
-  auto all = [](const core::Gang &) { return true; };
-  for (const auto &[old, expected] : kept) {
+  auto all = [](const core::Gang&) { return true; };
+  for (const auto& [old, expected] : kept) {
     ASSERT_EQ(old.size(), expected.size());
     std::vector<core::GangPtr> listed = old.List("", 1000, all);
     ASSERT_EQ(listed.size(), expected.size());
     auto it = expected.begin();
-    for (const core::GangPtr &gang : listed) {
+    for (const core::GangPtr& gang : listed) {
       EXPECT_EQ(gang->id.value(), it->first);
       EXPECT_EQ(gang->spec.queue.value(), it->second);
       EXPECT_EQ(old.Find(gang->id), gang);
@@ -134,7 +132,7 @@ TEST(GangSnapshotTest, MatchesAnOrderedMapAndKeepsOldSnapshots) {
     const std::string after = "g-150";
     std::vector<core::GangPtr> page = old.List(after, 7, all);
     auto from = expected.upper_bound(after);
-    for (const core::GangPtr &gang : page) {
+    for (const core::GangPtr& gang : page) {
       ASSERT_NE(from, expected.end());
       EXPECT_EQ(gang->id.value(), from->first);
       ++from;
@@ -142,5 +140,5 @@ TEST(GangSnapshotTest, MatchesAnOrderedMapAndKeepsOldSnapshots) {
   }
 }
 
-} // namespace
-} // namespace phalanx::server
+}  // namespace
+}  // namespace phalanx::server
