@@ -29,7 +29,7 @@ start=$(date +%s)
 if [[ ! -f $build/build.ninja ]]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-cmake --build "$build" -j1 --target phalanx-core-bench phalanx-load phalanxd
+cmake --build "$build" -j1 --target phalanx-core-bench phalanx-load phalanxd phalanx-empty-rpc
 built=$(date +%s)
 echo "run.sh: built in $((built - start)) s" >&2
 
@@ -43,7 +43,8 @@ echo "run.sh: core benchmarks ($mode)" >&2
 
 echo "run.sh: load generator against phalanxd ($mode)" >&2
 "$build/bench/perf/phalanx-load" "${quick_flag[@]}" \
-  --phalanxd="$build/server/phalanxd" --out="$results/raw/load.json" ||
+  --phalanxd="$build/server/phalanxd" \
+  --empty_rpc="$build/bench/perf/phalanx-empty-rpc" --out="$results/raw/load.json" ||
   echo "run.sh: phalanx-load failed (partial results)" >&2
 
 cd "$root"

@@ -1,5 +1,8 @@
 #include "server/gang_snapshot.h"
 
+#include <map>
+#include <random>
+
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 
@@ -69,6 +72,72 @@ TEST(GangSnapshotTest, ListCrossesAMillionInNumericOrder) {
   auto after = snapshot.List("g-999999", 10, all);
   ASSERT_EQ(after.size(), 2u);
   EXPECT_EQ(after[0]->id.value(), "g-1000000");
+}
+
+TEST(GangSnapshotTest, TheLaterOfTwoPutsOfOneIdWins) {
+  GangSnapshot first = GangSnapshot().Apply(
+      {MakeGang("g-1", "a"), MakeGang("g-2", "a"), MakeGang("g-1", "b")}, {});
+  EXPECT_EQ(first.size(), 2u);
+  EXPECT_EQ(first.Find(core::GangId("g-1"))->spec.queue.value(), "b");
+  GangSnapshot later =
+      first.Apply({MakeGang("g-2", "c"), MakeGang("g-2", "d")}, {});
+  EXPECT_EQ(later.size(), 2u);
+  EXPECT_EQ(later.Find(core::GangId("g-2"))->spec.queue.value(), "d");
+  EXPECT_EQ(first.Find(core::GangId("g-2"))->spec.queue.value(), "a");
+}
+
+// Random puts, replacements and deletes against a std::map in the same
+// order; every snapshot on the way must stay as it was.
+TEST(GangSnapshotTest, MatchesAnOrderedMapAndKeepsOldSnapshots) {
+  std::mt19937 random(7);
+  std::map<std::string, std::string, GangIdOrder> model;
+  GangSnapshot snapshot;
+  std::vector<
+      std::pair<GangSnapshot, std::map<std::string, std::string, GangIdOrder>>>
+      kept;
+  for (int batch = 0; batch < 200; ++batch) {
+    std::vector<core::GangPtr> put;
+    std::vector<core::GangId> deleted;
+    for (int op = 0; op < 8; ++op) {
+      const std::string id = absl::StrFormat("g-%d", random() % 300);
+      if (random() % 4 == 0) {
+        deleted.push_back(core::GangId(id));
+      } else {
+        const std::string queue = absl::StrFormat("q%d", random() % 5);
+        put.push_back(MakeGang(id, queue));
+      }
+    }
+    // Apply stores every put, then removes every deleted id.
+    for (const auto& gang : put)
+      model[gang->id.value()] = gang->spec.queue.value();
+    for (const auto& id : deleted) model.erase(id.value());
+    snapshot = snapshot.Apply(put, deleted);
+    if (batch % 20 == 0) kept.emplace_back(snapshot, model);
+  }
+  kept.emplace_back(snapshot, model);
+  auto all = [](const core::Gang&) { return true; };
+  for (const auto& [old, expected] : kept) {
+    ASSERT_EQ(old.size(), expected.size());
+    std::vector<core::GangPtr> listed = old.List("", 1000, all);
+    ASSERT_EQ(listed.size(), expected.size());
+    auto it = expected.begin();
+    for (const core::GangPtr& gang : listed) {
+      EXPECT_EQ(gang->id.value(), it->first);
+      EXPECT_EQ(gang->spec.queue.value(), it->second);
+      EXPECT_EQ(old.Find(gang->id), gang);
+      ++it;
+    }
+    EXPECT_EQ(old.Find(core::GangId("g-300")), nullptr);
+    // Pages of 7 from the middle match the map's upper_bound.
+    const std::string after = "g-150";
+    std::vector<core::GangPtr> page = old.List(after, 7, all);
+    auto from = expected.upper_bound(after);
+    for (const core::GangPtr& gang : page) {
+      ASSERT_NE(from, expected.end());
+      EXPECT_EQ(gang->id.value(), from->first);
+      ++from;
+    }
+  }
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ SchedulerLoop::SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
       store_(store),
       observers_(std::move(observers)) {
   std::shared_ptr<const View> view = FullView();
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&view_mu_);
   view_ = std::move(view);
 }
 
@@ -65,8 +65,9 @@ SchedulerLoop::SchedulerLoop(std::shared_ptr<const View> view,
                              std::vector<BatchObserver*> observers)
     : store_(store), observers_(std::move(observers)) {
   absl::MutexLock lock(&mu_);
-  view_ = std::move(view);
   following_ = true;
+  absl::MutexLock view_lock(&view_mu_);
+  view_ = std::move(view);
 }
 
 std::shared_ptr<const View> SchedulerLoop::FullView() const {
@@ -85,12 +86,14 @@ void SchedulerLoop::Replicate(const core::Mutation& mutation) {
   std::shared_ptr<const View> next = ViewAfter(*view(), mutation);
   absl::MutexLock lock(&mu_);
   PHALANX_CHECK(following_);
+  absl::MutexLock view_lock(&view_mu_);
   view_ = std::move(next);
 }
 
 void SchedulerLoop::ReplaceView(std::shared_ptr<const View> view) {
   absl::MutexLock lock(&mu_);
   PHALANX_CHECK(following_);
+  absl::MutexLock view_lock(&view_mu_);
   view_ = std::move(view);
 }
 
@@ -100,7 +103,10 @@ void SchedulerLoop::Lead(std::unique_ptr<core::Scheduler> scheduler) {
   std::shared_ptr<const View> view = FullView();
   absl::MutexLock lock(&mu_);
   PHALANX_CHECK(following_);
-  view_ = std::move(view);
+  {
+    absl::MutexLock view_lock(&view_mu_);
+    view_ = std::move(view);
+  }
   following_ = false;
 }
 
@@ -141,7 +147,7 @@ bool SchedulerLoop::Enqueue(Apply apply, Respond respond, Reply reply,
 }
 
 std::shared_ptr<const View> SchedulerLoop::view() const {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&view_mu_);
   return view_;
 }
 
@@ -219,9 +225,12 @@ absl::Duration SchedulerLoop::CommitAndPublish(const core::Mutation& mutation) {
     std::abort();
   }
   const absl::Duration commit_time = absl::Now() - start;
-  // The same rule a follower applies to the batches it replicates.
-  absl::MutexLock lock(&mu_);
-  view_ = ViewAfter(*view_, mutation);
+  // The same rule a follower applies to the batches it replicates. Built
+  // outside any lock (only this thread replaces the view while leading),
+  // so handlers reading the view or queueing a command never wait for it.
+  std::shared_ptr<const View> next = ViewAfter(*view(), mutation);
+  absl::MutexLock lock(&view_mu_);
+  view_ = std::move(next);
   return commit_time;
 }
 

@@ -148,7 +148,11 @@ class SchedulerLoop {
   std::deque<Command> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool following_ ABSL_GUARDED_BY(mu_) = false;
-  std::shared_ptr<const View> view_ ABSL_GUARDED_BY(mu_);
+  // The published view has a lock of its own: handlers read it (1-3 times
+  // a call) without contending with Enqueue and the loop's wait on mu_.
+  // Lock order: mu_, then view_mu_.
+  mutable absl::Mutex view_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::shared_ptr<const View> view_ ABSL_GUARDED_BY(view_mu_);
 };
 
 }  // namespace phalanx::server

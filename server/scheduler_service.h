@@ -8,6 +8,7 @@
 #define PHALANX_SERVER_SCHEDULER_SERVICE_H_
 
 #include "phalanx/v1/scheduler.grpc.pb.h"
+#include "server/arena_allocator.h"
 #include "server/gate.h"
 #include "server/listing_views.h"
 #include "server/rpc.h"
@@ -20,8 +21,15 @@ class SchedulerService final
     : public v1::Scheduler::WithRawCallbackMethod_WatchGangs<
           v1::Scheduler::CallbackService> {
  public:
+  // The launchers' unary calls get their messages from an arena each.
   SchedulerService(SchedulerLoop* loop, WatchHub* hub, Gate* gate)
-      : loop_(loop), hub_(hub), gate_(gate) {}
+      : loop_(loop), hub_(hub), gate_(gate) {
+    SetMessageAllocatorFor_SubmitGang(&submit_messages_);
+    SetMessageAllocatorFor_GetGang(&get_messages_);
+    SetMessageAllocatorFor_CancelGang(&cancel_messages_);
+    SetMessageAllocatorFor_ReportGang(&report_messages_);
+    SetMessageAllocatorFor_RenewGangLease(&renew_messages_);
+  }
 
   grpc::ServerUnaryReactor* SubmitGang(
       grpc::CallbackServerContext* context,
@@ -84,6 +92,15 @@ class SchedulerService final
   Gate* gate_;
   // Views pinned by multi-page listings (ListGangs page tokens).
   ListingViews listings_;
+  ArenaAllocator<v1::SubmitGangRequest, v1::SubmitGangResponse>
+      submit_messages_;
+  ArenaAllocator<v1::GetGangRequest, v1::GetGangResponse> get_messages_;
+  ArenaAllocator<v1::CancelGangRequest, v1::CancelGangResponse>
+      cancel_messages_;
+  ArenaAllocator<v1::ReportGangRequest, v1::ReportGangResponse>
+      report_messages_;
+  ArenaAllocator<v1::RenewGangLeaseRequest, v1::RenewGangLeaseResponse>
+      renew_messages_;
 };
 
 }  // namespace phalanx::server

@@ -444,6 +444,19 @@ void WatchHub::Configure(const core::Config& config) {
 
 void WatchHub::OnDurable(const core::Mutation& mutation, absl::Duration, int) {
   if (mutation.events.empty()) return;
+  {
+    // With no stream open nobody needs the ring: drop it rather than
+    // convert and serialize every event of every batch. A stream that opens
+    // later starts after revision_, and one resuming from an older revision
+    // reads the store (the ring starts after revision_ again).
+    absl::MutexLock lock(&mu_);
+    if (watchers_.empty()) {
+      ring_.clear();
+      ring_bytes_ = 0;
+      revision_ = mutation.events.back().revision;
+      return;
+    }
+  }
   std::vector<HubEventPtr> converted;
   converted.reserve(mutation.events.size());
   for (const core::Event& event : mutation.events) {

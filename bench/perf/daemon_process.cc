@@ -91,20 +91,34 @@ bool PhalanxdProcess::Start(double timeout_seconds) {
   address_ = grpc_match[1];
   metrics_port_ = std::stoi(metrics_match[1]);
   // Answering = a real RPC through the scheduler loop succeeds.
-  auto admin = v1::Admin::NewStub(NewChannel());
+  std::shared_ptr<grpc::Channel> channel = NewChannel();
+  auto admin = v1::Admin::NewStub(channel);
   while (SecondsSince(start) < timeout_seconds) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::seconds(1));
-    v1::GetConfigRequest request;
-    v1::Config response;
-    if (admin->GetConfig(&context, request, &response).ok()) {
+    bool ready = false;
+    if (ready_probe_) {
+      ready = ready_probe_(channel);
+    } else {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::seconds(1));
+      Authorize(context);
+      v1::GetConfigRequest request;
+      v1::Config response;
+      ready = admin->GetConfig(&context, request, &response).ok();
+    }
+    if (ready) {
       seconds_to_serving_ = SecondsSince(start);
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return false;
+}
+
+void PhalanxdProcess::Authorize(grpc::ClientContext& context) const {
+  if (!authorization_.empty()) {
+    context.AddMetadata("authorization", authorization_);
+  }
 }
 
 int PhalanxdProcess::Terminate() {

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,9 +26,24 @@ class PhalanxdProcess {
   PhalanxdProcess(const PhalanxdProcess&) = delete;
   PhalanxdProcess& operator=(const PhalanxdProcess&) = delete;
 
-  // Starts phalanxd, waits for its printed addresses and then for an
-  // Admin.GetConfig that succeeds, at most `timeout_seconds`. Returns false
-  // when it exits or times out (output() tells why).
+  // With --auth: the bearer token every call of the load generator sends
+  // (set before Start; "" = none).
+  void set_token(const std::string& token) {
+    authorization_ = token.empty() ? "" : "Bearer " + token;
+  }
+  // Adds the token's `authorization` metadata to `context` (nothing without
+  // a token). Loopback without TLS: gRPC sends no call credentials on an
+  // insecure channel, so the header goes in the call's metadata.
+  void Authorize(grpc::ClientContext& context) const;
+  // Whether the server answers: by default an Admin.GetConfig through the
+  // scheduler loop; another server (the empty-RPC baseline) sets its own.
+  using ReadyProbe =
+      std::function<bool(const std::shared_ptr<grpc::Channel>& channel)>;
+  void set_ready_probe(ReadyProbe probe) { ready_probe_ = std::move(probe); }
+
+  // Starts the binary, waits for its printed addresses and then for the
+  // ready probe to succeed, at most `timeout_seconds`. Returns false when it
+  // exits or times out (output() tells why).
   bool Start(double timeout_seconds = 60);
   // Seconds from fork to the printed gRPC address, and to the first answered
   // RPC.
@@ -55,6 +71,8 @@ class PhalanxdProcess {
   std::string binary_;
   std::string data_dir_;
   std::vector<std::string> args_;
+  std::string authorization_;  // "Bearer TOKEN" or ""
+  ReadyProbe ready_probe_;
   pid_t pid_ = -1;
   int output_fd_ = -1;
   std::string output_;

@@ -1,9 +1,12 @@
 // phalanx-load: measures the daemon over real gRPC against its physical
 // limits, in one run — durable SubmitGang vs raw RocksDB sync writes at the
-// same concurrency and value size, GetGang reads, Watch fan-out, resident
-// memory per pending gang, and restart time with many active gangs. Starts
-// its own phalanxd (loopback, temporary directory, removed after) and writes
-// one JSON object (bench/run.sh folds it into bench/results/latest.json).
+// same concurrency and value size and vs an empty unary RPC on the same
+// gRPC server set-up (phalanx-empty-rpc), GetGang reads, Watch fan-out,
+// resident memory per pending gang, and restart time with many active gangs.
+// Starts its own phalanxd (loopback, temporary directory, removed after) and
+// writes one JSON object (bench/run.sh folds it into
+// bench/results/latest.json). With --auth (the default) every call carries a
+// bearer token of a tenant principal, as launchers run it (docs/security.md).
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -25,6 +28,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "baseline.grpc.pb.h"
+#include "bench/perf/bench_auth.h"
 #include "bench/perf/closed_loop.h"
 #include "bench/perf/daemon_files.h"
 #include "bench/perf/daemon_process.h"
@@ -36,13 +41,22 @@
 #include "phalanx/v1/scheduler.grpc.pb.h"
 
 ABSL_FLAG(std::string, phalanxd, PHALANXD_PATH, "phalanxd binary");
+ABSL_FLAG(std::string, empty_rpc, EMPTY_RPC_PATH,
+          "phalanx-empty-rpc binary (the empty unary RPC baseline)");
+ABSL_FLAG(bool, auth, true,
+          "Run the daemon (and the baseline) with --auth: every call sends a "
+          "tenant's bearer token");
 ABSL_FLAG(bool, quick, false, "Shorter phases and smaller sizes");
 ABSL_FLAG(std::string, clients, "1,8,64", "Concurrencies of the submit test");
 ABSL_FLAG(double, seconds, -1, "Seconds per measured phase (-1: 2 quick, 5)");
 ABSL_FLAG(int, pending_target, -1,
           "Pending gangs for the memory figure (-1: 20000 quick, 100000)");
+ABSL_FLAG(int, prefill, 0,
+          "Pending gangs to submit (64 clients) before the submit test, so "
+          "it runs against a daemon holding that many");
 ABSL_FLAG(int, watchers, 1000, "Watch streams");
-ABSL_FLAG(double, watch_rate, 50, "Events a second during the watch test");
+ABSL_FLAG(std::string, watch_rates, "50,500",
+          "Events a second during the watch test, one run each");
 ABSL_FLAG(int, restart_gangs, 100000, "Active gangs for the restart test");
 ABSL_FLAG(int, restart_runs, -1, "Restarts to time (-1: 1 quick, 3)");
 ABSL_FLAG(std::string, out, "", "Write the JSON here (default: stdout)");
@@ -67,34 +81,45 @@ int ByMode(int flag, bool quick, int quick_value, int full_value) {
   return flag >= 0 ? flag : (quick ? quick_value : full_value);
 }
 
+// The request of client `client`'s `index`-th submit in round `round`: a
+// one-node gang of 8 GPUs with a unique request_id (launchers set one), in
+// team queue `client` mod 8.
+v1::SubmitGangRequest SubmitRequest(int round, int client, int64_t index) {
+  v1::SubmitGangRequest request;
+  v1::GangSpec* spec = request.mutable_spec();
+  spec->set_queue(absl::StrFormat("team-%d", client % kTeams));
+  spec->set_request_id(absl::StrFormat("load-%d-%d-%d", round, client, index));
+  v1::PodSet* set = spec->add_pod_sets();
+  set->set_name("workers");
+  set->set_count(1);
+  set->set_gpus(kGpusPerNode);
+  return request;
+}
+
 // Clients of one daemon: stubs over a few connections, and the ids of the
 // gangs they submitted (for reads).
 class LoadClients {
  public:
-  explicit LoadClients(const PhalanxdProcess& daemon) {
+  explicit LoadClients(const PhalanxdProcess& daemon) : daemon_(daemon) {
     for (int c = 0; c < kChannels; ++c) {
       stubs_.push_back(v1::Scheduler::NewStub(daemon.NewChannel(c)));
     }
   }
 
-  // One durable submit: a one-node gang of 8 GPUs with a unique request_id
-  // (launchers set one), in team queue `client` mod 8.
+  // One durable submit (SubmitRequest).
   absl::Status Submit(int client, int64_t index) {
-    v1::SubmitGangRequest request;
-    v1::GangSpec* spec = request.mutable_spec();
-    spec->set_queue(absl::StrFormat("team-%d", client % kTeams));
-    spec->set_request_id(
-        absl::StrFormat("load-%d-%d-%d", round_.load(), client, index));
-    v1::PodSet* set = spec->add_pod_sets();
-    set->set_name("workers");
-    set->set_count(1);
-    set->set_gpus(kGpusPerNode);
+    const v1::SubmitGangRequest request =
+        SubmitRequest(round_.load(), client, index);
     grpc::ClientContext context;
+    daemon_.Authorize(context);
     v1::SubmitGangResponse response;
     grpc::Status status = Stub(client).SubmitGang(&context, request, &response);
     if (!status.ok()) return absl::UnavailableError(status.error_message());
     absl::MutexLock lock(&mu_);
     ids_.push_back(response.gang().id());
+    if (response.gang().state() == v1::GANG_STATE_PENDING) {
+      last_pending_response_ = response.SerializeAsString();
+    }
     gang_bytes_ = static_cast<int>(response.gang().ByteSizeLong());
     return absl::OkStatus();
   }
@@ -108,6 +133,7 @@ class LoadClients {
                ids_.size()]);
     }
     grpc::ClientContext context;
+    daemon_.Authorize(context);
     v1::GetGangResponse response;
     grpc::Status status = Stub(client).GetGang(&context, request, &response);
     if (!status.ok()) return absl::UnavailableError(status.error_message());
@@ -116,6 +142,7 @@ class LoadClients {
 
   // Makes later request ids distinct from earlier ones.
   void NextRound() { ++round_; }
+  int round() const { return round_.load(); }
   int64_t submitted() const {
     absl::MutexLock lock(&mu_);
     return static_cast<int64_t>(ids_.size());
@@ -124,17 +151,50 @@ class LoadClients {
     absl::MutexLock lock(&mu_);
     return gang_bytes_;
   }
+  // A serialized SubmitGangResponse of a gang left pending ("" before one).
+  std::string last_pending_response() const {
+    absl::MutexLock lock(&mu_);
+    return last_pending_response_;
+  }
 
  private:
   v1::Scheduler::Stub& Stub(int client) {
     return *stubs_[client % stubs_.size()];
   }
 
+  const PhalanxdProcess& daemon_;
   std::vector<std::unique_ptr<v1::Scheduler::Stub>> stubs_;
   std::atomic<int> round_{0};
   mutable absl::Mutex mu_;
   std::vector<std::string> ids_ ABSL_GUARDED_BY(mu_);
   int gang_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string last_pending_response_ ABSL_GUARDED_BY(mu_);
+};
+
+// Clients of the empty-RPC baseline: the same requests over as many
+// connections, answered without work.
+class EmptyRpcClients {
+ public:
+  explicit EmptyRpcClients(const PhalanxdProcess& server) : server_(server) {
+    for (int c = 0; c < kChannels; ++c) {
+      stubs_.push_back(bench::v1::Baseline::NewStub(server.NewChannel(c)));
+    }
+  }
+
+  absl::Status Call(int round, int client, int64_t index) {
+    const v1::SubmitGangRequest request = SubmitRequest(round, client, index);
+    grpc::ClientContext context;
+    server_.Authorize(context);
+    v1::SubmitGangResponse response;
+    grpc::Status status =
+        stubs_[client % stubs_.size()]->Empty(&context, request, &response);
+    if (!status.ok()) return absl::UnavailableError(status.error_message());
+    return absl::OkStatus();
+  }
+
+ private:
+  const PhalanxdProcess& server_;
+  std::vector<std::unique_ptr<bench::v1::Baseline::Stub>> stubs_;
 };
 
 std::vector<int> ParseClients() {
@@ -145,6 +205,16 @@ std::vector<int> ParseClients() {
     if (absl::SimpleAtoi(part, &n) && n > 0) clients.push_back(n);
   }
   return clients;
+}
+
+std::vector<double> ParseWatchRates() {
+  std::vector<double> rates;
+  for (absl::string_view part :
+       absl::StrSplit(absl::GetFlag(FLAGS_watch_rates), ',')) {
+    double rate = 0;
+    if (absl::SimpleAtod(part, &rate) && rate > 0) rates.push_back(rate);
+  }
+  return rates;
 }
 
 // Every gang is one node of 8 GPUs and the fleet is full after the warm-up,
@@ -190,24 +260,44 @@ class CpuTally {
   double wall_ = 0;
 };
 
-// Durable submits vs raw RocksDB at each concurrency, alternated in
-// `rounds` rounds so both see the same disk and machine load.
-JsonObject SubmitVersusRaw(const PhalanxdProcess& daemon, LoadClients& clients,
-                           RawRocksDb& raw, double seconds, int rounds) {
+// The empty-RPC baseline: its server process and its clients.
+struct EmptyRpc {
+  PhalanxdProcess* server;
+  EmptyRpcClients* clients;
+};
+
+double Ratio(double numerator, double denominator) {
+  return denominator > 0 ? numerator / denominator : 0.0;
+}
+
+// Durable submits vs raw RocksDB and vs the empty RPC at each concurrency,
+// alternated in `rounds` rounds so all three see the same disk and machine
+// load. `ratio` is against the lower of the two limits.
+JsonObject SubmitVersusLimits(const PhalanxdProcess& daemon,
+                              LoadClients& clients, RawRocksDb& raw,
+                              const EmptyRpc& empty, double seconds,
+                              int rounds) {
   JsonObject by_clients;
   for (int n : ParseClients()) {
     const int value_bytes = std::max(clients.gang_bytes(), 1);
-    Log(
-        absl::StrFormat("%d clients: raw RocksDB (%d-byte values) and "
-                        "durable SubmitGang, %d rounds",
-                        n, value_bytes, rounds));
-    ClosedLoopResult raw_result, submit;
-    CpuTally raw_cpu, submit_cpu;
+    Log(absl::StrFormat(
+        "%d clients: raw RocksDB (%d-byte values), empty RPC and durable "
+        "SubmitGang, %d rounds",
+        n, value_bytes, rounds));
+    ClosedLoopResult raw_result, empty_result, submit;
+    CpuTally raw_cpu, empty_cpu, submit_cpu;
     for (int round = 0; round < rounds; ++round) {
       raw_cpu.Start(daemon);
       raw_result.Merge(raw.Run(n, seconds / rounds, value_bytes));
       raw_cpu.Stop(daemon);
       clients.NextRound();
+      const int empty_round = clients.round();
+      empty_cpu.Start(*empty.server);
+      empty_result.Merge(
+          RunClosedLoop(n, seconds / rounds, 10'000'000, [&](int c, int64_t i) {
+            return empty.clients->Call(empty_round, c, i);
+          }));
+      empty_cpu.Stop(*empty.server);
       submit_cpu.Start(daemon);
       submit.Merge(RunClosedLoop(
           n, seconds / rounds, 10'000'000,
@@ -216,16 +306,25 @@ JsonObject SubmitVersusRaw(const PhalanxdProcess& daemon, LoadClients& clients,
     }
     JsonObject raw_json = raw_result.ToJson();
     raw_json.Add("cpu", raw_cpu.ToJson(raw_result.ops));
+    JsonObject empty_json = empty_result.ToJson();
+    empty_json.Add("cpu", empty_cpu.ToJson(empty_result.ops));
     JsonObject submit_json = submit.ToJson();
     submit_json.Add("cpu", submit_cpu.ToJson(submit.ops));
+    const double limit =
+        std::min(raw_result.ops_per_sec, empty_result.ops_per_sec);
     JsonObject entry;
     entry.Add("value_bytes", value_bytes)
         .Add("rounds", rounds)
         .Add("durable_submit", submit_json)
         .Add("raw_rocksdb_sync", raw_json)
-        .Add("ratio", raw_result.ops_per_sec > 0
-                          ? submit.ops_per_sec / raw_result.ops_per_sec
-                          : 0.0);
+        .Add("empty_rpc", empty_json)
+        .Add("ratio_vs_raw", Ratio(submit.ops_per_sec, raw_result.ops_per_sec))
+        .Add("ratio_vs_empty_rpc",
+             Ratio(submit.ops_per_sec, empty_result.ops_per_sec))
+        .Add("limit", raw_result.ops_per_sec <= empty_result.ops_per_sec
+                          ? "raw_rocksdb_sync"
+                          : "empty_rpc")
+        .Add("ratio", Ratio(submit.ops_per_sec, limit));
     by_clients.Add(absl::StrCat(n), entry);
   }
   return by_clients;
@@ -290,38 +389,99 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
   std::filesystem::create_directories(dir);
   auto files = WriteDaemonFiles(dir, kDaemonNodes);
   if (!files.ok()) return files.status();
-  PhalanxdProcess daemon(absl::GetFlag(FLAGS_phalanxd), dir + "/data",
-                         files->Args());
+  std::vector<std::string> args = files->Args();
+  std::vector<std::string> auth_args;
+  BenchAuth auth;
+  if (absl::GetFlag(FLAGS_auth)) {
+    auto written = WriteBenchAuth(dir);
+    if (!written.ok()) return written.status();
+    auth = *std::move(written);
+    auth_args.push_back("--auth=" + auth.path);
+    args.push_back("--auth=" + auth.path);
+  }
+  PhalanxdProcess daemon(absl::GetFlag(FLAGS_phalanxd), dir + "/data", args);
+  daemon.set_token(auth.token);
   if (!daemon.Start()) {
     return absl::InternalError("phalanxd did not start: " + daemon.output());
   }
   LoadClients clients(daemon);
-  Log("warm-up: filling the fleet");
+  Log(absl::StrFormat("warm-up: filling the fleet (auth %s)",
+                      auth.token.empty() ? "off" : "on: tenant token"));
   RunClosedLoop(64, 1.0, 50,
                 [&](int c, int64_t i) { return clients.Submit(c, i); });
+  if (const int prefill = absl::GetFlag(FLAGS_prefill); prefill > 0) {
+    Log(absl::StrFormat("prefill: %d pending gangs", prefill));
+    clients.NextRound();
+    RunClosedLoop(64, 300, prefill / 64 + 1,
+                  [&](int c, int64_t i) { return clients.Submit(c, i); });
+  }
   const int64_t rss_before = daemon.RssBytes();
   const double pending_before = PendingGangs(clients);
   auto raw = RawRocksDb::Open(root + "/raw");
   if (!raw.ok()) return raw.status();
+  // The empty-RPC baseline answers with a pending gang's SubmitGangResponse
+  // as the daemon sent it, so both carry the same bytes.
+  const std::string response_path = dir + "/empty-rpc-response.bin";
+  std::ofstream(response_path, std::ios::binary)
+      << clients.last_pending_response();
+  auth_args.push_back("--response=" + response_path);
+  PhalanxdProcess empty_server(absl::GetFlag(FLAGS_empty_rpc), dir + "/empty",
+                               auth_args);
+  empty_server.set_token(auth.token);
+  empty_server.set_ready_probe(
+      [&](const std::shared_ptr<grpc::Channel>& channel) {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() +
+                             std::chrono::seconds(1));
+        empty_server.Authorize(context);
+        v1::SubmitGangResponse response;
+        return bench::v1::Baseline::NewStub(channel)
+            ->Empty(&context, SubmitRequest(0, 0, 0), &response)
+            .ok();
+      });
+  if (!empty_server.Start()) {
+    return absl::InternalError("phalanx-empty-rpc did not start: " +
+                               empty_server.output());
+  }
+  EmptyRpcClients empty_clients(empty_server);
   JsonObject json;
+  json.Add("auth", !auth.token.empty());
   json.Add("submit",
-           SubmitVersusRaw(daemon, clients, **raw, seconds, /*rounds=*/2));
+           SubmitVersusLimits(daemon, clients, **raw,
+                              {&empty_server, &empty_clients}, seconds,
+                              /*rounds=*/2));
+  json.Add("empty_rpc_exit_code", empty_server.Terminate());
   json.Add("batching_during_submits", Batching(daemon));
   json.Add("memory",
            MemoryPerPendingGang(daemon, clients, rss_before, pending_before,
                                 ByMode(absl::GetFlag(FLAGS_pending_target),
                                        quick, 20'000, 100'000)));
   json.Add("get", Reads(clients, seconds));
-  Log(absl::StrFormat("watch fan-out, %d watchers",
-                      absl::GetFlag(FLAGS_watchers)));
-  WatchFanoutOptions watch;
-  watch.watchers = absl::GetFlag(FLAGS_watchers);
-  watch.events_per_sec = absl::GetFlag(FLAGS_watch_rate);
-  watch.seconds = seconds;
-  clients.NextRound();
-  json.Add("watch", RunWatchFanout(daemon, watch, [&](int64_t i) {
-                      return clients.Submit(0, i);
-                    }).ToJson());
+  // One run per rate; "watch" keeps the first (the headline, 50/s).
+  JsonObject by_rate;
+  bool first = true;
+  for (double rate : ParseWatchRates()) {
+    Log(absl::StrFormat("watch fan-out, %d watchers, %g events/s",
+                        absl::GetFlag(FLAGS_watchers), rate));
+    WatchFanoutOptions watch;
+    watch.watchers = absl::GetFlag(FLAGS_watchers);
+    watch.events_per_sec = rate;
+    watch.seconds = seconds;
+    clients.NextRound();
+    CpuTally cpu;
+    cpu.Start(daemon);
+    const WatchFanoutResult result = RunWatchFanout(
+        daemon, watch, [&](int64_t i) { return clients.Submit(0, i); });
+    cpu.Stop(daemon);
+    // Per delivery: the load generator's 1,000 reactors share the machine.
+    JsonObject entry = result.ToJson();
+    entry.Add("events_per_sec_asked", rate)
+        .Add("cpu_per_delivery", cpu.ToJson(result.deliveries));
+    if (first) json.Add("watch", entry);
+    first = false;
+    by_rate.Add(absl::StrFormat("%g", rate), entry);
+  }
+  json.Add("watch_by_rate", by_rate);
   json.Add("daemon_exit_code", daemon.Terminate());
   return json;
 }

@@ -40,7 +40,8 @@ struct WatchFanoutResult {
   JsonObject ToJson() const;
 };
 
-// A submit that produces one event; called at the steady rate.
+// A submit that produces one event; called at the steady rate, from one
+// thread per 100 events/s (so concurrently above 100/s).
 using SubmitOnce = std::function<absl::Status(int64_t index)>;
 
 // Opens the watchers, waits until the daemon counts them all (at most 30 s),
