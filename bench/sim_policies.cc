@@ -113,6 +113,12 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
     c.placement.end_time_packing = number != 0;
   } else if (key == "fgd") {
     c.placement.fragmentation_scoring = number != 0;
+  } else if (key == "fs_tier") {
+    c.admission.fair_share_first_below_priority = static_cast<int>(number);
+  } else if (key == "window_h") {
+    c.reservation.window = absl::Hours(number);
+  } else if (key == "domain_end") {
+    c.placement.domain_end_time_packing = number != 0;
   } else {
     return BadOverride(
         part, absl::StrCat("unknown key (known: ",
@@ -144,7 +150,10 @@ const std::vector<std::string>& PolicyOverrideKeys() {
                                    "preempt_min_priority",
                                    "victim_loss_m",
                                    "end_pack",
-                                   "fgd"};
+                                   "fgd",
+                                   "fs_tier",
+                                   "window_h",
+                                   "domain_end"};
   return *keys;
 }
 
