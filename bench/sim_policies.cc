@@ -18,6 +18,7 @@ Config Fifo(Config c) {
   c.admission.ordering = core::Ordering::kSubmitOrder;
   c.admission.strict_fifo = true;
   c.placement.first_fit = true;
+  c.placement.domain_end_time_packing = false;
   c.fair_share.enabled = false;
   c.reservation.depth = 0;
   c.preemption.enabled = false;
@@ -32,6 +33,7 @@ Config KueueLike(Config c) {
   c.admission.ordering = core::Ordering::kFairShareFirst;
   c.admission.strict_fifo = false;  // BestEffortFIFO
   c.placement.first_fit = false;    // TAS BestFit
+  c.placement.domain_end_time_packing = false;
   c.fair_share.enabled = true;
   c.reservation.depth = 0;       // Kueue holds nothing for a waiting head
   c.preemption.enabled = false;  // withinClusterQueue / reclaimWithinCohort:
@@ -46,6 +48,7 @@ Config SlurmLike(Config c) {
   c.admission.ordering = core::Ordering::kPriorityFairShareAge;
   c.admission.strict_fifo = false;
   c.placement.first_fit = false;
+  c.placement.domain_end_time_packing = false;  // best fit alone
   c.fair_share.enabled = false;
   c.reservation.depth = 1;
   c.reservation.min_priority = std::numeric_limits<int>::lowest();

@@ -323,7 +323,10 @@ absl::Time Scheduler::LatestEndIn(int domain, absl::Time now) const {
 void Scheduler::PackByDomainEnd(const Gang& gang,
                                 const PlacementOptions& options,
                                 PlacementResult& placement, absl::Time now) {
-  if (gang.spec.estimated_runtime <= absl::ZeroDuration()) return;
+  if (gang.spec.estimated_runtime <= absl::ZeroDuration() ||
+      config_.placement.first_fit) {
+    return;
+  }
   const int level = CommonRequiredLevel(gang.spec, fleet_);
   if (level < 0 || placement.pods.empty()) return;
   const int first = fleet_.Find(placement.pods.front().node);
