@@ -18,6 +18,7 @@ Config Fifo(Config c) {
   c.admission.ordering = core::Ordering::kSubmitOrder;
   c.admission.strict_fifo = true;
   c.placement.first_fit = true;
+  c.placement.domain_end_time_packing = false;
   c.fair_share.enabled = false;
   c.reservation.depth = 0;
   c.preemption.enabled = false;
@@ -32,6 +33,7 @@ Config KueueLike(Config c) {
   c.admission.ordering = core::Ordering::kFairShareFirst;
   c.admission.strict_fifo = false;  // BestEffortFIFO
   c.placement.first_fit = false;    // TAS BestFit
+  c.placement.domain_end_time_packing = false;
   c.fair_share.enabled = true;
   c.reservation.depth = 0;       // Kueue holds nothing for a waiting head
   c.preemption.enabled = false;  // withinClusterQueue / reclaimWithinCohort:
@@ -46,6 +48,7 @@ Config SlurmLike(Config c) {
   c.admission.ordering = core::Ordering::kPriorityFairShareAge;
   c.admission.strict_fifo = false;
   c.placement.first_fit = false;
+  c.placement.domain_end_time_packing = false;  // best fit alone
   c.fair_share.enabled = false;
   c.reservation.depth = 1;
   c.reservation.min_priority = std::numeric_limits<int>::lowest();
@@ -113,6 +116,12 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
     c.placement.end_time_packing = number != 0;
   } else if (key == "fgd") {
     c.placement.fragmentation_scoring = number != 0;
+  } else if (key == "fs_tier") {
+    c.admission.fair_share_first_below_priority = static_cast<int>(number);
+  } else if (key == "window_h") {
+    c.reservation.window = absl::Hours(number);
+  } else if (key == "domain_end") {
+    c.placement.domain_end_time_packing = number != 0;
   } else {
     return BadOverride(
         part, absl::StrCat("unknown key (known: ",
@@ -144,7 +153,10 @@ const std::vector<std::string>& PolicyOverrideKeys() {
                                    "preempt_min_priority",
                                    "victim_loss_m",
                                    "end_pack",
-                                   "fgd"};
+                                   "fgd",
+                                   "fs_tier",
+                                   "window_h",
+                                   "domain_end"};
   return *keys;
 }
 

@@ -46,6 +46,9 @@ const std::vector<std::string>& PolicyNames();
 //   victim_loss_m=M    preemption.max_victim_loss, minutes
 //   end_pack=0|1       placement.end_time_packing
 //   fgd=0|1            placement.fragmentation_scoring
+//   fs_tier=N          admission.fair_share_first_below_priority
+//   window_h=H         reservation.window, hours
+//   domain_end=0|1     placement.domain_end_time_packing
 const std::vector<std::string>& PolicyOverrideKeys();
 
 // The configuration of policy `spec` ("name" or "name:key=value:...") built

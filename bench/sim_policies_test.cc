@@ -85,6 +85,25 @@ TEST(PolicyConfigTest, OverridesChangeOneLeverEach) {
               HasSubstr("key=value"));
 }
 
+TEST(PolicyConfigTest, SessionSevenLeversHaveOverrides) {
+  absl::StatusOr<core::Config> c =
+      PolicyConfig("phalanx:fs_tier=2:window_h=24:domain_end=1", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->admission.fair_share_first_below_priority, 2);
+  EXPECT_EQ(c->reservation.window, absl::Hours(24));
+  EXPECT_TRUE(c->placement.domain_end_time_packing);
+  absl::StatusOr<core::Config> off = PolicyConfig("phalanx:domain_end=0", {});
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->placement.domain_end_time_packing);
+  // A core default, so phalanx has it; the baselines place by best fit (or
+  // first fit) alone.
+  EXPECT_TRUE(PolicyConfig("phalanx", {})->placement.domain_end_time_packing);
+  for (const char* baseline : {"fifo", "kueue-like", "slurm-like"}) {
+    EXPECT_FALSE(PolicyConfig(baseline, {})->placement.domain_end_time_packing)
+        << baseline;
+  }
+}
+
 TEST(PolicyConfigTest, UnknownNameIsRefused) {
   EXPECT_THAT(PolicyConfig("lottery", {}).status().message(),
               HasSubstr("unknown policy"));

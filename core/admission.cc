@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
+#include "core/domain_score.h"
 #include "core/saturating.h"
 #include "core/scheduler.h"
 
@@ -22,9 +23,9 @@ int64_t Lookup(const std::map<std::string, int64_t>& map,
 // Where a queue's head stands among all queues' heads: (-priority, score)
 // or, score first, (score, -priority); then submit time and id.
 struct Scheduler::HeadKey {
-  int before_score;
+  int64_t before_score;
   FairShareScore score;
-  int after_score;
+  int64_t after_score;
   absl::Time submit_time;
   int64_t seq;
   QueueName queue;
@@ -136,11 +137,9 @@ class Scheduler::CycleOrder {
       heads_.insert(HeadKey{0, {}, 0, key.submit_time, key.seq, name});
       return;
     }
-    const bool score_first =
-        s_.config_.admission.ordering == Ordering::kFairShareFirst;
-    heads_.insert(HeadKey{score_first ? 0 : -key.priority, s_.Score(name),
-                          score_first ? -key.priority : 0, key.submit_time,
-                          key.seq, name});
+    const auto [before, after] = TierKeys(s_.config_.admission, key.priority);
+    heads_.insert(
+        HeadKey{before, s_.Score(name), after, key.submit_time, key.seq, name});
   }
 
   const Scheduler& s_;
@@ -282,8 +281,78 @@ Scheduler::Attempt Scheduler::TryAdmit(const GangPtr& gang, absl::Time now) {
     }
     return {std::move(placement.reason)};
   }
+  if (config_.placement.domain_end_time_packing) {
+    PackByDomainEnd(*gang, options, placement, now);
+  }
   Admit(gang, std::move(placement.pods), now);
   return {};
+}
+
+namespace {
+
+// The level at which every pod set of `spec` is REQUIRED, or -1.
+int CommonRequiredLevel(const GangSpec& spec, const Fleet& fleet) {
+  int level = -1;
+  for (const PodSetSpec& set : spec.pod_sets) {
+    if (set.topology.mode != TopologyMode::kRequired) return -1;
+    const int l = fleet.LevelIndex(set.topology.level);
+    if (l < 0 || l >= static_cast<int>(fleet.levels().size()) ||
+        (level >= 0 && l != level)) {
+      return -1;
+    }
+    level = l;
+  }
+  return level;
+}
+
+}  // namespace
+
+absl::Time Scheduler::LatestEndIn(int domain, absl::Time now) const {
+  const Fleet::Domain& d = fleet_.domains()[domain];
+  absl::Time latest = absl::InfinitePast();
+  for (int i = d.node_begin; i < d.node_end; ++i) {
+    for (const auto& [id, pods] : fleet_.slots()[i].gang_pods) {
+      if (const GangPtr holder = FindGang(id)) {
+        latest = std::max(latest, ExpectedEnd(*holder, now));
+      }
+    }
+  }
+  return latest;
+}
+
+void Scheduler::PackByDomainEnd(const Gang& gang,
+                                const PlacementOptions& options,
+                                PlacementResult& placement, absl::Time now) {
+  if (gang.spec.estimated_runtime <= absl::ZeroDuration() ||
+      config_.placement.first_fit) {
+    return;
+  }
+  const int level = CommonRequiredLevel(gang.spec, fleet_);
+  if (level < 0 || placement.pods.empty()) return;
+  const int first = fleet_.Find(placement.pods.front().node);
+  const absl::Time end = now + gang.spec.estimated_runtime;
+  // Rank every domain of the level (best fit's choice first among equals,
+  // the others in fleet order), then take the best-ranked one the gang
+  // fits in: best fit's own placement when that is its domain.
+  std::vector<std::pair<DomainRank, int>> ranked;
+  int order = 1;
+  for (int domain : fleet_.DomainsAtLevel(level)) {
+    const Fleet::Domain& d = fleet_.domains()[domain];
+    const bool chosen = first >= d.node_begin && first < d.node_end;
+    ranked.emplace_back(
+        RankDomain(LatestEndIn(domain, now), end, now, chosen ? 0 : order++),
+        domain);
+  }
+  std::sort(ranked.begin(), ranked.end());
+  for (const auto& [rank, domain] : ranked) {
+    if (rank.best_fit_order == 0) return;  // best fit's placement stands
+    PlacementOptions inside = options;
+    inside.within_domain = domain;
+    PlacementResult there = PlaceGang(gang.spec, fleet_, inside);
+    if (!there.placed) continue;
+    placement = std::move(there);
+    return;
+  }
 }
 
 std::function<NodeRank(int, int)> Scheduler::NodeRanker(const Gang& gang,
@@ -389,7 +458,7 @@ std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
   std::optional<Reservation> reservation = PlanReservation(
       *gang, fleet_, taken, [this](const GangId& id) { return FindGang(id); },
       now, earliest_end, config_.reservation.choose_by_stranding);
-  if (!reservation) return std::nullopt;
+  if (!reservation || !WithinWindow(*reservation, now)) return std::nullopt;
   const int index = static_cast<int>(reservations_.size());
   for (int slot : ReservedSlots(*reservation)) {
     if (reserved_slot_[slot] < 0) reserved_slot_[slot] = index;
@@ -397,6 +466,12 @@ std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
   reservations_.push_back(*reservation);
   restricted_slots_.reset();
   return ReservedReason(*reservation);
+}
+
+bool Scheduler::WithinWindow(const Reservation& reservation,
+                             absl::Time now) const {
+  const absl::Duration window = config_.reservation.window;
+  return window <= absl::ZeroDuration() || reservation.start <= now + window;
 }
 
 std::vector<int> Scheduler::ReservedSlots(
@@ -440,9 +515,17 @@ std::optional<std::string> Scheduler::BlockedByReservation(const GangPtr& gang,
 bool Scheduler::MayPreemptFrom(const Gang& gang) const {
   if (!config_.preemption.enabled) return false;
   // In priority order every later gang has at most this one's priority: below
-  // the preemptors' tier, none of them may preempt either.
-  return config_.admission.ordering != Ordering::kPriorityFairShareAge ||
-         gang.spec.priority >= config_.preemption.min_preemptor_priority;
+  // the preemptors' tier, none of them may preempt either. With a fair-share
+  // tier, a later gang of that tier may have a higher priority than this
+  // one, but stays below the tier's bound.
+  const AdmissionConfig& admission = config_.admission;
+  const int min_priority = config_.preemption.min_preemptor_priority;
+  if (admission.ordering != Ordering::kPriorityFairShareAge ||
+      gang.spec.priority >= min_priority) {
+    return true;
+  }
+  return gang.spec.priority < admission.fair_share_first_below_priority &&
+         admission.fair_share_first_below_priority > min_priority;
 }
 
 void Scheduler::RunCycle(absl::Time now) {
@@ -652,7 +735,7 @@ void Scheduler::KeepOrReplanReservations(absl::Time now) {
     std::optional<Reservation> again = RefreshReservation(
         reservation, *gang, fleet_, taken,
         [this](const GangId& id) { return FindGang(id); }, now);
-    if (!again) continue;
+    if (!again || !WithinWindow(*again, now)) continue;
     for (int slot : ReservedSlots(*again)) taken[slot] = 1;
     kept.push_back(*std::move(again));
   }

@@ -5,6 +5,17 @@
 
 namespace phalanx::core {
 
+std::pair<int64_t, int64_t> TierKeys(const AdmissionConfig& config,
+                                     int priority) {
+  const int64_t p = priority;
+  if (config.ordering == Ordering::kFairShareFirst) return {0, -p};
+  // Every gang of the low tier shares one key behind all higher priorities,
+  // so the score decides among them; priority breaks ties after it.
+  const int64_t bound = config.fair_share_first_below_priority;
+  if (p < bound) return {1 - bound, -p};
+  return {-p, 0};
+}
+
 void FairShareLedger::Accrue(const QueueName& queue, const HeldGpus& held,
                              absl::Time now) {
   auto [it, fresh] = entries_.try_emplace(queue);

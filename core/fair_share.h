@@ -1,11 +1,12 @@
-// FairShareLedger: Admission Fair Sharing (docs/design.md §5). Per queue and GPU
-// model, a decayed usage U — an exponential moving average of the GPUs the
+// FairShareLedger: Admission Fair Sharing (docs/design.md §5). Per queue and
+// GPU model, a decayed usage U — an exponential moving average of the GPUs the
 // queue holds — and the score that orders queues (lower goes first).
 // Deterministic and clock-free: time is an argument. Owned by the Scheduler;
 // not thread-safe.
 #ifndef PHALANX_CORE_FAIR_SHARE_H_
 #define PHALANX_CORE_FAIR_SHARE_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -31,6 +32,15 @@ struct FairShareScore {
 };
 
 using HeldGpus = std::map<std::string, int64_t>;
+
+// Where a pending gang of `priority` stands in the admission order, as the
+// keys compared before and after its queue's fair-share score (smaller
+// first): (-priority, 0) in priority order; (0, -priority) score first
+// (kFairShareFirst); below AdmissionConfig::fair_share_first_below_priority
+// one shared key behind every higher priority, then -priority. Monotone in
+// priority, so a queue's own gangs keep their priority order.
+std::pair<int64_t, int64_t> TierKeys(const AdmissionConfig& config,
+                                     int priority);
 
 class FairShareLedger {
  public:

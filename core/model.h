@@ -195,6 +195,12 @@ struct AdmissionConfig {
   // with reason "NEVER_FITS: …" and is checked again when nodes change.
   // Off: Submit refuses it with FailedPrecondition.
   bool accept_unfit_gangs = false;
+  // With kPriorityFairShareAge: gangs of priority below this form one tier
+  // ordered as Kueue's Admission Fair Sharing orders a ClusterQueue — the
+  // queue's fair-share score first, then priority, submit time, id — behind
+  // every gang at or above it (those by priority first, as before). Lowest
+  // (the default) = off: every priority is its own tier.
+  int fair_share_first_below_priority = std::numeric_limits<int>::lowest();
   bool operator==(const AdmissionConfig&) const = default;
 };
 
@@ -208,6 +214,13 @@ struct PlacementConfig {
   // ...and onto the node whose leftover GPUs the fewest pods of common
   // sizes could not use (fragmentation gradient).
   bool fragmentation_scoring = false;
+  // A gang REQUIRED at one topology level goes to the domain of that level,
+  // among those it fits in now, whose last expected end it delays the
+  // least (core/domain_score.h), so a rack or block comes free whole
+  // sooner; best fit decides among equals. On by default: across the
+  // simulator's matrix it met more goal-cells than best fit alone
+  // (bench/README.md, "The matrix").
+  bool domain_end_time_packing = true;
   bool operator==(const PlacementConfig&) const = default;
 };
 
@@ -240,6 +253,11 @@ struct ReservationConfig {
   // by a gang ending before it) — so a domain that starts a little later
   // but strands nothing beats one that holds many free nodes for hours.
   bool choose_by_stranding = false;
+  // Like Slurm's bf_window: a gang whose reservation would start later than
+  // this from now reserves nothing (its nodes stay open to everyone, and
+  // the reservation slot to the gangs behind it); it reserves once its
+  // start comes within the window. 0 = no window.
+  absl::Duration window = absl::ZeroDuration();
   bool operator==(const ReservationConfig&) const = default;
 };
 

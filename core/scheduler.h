@@ -259,6 +259,14 @@ class Scheduler {
   // unconstrained pods (core/node_score.h); empty when none is on.
   std::function<NodeRank(int, int)> NodeRanker(const Gang& gang,
                                                absl::Time now) const;
+  // With placement.domain_end_time_packing: moves the placement of a gang
+  // REQUIRED at one level into the domain of that level it fits in that
+  // ranks best by core/domain_score.h (best fit's own when that ties).
+  void PackByDomainEnd(const Gang& gang, const PlacementOptions& options,
+                       PlacementResult& placement, absl::Time now);
+  // The latest expected end of the gangs with pods in `domain`
+  // (InfinitePast when none).
+  absl::Time LatestEndIn(int domain, absl::Time now) const;
   // Forgets the nodes held for `preemptor`.
   void DropHolds(const GangId& preemptor);
 
@@ -338,7 +346,10 @@ class Scheduler {
   // The slots of the nodes `reservation` holds (those still in the fleet).
   std::vector<int> ReservedSlots(const Reservation& reservation) const;
   // Reserves a domain for `gang`; returns the pending reason it then has.
+  // Nothing is reserved when the start lies beyond reservation.window.
   std::optional<std::string> Reserve(const GangPtr& gang, absl::Time now);
+  // Whether `reservation` starts within reservation.window of `now`.
+  bool WithinWindow(const Reservation& reservation, absl::Time now) const;
   // Why a gang that failed with reservations in force waits, if the
   // reservations are the cause.
   std::optional<std::string> BlockedByReservation(const GangPtr& gang,

@@ -411,6 +411,9 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   if (config.reservation.after < absl::ZeroDuration()) {
     return Bad(f + ".reservation.after", "must be >= 0");
   }
+  if (config.reservation.window < absl::ZeroDuration()) {
+    return Bad(f + ".reservation.window", "must be >= 0");
+  }
   if (config.preemption.grace_period < absl::ZeroDuration()) {
     return Bad(f + ".preemption.grace_period", "must be >= 0");
   }

@@ -471,6 +471,10 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
                                      absl::StrCat(f, ".admission.ordering")));
   out.admission.strict_fifo = in.admission().strict_fifo();
   out.admission.accept_unfit_gangs = in.admission().accept_unfit_gangs();
+  if (in.admission().has_fair_share_first_below_priority()) {
+    out.admission.fair_share_first_below_priority =
+        in.admission().fair_share_first_below_priority();
+  }
   const pb::ReservationConfig& reservation = in.reservation();
   if (reservation.disabled()) {
     out.reservation.depth = 0;
@@ -483,6 +487,8 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   if (reservation.has_choose_by_stranding()) {
     out.reservation.choose_by_stranding = reservation.choose_by_stranding();
   }
+  RETURN_IF_ERROR(duration(reservation.has_window(), reservation.window(),
+                           "reservation.window", &out.reservation.window));
   out.placement.first_fit = in.placement().first_fit();
   if (in.placement().has_end_time_packing()) {
     out.placement.end_time_packing = in.placement().end_time_packing();
@@ -490,6 +496,10 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   if (in.placement().has_fragmentation_scoring()) {
     out.placement.fragmentation_scoring =
         in.placement().fragmentation_scoring();
+  }
+  if (in.placement().has_domain_end_time_packing()) {
+    out.placement.domain_end_time_packing =
+        in.placement().domain_end_time_packing();
   }
   const pb::PreemptionConfig& preemption = in.preemption();
   if (preemption.has_enabled()) out.preemption.enabled = preemption.enabled();
@@ -580,6 +590,8 @@ void ToProto(const core::Config& in, pb::Config* out) {
   out->mutable_admission()->set_strict_fifo(in.admission.strict_fifo);
   out->mutable_admission()->set_accept_unfit_gangs(
       in.admission.accept_unfit_gangs);
+  out->mutable_admission()->set_fair_share_first_below_priority(
+      in.admission.fair_share_first_below_priority);
   out->mutable_reservation()->set_depth(in.reservation.depth);
   out->mutable_reservation()->set_disabled(in.reservation.depth == 0);
   out->mutable_reservation()->set_min_priority(in.reservation.min_priority);
@@ -588,10 +600,16 @@ void ToProto(const core::Config& in, pb::Config* out) {
   }
   out->mutable_reservation()->set_choose_by_stranding(
       in.reservation.choose_by_stranding);
+  if (in.reservation.window > absl::ZeroDuration()) {
+    ToProto(in.reservation.window,
+            out->mutable_reservation()->mutable_window());
+  }
   out->mutable_placement()->set_first_fit(in.placement.first_fit);
   out->mutable_placement()->set_end_time_packing(in.placement.end_time_packing);
   out->mutable_placement()->set_fragmentation_scoring(
       in.placement.fragmentation_scoring);
+  out->mutable_placement()->set_domain_end_time_packing(
+      in.placement.domain_end_time_packing);
   out->mutable_preemption()->set_enabled(in.preemption.enabled);
   ToProto(in.preemption.grace_period,
           out->mutable_preemption()->mutable_grace_period());

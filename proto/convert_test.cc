@@ -164,6 +164,10 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
       !config.placement.fragmentation_scoring;
   config.preemption.min_preemptor_priority = 7;
   config.preemption.max_victim_loss = absl::Minutes(10);
+  config.admission.fair_share_first_below_priority = 2;
+  config.reservation.window = absl::Hours(24);
+  config.placement.domain_end_time_packing =
+      !config.placement.domain_end_time_packing;
   pb::Config proto;
   ToProto(config, &proto);
   auto back = ConfigFromProto(proto, "config");
@@ -173,6 +177,18 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
   EXPECT_EQ(core::ValidateConfig(*ConfigFromProto(proto, "config"), "config")
                 .message(),
             "config.preemption.max_victim_loss: must be >= 0");
+  proto.mutable_preemption()->clear_max_victim_loss();
+  proto.mutable_reservation()->mutable_window()->set_seconds(-1);
+  EXPECT_EQ(core::ValidateConfig(*ConfigFromProto(proto, "config"), "config")
+                .message(),
+            "config.reservation.window: must be >= 0");
+  // Unset: the defaults (no tier, no window).
+  pb::Config empty;
+  auto defaults = ConfigFromProto(empty, "config");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->admission.fair_share_first_below_priority,
+            core::AdmissionConfig().fair_share_first_below_priority);
+  EXPECT_EQ(defaults->reservation.window, absl::ZeroDuration());
 }
 
 TEST(ConvertTest, NodeDrainDeadlineRoundTrips) {

@@ -1,0 +1,287 @@
+// The ordering and reservation levers of session 7, each switched by its own
+// config field: a fair-share tier below a priority bound
+// (admission.fair_share_first_below_priority) and a reservation time window
+// like Slurm's bf_window (reservation.window). Table tests: the order keys,
+// which gang a cycle admits, and when a reservation is made.
+#include <string>
+
+#include "core/fair_share.h"
+#include "core/scheduler.h"
+#include "core/testing.h"
+#include "gtest/gtest.h"
+
+namespace phalanx::core {
+namespace {
+
+using testing::MakeNodes;
+using testing::Spec;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+constexpr int kOff = std::numeric_limits<int>::lowest();
+
+GangSpec WithEstimate(GangSpec spec, absl::Duration estimate) {
+  spec.estimated_runtime = estimate;
+  return spec;
+}
+
+TEST(TierKeysTest, TableKeysOrderTiersThenScoreThenPriority) {
+  struct Case {
+    std::string name;
+    Ordering ordering;
+    int bound;
+    int priority;
+    std::pair<int64_t, int64_t> keys;
+  } cases[] = {
+      {"priority order: -priority before the score",
+       Ordering::kPriorityFairShareAge,
+       kOff,
+       2,
+       {-2, 0}},
+      {"priority order, lowest priority",
+       Ordering::kPriorityFairShareAge,
+       kOff,
+       kOff,
+       {-static_cast<int64_t>(kOff), 0}},
+      {"score first: priority after the score",
+       Ordering::kFairShareFirst,
+       kOff,
+       2,
+       {0, -2}},
+      {"score first ignores the bound",
+       Ordering::kFairShareFirst,
+       5,
+       2,
+       {0, -2}},
+      {"bound 2: priority 1 is in the low tier",
+       Ordering::kPriorityFairShareAge,
+       2,
+       1,
+       {-1, -1}},
+      {"bound 2: priority 0 shares the tier's key",
+       Ordering::kPriorityFairShareAge,
+       2,
+       0,
+       {-1, 0}},
+      {"bound 2: priority 2 stands above the tier",
+       Ordering::kPriorityFairShareAge,
+       2,
+       2,
+       {-2, 0}},
+      {"bound 2: a negative priority is in the tier",
+       Ordering::kPriorityFairShareAge,
+       2,
+       -7,
+       {-1, 7}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    AdmissionConfig config;
+    config.ordering = c.ordering;
+    config.fair_share_first_below_priority = c.bound;
+    EXPECT_EQ(TierKeys(config, c.priority), c.keys);
+  }
+}
+
+// Keys must keep a queue's own gangs in priority order (its bucket is sorted
+// by priority): never a lower priority before a higher one.
+TEST(TierKeysTest, KeysAreMonotoneInPriority) {
+  for (int bound : {kOff, -3, 0, 1, 2, 100}) {
+    AdmissionConfig config;
+    config.fair_share_first_below_priority = bound;
+    for (int p = -5; p < 5; ++p) {
+      const auto low = TierKeys(config, p);
+      const auto high = TierKeys(config, p + 1);
+      EXPECT_LT(high, low) << "bound " << bound << " priority " << p;
+    }
+  }
+}
+
+class LeversTest : public ::testing::Test {
+ protected:
+  void Init(Config config, int nodes) {
+    config.topology_levels = {"block", "rack"};
+    s_ = std::make_unique<Scheduler>(config);
+    ASSERT_TRUE(s_->UpsertNodes(MakeNodes(1, 1, nodes), now_).ok());
+    for (const char* name : {"a", "b"}) {
+      Queue queue;
+      queue.name = QueueName(name);
+      ASSERT_TRUE(s_->PutQueue(queue).ok());
+    }
+  }
+  GangPtr Submit(const GangSpec& spec) {
+    auto result = s_->Submit(spec, now_);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? result->gang : nullptr;
+  }
+  GangState StateOf(const GangPtr& gang) {
+    return s_->FindGang(gang->id)->state;
+  }
+  void Cycle(absl::Duration step = absl::Seconds(1)) {
+    s_->RunCycle(now_ += step);
+  }
+
+  std::unique_ptr<Scheduler> s_;
+  absl::Time now_ = kT0;
+};
+
+// Two 8-GPU nodes; queue a holds one with a running gang, so its score is
+// the higher. Pending: a's priority-1 gang and b's priority-0 gang, one
+// node free: the order decides who gets it.
+TEST_F(LeversTest, TableFairShareTierDecidesWhoGoesFirst) {
+  struct Case {
+    std::string name;
+    Ordering ordering;
+    int bound;
+    bool low_usage_queue_first;
+  } cases[] = {
+      {"priority order: a's priority 1 first", Ordering::kPriorityFairShareAge,
+       kOff, false},
+      {"tier below 1: priority 1 stands above it",
+       Ordering::kPriorityFairShareAge, 1, false},
+      {"tier below 2: b's lower usage first", Ordering::kPriorityFairShareAge,
+       2, true},
+      {"score first (kueue-like): b first", Ordering::kFairShareFirst, kOff,
+       true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    now_ = kT0;
+    Config config;
+    config.admission.ordering = c.ordering;
+    config.admission.fair_share_first_below_priority = c.bound;
+    config.preemption.enabled = false;
+    config.reservation.depth = 0;
+    Init(config, 2);
+    GangPtr running = Submit(Spec("a").Pods(1, 8));
+    Cycle();
+    ASSERT_EQ(StateOf(running), GangState::kAdmitted);
+    GangPtr high = Submit(Spec("a").Pods(1, 8).Priority(1));
+    GangPtr low = Submit(Spec("b").Pods(1, 8));
+    Cycle();
+    EXPECT_EQ(StateOf(low) == GangState::kAdmitted, c.low_usage_queue_first);
+    EXPECT_EQ(StateOf(high) == GangState::kAdmitted, !c.low_usage_queue_first);
+  }
+}
+
+// The cycle's early exit ("no free GPU, nothing to reserve, no later gang
+// may preempt") must not skip a preemptor that the tier puts behind a gang
+// of lower priority: one full node, b's priority-0 gang first in the tier,
+// then a's priority-1 gang, which preempts a's own running priority-0 gang.
+TEST_F(LeversTest, EarlyExitStillReachesAPreemptorBehindTheTier) {
+  Config config;
+  config.admission.fair_share_first_below_priority = 2;
+  config.reservation.depth = 0;
+  Init(config, 1);
+  GangPtr victim = Submit(Spec("a").Pods(1, 8));
+  Cycle();
+  ASSERT_EQ(StateOf(victim), GangState::kAdmitted);
+  now_ += absl::Minutes(30);  // past preemption.min_runtime, within the
+                              // loss one preemption may cost
+  GangPtr first = Submit(Spec("b").Pods(1, 8));
+  GangPtr preemptor = Submit(Spec("a").Pods(1, 8).Priority(1));
+  Cycle();
+  EXPECT_EQ(StateOf(first), GangState::kPending);
+  EXPECT_EQ(StateOf(victim), GangState::kPreempting)
+      << s_->FindGang(preemptor->id)->reason;
+}
+
+// One rack of two 8-GPU nodes: X runs on one for 10 h; P needs both (start
+// in 10 h), so it would hold the free node. S (8 GPUs, 20 h) can only
+// take that node if P holds nothing.
+TEST_F(LeversTest, TableReservationWindow) {
+  struct Case {
+    std::string name;
+    absl::Duration window;
+    bool reserved;
+  } cases[] = {
+      {"no window: P reserves", absl::ZeroDuration(), true},
+      {"window 24 h covers the start: P reserves", absl::Hours(24), true},
+      {"window 2 h: P reserves nothing, S starts", absl::Hours(2), false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    now_ = kT0;
+    Config config;
+    config.reservation.window = c.window;
+    config.preemption.enabled = false;
+    Init(config, 2);
+    Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(10)));
+    Cycle();
+    GangPtr p = Submit(
+        WithEstimate(Spec("a").Pods(2, 8).Required("rack"), absl::Hours(1)));
+    Cycle();
+    EXPECT_EQ(s_->reservations().size(), c.reserved ? 1u : 0u)
+        << s_->FindGang(p->id)->reason;
+    GangPtr s = Submit(WithEstimate(Spec("b").Pods(1, 8), absl::Hours(20)));
+    Cycle();
+    EXPECT_EQ(StateOf(s) == GangState::kAdmitted, !c.reserved);
+  }
+}
+
+// With a window, the gang reserves once its start comes within it.
+TEST_F(LeversTest, WindowReservesOnceTheStartIsNear) {
+  Config config;
+  config.reservation.window = absl::Hours(2);
+  config.preemption.enabled = false;
+  Init(config, 2);
+  Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(10)));
+  Cycle();
+  GangPtr p = Submit(
+      WithEstimate(Spec("a").Pods(2, 8).Required("rack"), absl::Hours(1)));
+  Cycle();
+  EXPECT_TRUE(s_->reservations().empty());
+  Cycle(absl::Hours(9));  // the start is now 1 h away
+  ASSERT_EQ(s_->reservations().size(), 1u) << s_->FindGang(p->id)->reason;
+  EXPECT_EQ(s_->reservations()[0].gang, p->id);
+}
+
+// Two racks of two 8-GPU nodes: rack 0 runs X (10 h) on one node, rack 1
+// runs Z (1 h); one node free in each, so best fit ties and takes rack 0.
+// G (one 8-GPU pod REQUIRED in a rack) goes with domain end-time packing
+// to the rack whose last end it delays least.
+TEST_F(LeversTest, TableDomainEndTimePacking) {
+  struct Case {
+    std::string name;
+    bool lever;
+    absl::Duration estimate;  // of G; 0 = none
+    std::string rack;         // the rack of G's node
+  } cases[] = {
+      {"off: best fit's first rack", false, absl::Minutes(30), "r0-0"},
+      {"short gang: the rack that frees in 1 h", true, absl::Minutes(30),
+       "r0-1"},
+      {"long gang: the rack busy for 10 h anyway", true, absl::Hours(8),
+       "r0-0"},
+      {"longer than both: the least extension", true, absl::Hours(20), "r0-0"},
+      {"no estimate: best fit's choice", true, absl::ZeroDuration(), "r0-0"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    now_ = kT0;
+    Config config;
+    config.placement.domain_end_time_packing = c.lever;
+    config.preemption.enabled = false;
+    config.topology_levels = {"block", "rack"};
+    s_ = std::make_unique<Scheduler>(config);
+    ASSERT_TRUE(s_->UpsertNodes(MakeNodes(1, 2, 2), now_).ok());
+    Queue queue;
+    queue.name = QueueName("a");
+    ASSERT_TRUE(s_->PutQueue(queue).ok());
+    Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(10)));
+    GangPtr y = Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(5)));
+    Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(1)));
+    Cycle();
+    ASSERT_TRUE(s_->Cancel(y->id, "test", now_).ok());
+    GangPtr g =
+        Submit(WithEstimate(Spec("a").Pods(1, 8).Required("rack"), c.estimate));
+    Cycle();
+    const GangPtr placed = s_->FindGang(g->id);
+    ASSERT_EQ(placed->state, GangState::kAdmitted) << placed->reason;
+    ASSERT_EQ(placed->placement.size(), 1u);
+    // Nodes are "H100-<block><rack><node>".
+    EXPECT_EQ(placed->placement[0].node.value().substr(6, 1),
+              c.rack.substr(3, 1));
+  }
+}
+
+}  // namespace
+}  // namespace phalanx::core
