@@ -104,6 +104,13 @@ void DaemonProcess::Signal(int signal) {
   if (pid_ > 0) kill(pid_, signal);
 }
 
+void DaemonProcess::Pause() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGSTOP);
+  int status = 0;
+  waitpid(pid_, &status, WUNTRACED);
+}
+
 void DaemonProcess::ReadOutput(int wait_ms) {
   if (stdout_fd_ < 0) return;
   pollfd pfd{stdout_fd_, POLLIN, 0};

@@ -40,6 +40,10 @@ class DaemonProcess {
   int Terminate();
   // Sends `signal` (SIGHUP) to the running daemon.
   void Signal(int signal);
+  // Stops the daemon with SIGSTOP and returns once every one of its threads
+  // is stopped (the kernel stops them asynchronously: without the wait, a
+  // request sent right after the signal may still be served).
+  void Pause();
   // Reads what the daemon printed since the last read (waits up to
   // `wait_ms` for more); appends it to output().
   void ReadOutput(int wait_ms = 100);

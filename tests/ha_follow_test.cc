@@ -348,7 +348,7 @@ TEST_F(HaFollowTest, APausedLeaderNeverCommitsOrLeadsAgain) {
   auto old_stub = old_leader.Scheduler();
   SubmitOk(*old_stub, SubmitRequest("a", 1, 8, "", "before-pause"));
   const absl::Time paused = absl::Now();
-  old_leader.Signal(SIGSTOP);
+  old_leader.Pause();
   // A write sent to the paused leader waits in its socket.
   grpc::Status late_status;
   std::thread late([&] {
