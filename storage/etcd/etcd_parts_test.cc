@@ -53,10 +53,8 @@ class EtcdPartsTest : public ::phalanx::testing::EtcdClusterTest {
   // A replica whose RocksDB lives in `cluster_->root()/name`.
   std::unique_ptr<EtcdStateStore> Replica(const std::string& name,
                                           EtcdStateStoreOptions options) {
-    auto local = RocksDbStore::Open(cluster_->root() + "/" + name);
-    EXPECT_TRUE(local.ok()) << local.status();
-    return std::make_unique<EtcdStateStore>(client_.get(), std::move(*local),
-                                            options);
+    return testing::OpenReplica(client_.get(), cluster_->root() + "/" + name,
+                                std::move(options));
   }
   std::unique_ptr<EtcdStateStore> Replica(const std::string& name) {
     return Replica(name, Options(kSmallBound));
@@ -71,17 +69,7 @@ class EtcdPartsTest : public ::phalanx::testing::EtcdClusterTest {
   }
 
   // (Re)creates the leader key; returns its create revision (a new term).
-  int64_t Lead() {
-    epb::DeleteRangeRequest del;
-    del.set_key(std::string(kPrefix) + "/leader");
-    EXPECT_TRUE(client_->DeleteRange(del).ok());
-    epb::PutRequest put;
-    put.set_key(std::string(kPrefix) + "/leader");
-    put.set_value("a 127.0.0.1:1");
-    auto response = client_->Put(put);
-    EXPECT_TRUE(response.ok()) << response.status();
-    return response->header().revision();
-  }
+  int64_t Lead() { return testing::Lead(client_.get(), kPrefix); }
 
   // The log's entries, parsed.
   std::vector<storage::v1::LogBatch> Log(size_t* largest = nullptr) {

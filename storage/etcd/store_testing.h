@@ -2,10 +2,38 @@
 #ifndef PHALANX_STORAGE_ETCD_STORE_TESTING_H_
 #define PHALANX_STORAGE_ETCD_STORE_TESTING_H_
 
+#include <memory>
+#include <string>
+#include <utility>
+
 #include "gtest/gtest.h"
+#include "storage/etcd/etcd_client.h"
 #include "storage/etcd/etcd_state_store.h"
+#include "storage/rocksdb_store.h"
 
 namespace phalanx::storage::etcd::testing {
+
+// A replica on `client` whose RocksDB lives in `dir`.
+inline std::unique_ptr<EtcdStateStore> OpenReplica(
+    EtcdClient* client, const std::string& dir, EtcdStateStoreOptions options) {
+  auto local = RocksDbStore::Open(dir);
+  EXPECT_TRUE(local.ok()) << local.status();
+  return std::make_unique<EtcdStateStore>(client, std::move(*local),
+                                          std::move(options));
+}
+
+// (Re)creates `prefix`/leader; returns its create revision (a new term).
+inline int64_t Lead(EtcdClient* client, const std::string& prefix) {
+  epb::DeleteRangeRequest del;
+  del.set_key(prefix + "/leader");
+  EXPECT_TRUE(client->DeleteRange(del).ok());
+  epb::PutRequest put;
+  put.set_key(prefix + "/leader");
+  put.set_value("a 127.0.0.1:1");
+  auto response = client->Put(put);
+  EXPECT_TRUE(response.ok()) << response.status();
+  return response.ok() ? response->header().revision() : 0;
+}
 
 // Everything `a` and `b` hold locally is the same: the loaded state, the
 // retained events and the audit records.
