@@ -42,6 +42,7 @@ absl::Status Fleet::SetLevels(std::vector<std::string> levels) {
   Rebuild();
   Reindex();
   ++structure_version_;
+  ++version_;
   return absl::OkStatus();
 }
 
@@ -86,6 +87,7 @@ void Fleet::Upsert(const std::vector<Node>& nodes) {
   if (rebuild) Rebuild();
   const bool new_models = RefreshModels();
   ++structure_version_;
+  ++version_;
   const bool wider = std::any_of(
       nodes.begin(), nodes.end(),
       [&](const Node& n) { return n.spec.gpu_count > free_index_.max_gpus(); });
@@ -105,6 +107,7 @@ bool Fleet::Remove(const NodeId& id) {
   RefreshModels();
   Reindex();
   ++structure_version_;
+  ++version_;
   return true;
 }
 
@@ -268,6 +271,7 @@ absl::Status Fleet::Allocate(const Gang& gang,
     ++slot.gang_pods[gang.id];
   }
   for (const auto& [index, mask] : taken) IndexSlot(index);
+  ++version_;
   return absl::OkStatus();
 }
 
@@ -285,6 +289,7 @@ void Fleet::Release(const Gang& gang,
     if (--pods->second == 0) slot.gang_pods.erase(pods);
     IndexSlot(index);
   }
+  ++version_;
 }
 
 const PodSetSpec* FindPodSet(const GangSpec& spec, absl::string_view name) {

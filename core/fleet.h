@@ -1,7 +1,7 @@
 // Fleet: the nodes in fleet order (by topology path, then id), what each has
-// allocated, and the topology tree over them (docs/design.md §3). Every domain covers
-// a contiguous range of nodes, so capacities are sums over ranges. Owned by
-// the Scheduler; not thread-safe.
+// allocated, and the topology tree over them (docs/design.md §3). Every domain
+// covers a contiguous range of nodes, so capacities are sums over ranges. Owned
+// by the Scheduler; not thread-safe.
 #ifndef PHALANX_CORE_FLEET_H_
 #define PHALANX_CORE_FLEET_H_
 
@@ -77,6 +77,14 @@ class Fleet {
   // Changes whenever nodes, their specs or states, or the levels change
   // (not when GPUs are allocated or released).
   uint64_t structure_version() const { return structure_version_; }
+  // Changes with every change at all: nodes, levels, and every allocation
+  // or release. A cache of what placement finds in this fleet may key on it.
+  uint64_t version() const { return version_; }
+  // For a caller that undid its own changes exactly (released gangs
+  // allocated again with the same placements, or the reverse): the version
+  // it saw before them, so caches keyed on it stay valid. Nothing else may
+  // have changed in between.
+  void RestoreVersion(uint64_t version) { version_ = version; }
 
   // Marks the pods of `gang` at `placement` allocated. Fails (and changes
   // nothing) when a node is unknown or a GPU is already held.
@@ -101,6 +109,7 @@ class Fleet {
   std::vector<std::vector<int>> domains_by_level_;
   FreeIndex free_index_;
   uint64_t structure_version_ = 0;
+  uint64_t version_ = 0;
 };
 
 // Returns the pod set named `name` in `spec`, or nullptr.

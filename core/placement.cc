@@ -826,6 +826,7 @@ PlacementResult PlaceInOrder(const GangSpec& spec, Fleet& fleet,
                              const std::string* model,
                              const PlacementOptions& options, Gang& probe,
                              const std::vector<size_t>& order) {
+  const uint64_t version = fleet.version();
   std::vector<std::vector<PodPlacement>> per_set(spec.pod_sets.size());
   std::set<std::string> groups_placed;
   PlacementResult result;
@@ -866,6 +867,7 @@ PlacementResult PlaceInOrder(const GangSpec& spec, Fleet& fleet,
     result.pods.insert(result.pods.end(), std::make_move_iterator(pods.begin()),
                        std::make_move_iterator(pods.end()));
   }
+  fleet.RestoreVersion(version);  // every tentative hold is released
   result.placed = result.reason.empty();
   if (!result.placed) result.pods.clear();
   return result;

@@ -97,6 +97,7 @@ bool Scheduler::IsVictim(const Gang& victim, const VictimRules& rules) {
 
 bool Scheduler::FitsWithout(const GangPtr& gang,
                             const std::vector<GangPtr>& victims) {
+  const uint64_t version = fleet_.version();
   for (const GangPtr& victim : victims) {
     fleet_.Release(*victim, victim->placement);
     Charge(*victim, -1);
@@ -112,25 +113,48 @@ bool Scheduler::FitsWithout(const GangPtr& gang,
     PHALANX_CHECK(fleet_.Allocate(*victim, victim->placement).ok());
     Charge(*victim, +1);
   }
+  fleet_.RestoreVersion(version);  // every victim is back as it was
   return fits;
 }
 
-double Scheduler::PreemptionBudget(const Gang& gang, absl::Time now) const {
+Scheduler::NaturalStart Scheduler::WhenItFits(const Gang& gang,
+                                              absl::Time now) const {
   Fleet& fleet = const_cast<Fleet&>(fleet_);  // placement restores it
-  // Kept out only by reservations or holds: it is about to fit.
-  if (PlaceGang(gang.spec, fleet).placed) return 0;
-  const std::vector<char> none(fleet_.slots().size());
   // No running gang is expected to end before the earliest of their ends:
   // the bound Reserve gives the plan too (it skips domains that cannot
   // win, never changing which one does).
   const absl::Time earliest_end =
       active_ends_.empty() ? absl::InfiniteFuture() : *active_ends_.begin();
+  // The answer is a function of the placement shape, the fleet (its
+  // version), `now` and that bound alone: preemptors of one shape in a
+  // cycle ask once.
+  BudgetMemo& memo = budget_memo_;
+  if (memo.fleet_version != fleet_.version() || memo.now != now ||
+      memo.earliest_end != earliest_end) {
+    memo = BudgetMemo{fleet_.version(), now, earliest_end, {}};
+  }
+  auto [it, fresh] = memo.starts.try_emplace(PlacementShapeKey(gang.spec));
+  NaturalStart& answer = it->second;
+  if (!fresh) return answer;
+  // Kept out only by reservations or holds: it is about to fit.
+  if (PlaceGang(gang.spec, fleet).placed) {
+    answer.fits_now = true;
+    return answer;
+  }
+  const std::vector<char> none(fleet_.slots().size());
   // PlanReservation releases gangs tentatively and restores them.
   const std::optional<Reservation> natural = PlanReservation(
       gang, fleet, none, [this](const GangId& id) { return FindGang(id); }, now,
       earliest_end);
+  if (natural) answer.start = natural->start;
+  return answer;
+}
+
+double Scheduler::PreemptionBudget(const Gang& gang, absl::Time now) const {
+  const NaturalStart natural = WhenItFits(gang, now);
+  if (natural.fits_now) return 0;
   const absl::Duration wait =
-      natural ? natural->start - now : absl::InfiniteDuration();
+      natural.start ? *natural.start - now : absl::InfiniteDuration();
   if (wait <= config_.preemption.grace_period) return 0;  // about to fit
   return absl::ToDoubleSeconds(std::min(wait, config_.preemption.horizon)) *
          static_cast<double>(gang.spec.TotalGpus());

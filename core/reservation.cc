@@ -4,6 +4,8 @@
 #include <limits>
 #include <tuple>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
 #include "core/check.h"
 #include "core/placement.h"
 
@@ -73,10 +75,15 @@ struct Outcome {
 class Projection {
  public:
   Projection(Fleet& fleet, std::vector<GangPtr> holders)
-      : fleet_(fleet), holders_(std::move(holders)) {}
+      : fleet_(fleet),
+        holders_(std::move(holders)),
+        version_(fleet.version()) {}
   Projection(const Projection&) = delete;
   Projection& operator=(const Projection&) = delete;
-  ~Projection() { ReleaseFirst(0); }
+  ~Projection() {
+    ReleaseFirst(0);
+    fleet_.RestoreVersion(version_);  // as it was: caches stay valid
+  }
 
   size_t size() const { return holders_.size(); }
   const GangPtr& holder(size_t i) const { return holders_[i]; }
@@ -96,6 +103,7 @@ class Projection {
  private:
   Fleet& fleet_;
   std::vector<GangPtr> holders_;
+  const uint64_t version_;
   size_t released_ = 0;
 };
 
@@ -136,22 +144,27 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
                  const std::function<GangPtr(const GangId&)>& find,
                  absl::Time now, int64_t eligible_free, const Candidate* best) {
   const Fleet::Domain& domain = fleet.domains()[domain_index];
-  std::vector<GangId> ids;
   int64_t capacity = 0;  // GPUs of eligible nodes
   for (int i = domain.node_begin; i < domain.node_end; ++i) {
     const Fleet::Slot& slot = fleet.slots()[i];
     if (taken[i] || slot.node.state != NodeState::kReady) continue;
     capacity += slot.node.spec.gpu_count;
-    for (const auto& [id, count] : slot.gang_pods) ids.push_back(id);
   }
   const int64_t need = gang.spec.TotalGpus();
   if (capacity < need) return {};
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  // Each holder once (a gang spans several nodes), by the id the fleet
+  // stores; the sort below puts them in a total order, so the order they
+  // are met in does not matter.
+  absl::flat_hash_set<absl::string_view> seen;
   std::vector<std::pair<absl::Time, GangPtr>> ends;
-  for (const GangId& id : ids) {
-    if (GangPtr holder = find(id)) {
-      ends.emplace_back(ExpectedEnd(*holder, now), std::move(holder));
+  for (int i = domain.node_begin; i < domain.node_end; ++i) {
+    const Fleet::Slot& slot = fleet.slots()[i];
+    if (taken[i] || slot.node.state != NodeState::kReady) continue;
+    for (const auto& [id, count] : slot.gang_pods) {
+      if (!seen.insert(id.value()).second) continue;
+      if (GangPtr holder = find(id)) {
+        ends.emplace_back(ExpectedEnd(*holder, now), std::move(holder));
+      }
     }
   }
   std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {

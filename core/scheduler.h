@@ -236,6 +236,13 @@ class Scheduler {
   // times how long it would wait for capacity to free up on its own (by the
   // running gangs' estimates; unknown counts as long), capped at
   // preemption.horizon; none when it is due within the grace period.
+  // Whether the gang fits the fleet now (reservations and holds aside),
+  // else when it could start once running gangs end (nullopt: never).
+  struct NaturalStart {
+    bool fits_now = false;
+    std::optional<absl::Time> start;
+  };
+  NaturalStart WhenItFits(const Gang& gang, absl::Time now) const;
   double PreemptionBudget(const Gang& gang, absl::Time now) const;
   // Which gangs a preemptor may take capacity from: its own queue's lower
   // priorities, and sibling queues above nominal when it reclaims.
@@ -434,6 +441,15 @@ class Scheduler {
   mutable uint64_t ever_fits_version_ = 0;
   // The fleet with every node READY and idle, for the joint "can it ever
   // fit" search; rebuilt when the fleet's structure version moves.
+  // WhenItFits by placement shape, for one fleet version, time and
+  // earliest expected end (any change of them starts it afresh).
+  struct BudgetMemo {
+    uint64_t fleet_version = 0;
+    absl::Time now = absl::InfinitePast();
+    absl::Time earliest_end = absl::InfinitePast();
+    absl::flat_hash_map<std::string, NaturalStart> starts;
+  };
+  mutable BudgetMemo budget_memo_;
   mutable std::unique_ptr<Fleet> idle_twin_;
   mutable uint64_t idle_twin_version_ = 0;
   std::optional<absl::Time> started_at_;
