@@ -1,5 +1,5 @@
-// Google Benchmark suites for core/ (docs/design.md §11): admission throughput from
-// an empty fleet, sustained admissions in a steady churn, the cycle where
+// Google Benchmark suites for core/ (docs/design.md §11): admission throughput
+// from an empty fleet, sustained admissions in a steady churn, the cycle where
 // nothing changed, placement per shape, and the fair-share ledger.
 //
 // `--quick` (ours, removed before Google Benchmark sees the flags) runs fewer
@@ -7,6 +7,8 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -26,6 +28,18 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// With PHALANX_PERF_CTL naming the control FIFO of
+// `perf record|stat -D -1 --control=fifo:FIFO`, the churn and unchanged-cycle
+// suites switch perf on for their timed loops only (not the set-up).
+void PerfControl(const char* command) {
+  const char* fifo = std::getenv("PHALANX_PERF_CTL");
+  if (fifo == nullptr) return;
+  if (FILE* f = std::fopen(fifo, "w")) {
+    std::fprintf(f, "%s\n", command);
+    std::fclose(f);
+  }
 }
 
 // Gangs admitted by `mutation`, appended to `active`.
@@ -98,6 +112,7 @@ void BM_SteadyChurn(benchmark::State& state) {
   int64_t admitted = 0;
   int64_t written = 0;
   double cycle_seconds = 0;
+  PerfControl("enable");
   for (auto _ : state) {
     now += absl::Milliseconds(100);
     CompleteRandom(*scheduler, active, mix, completions, now);
@@ -110,6 +125,7 @@ void BM_SteadyChurn(benchmark::State& state) {
     refill = CollectAdmitted(mutation, &active);
     admitted += refill;
   }
+  PerfControl("disable");
   state.counters["gangs_per_s"] = benchmark::Counter(
       static_cast<double>(admitted), benchmark::Counter::kIsRate);
   state.counters["cycle_only_gangs_per_s"] =
@@ -136,11 +152,13 @@ void BM_UnchangedCycle(benchmark::State& state) {
   scheduler->RunCycle(now);
   scheduler->TakeMutation();
   int64_t admitted = 0;
+  PerfControl("enable");
   for (auto _ : state) {
     now += absl::Seconds(1);
     scheduler->RunCycle(now);
     admitted += CollectAdmitted(scheduler->TakeMutation(), nullptr);
   }
+  PerfControl("disable");
   state.counters["admitted_total"] = static_cast<double>(admitted);
 }
 
