@@ -52,6 +52,28 @@ TEST(PlacementTest, RequiredRackChoosesTightestRack) {
   EXPECT_THAT(PodsPerRack(result), ElementsAre(std::pair("H100-02", 2)));
 }
 
+// Fleet::version() moves with every allocation and release, but placement
+// (which holds pod sets tentatively while it places the next) leaves it as
+// it found it, so caches keyed on it survive a placement.
+TEST(PlacementTest, PlacementLeavesTheFleetVersionAsItFoundIt) {
+  Fleet fleet = MakeFleet({{0, 1}});
+  const uint64_t before = fleet.version();
+  PlacementResult result =
+      PlaceGang(Spec("q").Pods(2, 8, "a").Pods(3, 4, "b"), fleet);
+  ASSERT_TRUE(result.placed) << result.reason;
+  EXPECT_EQ(fleet.version(), before);
+  Gang gang;
+  gang.id = GangId("g");
+  gang.spec = Spec("q").Pods(2, 8, "a").Pods(3, 4, "b");
+  ASSERT_TRUE(fleet.Allocate(gang, result.pods).ok());
+  const uint64_t allocated = fleet.version();
+  EXPECT_NE(allocated, before);
+  fleet.Release(gang, result.pods);
+  EXPECT_NE(fleet.version(), allocated);
+  fleet.RestoreVersion(before);
+  EXPECT_EQ(fleet.version(), before);
+}
+
 TEST(PlacementTest, RequiredBlockTakesLargestRacksThenTightestRemainder) {
   Fleet fleet = MakeFleet({{0, 1}, {1, 1}, {2, 2}, {3, 3}});
   PlacementResult result =

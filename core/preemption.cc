@@ -95,24 +95,32 @@ bool Scheduler::IsVictim(const Gang& victim, const VictimRules& rules) {
   return rules.reclaim_from.contains(victim.spec.queue);
 }
 
-bool Scheduler::FitsWithout(const GangPtr& gang,
-                            const std::vector<GangPtr>& victims) {
-  const uint64_t version = fleet_.version();
-  for (const GangPtr& victim : victims) {
-    fleet_.Release(*victim, victim->placement);
-    Charge(*victim, -1);
-  }
+void Scheduler::SetAside(const Gang& victim) {
+  fleet_.Release(victim, victim.placement);
+  Charge(victim, -1);
+}
+
+void Scheduler::PutBack(const Gang& victim) {
+  PHALANX_CHECK(fleet_.Allocate(victim, victim.placement).ok());
+  Charge(victim, +1);
+}
+
+bool Scheduler::FitsAsIs(const GangPtr& gang) {
   const Queue& queue = queues_.at(gang->spec.queue);
   PlacementOptions options = OptionsFor(queue);
   options.node_allowed = [this, &gang](int slot) {
     return !HeldForOther(slot, gang->id);
   };
   options.restricted_slots = &RestrictedSlots();
-  const bool fits = PlaceGang(gang->spec, fleet_, options).placed;
-  for (const GangPtr& victim : victims) {
-    PHALANX_CHECK(fleet_.Allocate(*victim, victim->placement).ok());
-    Charge(*victim, +1);
-  }
+  return PlaceGang(gang->spec, fleet_, options).placed;
+}
+
+bool Scheduler::FitsWithout(const GangPtr& gang,
+                            const std::vector<GangPtr>& victims) {
+  const uint64_t version = fleet_.version();
+  for (const GangPtr& victim : victims) SetAside(*victim);
+  const bool fits = FitsAsIs(gang);
+  for (const GangPtr& victim : victims) PutBack(*victim);
   fleet_.RestoreVersion(version);  // every victim is back as it was
   return fits;
 }
@@ -215,14 +223,20 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
   // 2. Add victims until the gang fits, within the budget: never throw away
   //    more GPU-seconds than the gang would otherwise wait.
   const double budget = PreemptionBudget(*gang, now);
+  //    Each victim is set aside once and all are put back at the end (the
+  //    fleet with the first k set aside is the same however it got there).
   std::vector<GangPtr> victims;
   bool fits = false;
   double lost = 0;
+  const uint64_t version = fleet_.version();
   for (const auto& [cost, candidate] : candidates) {
     if ((lost += cost) > budget) break;
     victims.push_back(candidate);
-    if ((fits = FitsWithout(gang, victims))) break;
+    SetAside(*candidate);
+    if ((fits = FitsAsIs(gang))) break;
   }
+  for (const GangPtr& victim : victims) PutBack(*victim);
+  fleet_.RestoreVersion(version);  // every victim is back as it was
   if (!fits) return std::nullopt;
   // 3. Drop victims that turn out unnecessary, most expensive first.
   for (int i = static_cast<int>(victims.size()) - 2; i >= 0; --i) {

@@ -257,6 +257,9 @@ class Scheduler {
   static bool IsVictim(const Gang& victim, const VictimRules& rules);
   // Whether `gang` fits once `victims` are gone (tentatively released).
   bool FitsWithout(const GangPtr& gang, const std::vector<GangPtr>& victims);
+  void SetAside(const Gang& victim);   // its capacity freed, tentatively
+  void PutBack(const Gang& victim);    // undoes SetAside
+  bool FitsAsIs(const GangPtr& gang);  // holds for others respected
   std::string PreemptedReason(const GangId& victim) const;
   // Ends a victim's preemption: releases it and requeues it.
   void FinishPreemption(Gang victim, absl::Time now);
