@@ -215,14 +215,22 @@ std::optional<std::string> Scheduler::TryPreempt(const GangPtr& gang,
     for (const auto& [priority, admitted] : theirs->second) collect(admitted);
   }
   if (candidates.empty()) return std::nullopt;
+  // 2. Add victims until the gang fits, within the budget: never throw away
+  //    more GPU-seconds than the gang would otherwise wait.
+  const double budget = PreemptionBudget(*gang, now);
+  //    With no loss negative, the walk below stops at the first candidate
+  //    that costs more than the whole budget: those are never taken, and
+  //    need not be sorted.
+  if (std::all_of(candidates.begin(), candidates.end(),
+                  [](const auto& c) { return c.first >= 0; })) {
+    std::erase_if(candidates,
+                  [budget](const auto& c) { return c.first > budget; });
+  }
   std::sort(candidates.begin(), candidates.end(),
             [](const auto& a, const auto& b) {
               return std::tie(a.first, a.second->spec.priority, a.second->id) <
                      std::tie(b.first, b.second->spec.priority, b.second->id);
             });
-  // 2. Add victims until the gang fits, within the budget: never throw away
-  //    more GPU-seconds than the gang would otherwise wait.
-  const double budget = PreemptionBudget(*gang, now);
   //    Each victim is set aside once and all are put back at the end (the
   //    fleet with the first k set aside is the same however it got there).
   std::vector<GangPtr> victims;
