@@ -118,11 +118,17 @@ T Must(absl::StatusOr<T> value, const char* what) {
 
 std::unique_ptr<core::Scheduler> MakeScheduler(int nodes, int pending,
                                                uint64_t seed) {
+  return MakeScheduler(nodes, pending, seed, BenchConfig());
+}
+
+std::unique_ptr<core::Scheduler> MakeScheduler(int nodes, int pending,
+                                               uint64_t seed,
+                                               const core::Config& config) {
   // Restored rather than submitted: Submit checks each gang against the
   // whole fleet, which would make building 100k gangs take a minute. The
   // gangs are what Submit stores (normalized spec, PENDING, in order).
   core::LoadedState state;
-  state.config = BenchConfig();
+  state.config = config;
   state.nodes = MakeFleet(nodes);
   state.queues = MakeQueues(static_cast<int64_t>(nodes) * kGpusPerNode);
   GangMix mix(seed);

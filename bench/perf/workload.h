@@ -71,6 +71,11 @@ absl::Time BenchStart();
 // pending since BenchStart() (none admitted yet), restored as from a store.
 std::unique_ptr<core::Scheduler> MakeScheduler(int nodes, int pending,
                                                uint64_t seed);
+// The same with `config` instead of BenchConfig() (the scale benchmarks raise
+// limits.max_pending_gangs_per_queue).
+std::unique_ptr<core::Scheduler> MakeScheduler(int nodes, int pending,
+                                               uint64_t seed,
+                                               const core::Config& config);
 
 // Submits `count` more gangs from `mix` at `now`; returns how many were
 // accepted.
