@@ -42,6 +42,9 @@ ABSL_FLAG(int, max_steps, 100, "Most churn steps");
 ABSL_FLAG(int, max_cycles, 200, "Most unchanged and one-completion cycles");
 ABSL_FLAG(double, seconds, 5, "Time bound of each measured phase");
 ABSL_FLAG(bool, rss_only, false, "Build, report the RSS, and stop");
+ABSL_FLAG(bool, trace_cycles, false,
+          "Print each measured cycle (phase, us, admitted, gangs written) to "
+          "stderr");
 ABSL_FLAG(std::string, out, "", "Write the JSON here (default: stdout)");
 
 namespace phalanx::perf {
@@ -96,15 +99,35 @@ int64_t PendingCount(const core::Scheduler& scheduler) {
   return pending;
 }
 
-// Mean and p50 of per-cycle seconds, in microseconds.
+void Trace(const char* phase, double seconds, int admitted,
+           const core::Mutation& mutation) {
+  if (!absl::GetFlag(FLAGS_trace_cycles)) return;
+  std::fprintf(stderr, "%s %.0f us admitted %d gangs_put %zu events %zu\n",
+               phase, seconds * 1e6, admitted, mutation.gangs_put.size(),
+               mutation.events.size());
+  // A cycle that rewrites many gangs: what changed in two of them.
+  if (mutation.gangs_put.size() < 1000) return;
+  for (size_t i : {size_t{0}, mutation.gangs_put.size() / 2}) {
+    const core::Gang& gang = *mutation.gangs_put[i];
+    std::fprintf(stderr, "  e.g. %s %s: %s\n", gang.id.value().c_str(),
+                 core::GangStateName(gang.state), gang.reason.c_str());
+  }
+}
+
+// Mean, p50 and max of per-cycle seconds, in microseconds.
 JsonObject CycleJson(std::vector<double> seconds, int64_t admitted) {
   double total = 0;
-  for (double s : seconds) total += s;
+  double most = 0;
+  for (double s : seconds) {
+    total += s;
+    most = std::max(most, s);
+  }
   const double n = static_cast<double>(seconds.size());
   JsonObject json;
   json.Add("cycles", static_cast<int64_t>(seconds.size()))
       .Add("mean_us", n > 0 ? total / n * 1e6 : 0.0)
       .Add("p50_us", Percentile(seconds, 50) * 1e6)
+      .Add("max_us", most * 1e6)
       .Add("admitted", admitted);
   return json;
 }
@@ -172,8 +195,11 @@ class Point {
       now_ += absl::Seconds(1);
       const Clock::time_point cycle = Clock::now();
       scheduler_->RunCycle(now_);
-      admitted += CollectAdmitted(scheduler_->TakeMutation(), active_);
+      const core::Mutation mutation = scheduler_->TakeMutation();
+      const int admitted_now = CollectAdmitted(mutation, active_);
       seconds.push_back(SecondsSince(cycle));
+      Trace("unchanged", seconds.back(), admitted_now, mutation);
+      admitted += admitted_now;
     }
     return CycleJson(std::move(seconds), admitted);
   }
@@ -190,8 +216,10 @@ class Point {
       SubmitMany(*scheduler_, mix_, refill, now_);
       const Clock::time_point cycle = Clock::now();
       scheduler_->RunCycle(now_);
-      refill = CollectAdmitted(scheduler_->TakeMutation(), active_);
+      const core::Mutation mutation = scheduler_->TakeMutation();
+      refill = CollectAdmitted(mutation, active_);
       seconds.push_back(SecondsSince(cycle));
+      Trace("one_done", seconds.back(), refill, mutation);
       admitted += refill;
     }
     SubmitMany(*scheduler_, mix_, refill, now_);
