@@ -176,6 +176,8 @@ def restart_rows(restart):
             "store_bytes": dig(point, "restart.store_bytes"),
             "seconds_to_serving": dig(point,
                                       "restart.median_seconds_to_serving"),
+            "cpu_seconds_to_serving": dig(
+                point, "restart.median_cpu_seconds_to_serving"),
             "empty_store_seconds": dig(
                 point, "empty_store.median_seconds_to_serving"),
             "rss_bytes": dig(point, "restart.rss_bytes"),
@@ -185,12 +187,18 @@ def restart_rows(restart):
         })
     series = [(r["stored_gangs"], r["seconds_to_serving"]) for r in rows]
     k = growth_exponent(series)
+    cpu = [(r["stored_gangs"], r["cpu_seconds_to_serving"]) for r in rows]
+    k_cpu = growth_exponent(cpu)
     rss = [(r["stored_gangs"], r["rss_bytes"]) for r in rows]
     k_rss = growth_exponent(rss)
     growth = [
         {"cost": "restart_seconds", "label": "restart to first answer",
          "axis": "stored gangs (fleet grows with them)", "exponent": k,
          "growth": growth_class(k)},
+        {"cost": "restart_cpu_seconds",
+         "label": "restart: daemon CPU to first answer",
+         "axis": "stored gangs (fleet grows with them)", "exponent": k_cpu,
+         "growth": growth_class(k_cpu)},
         {"cost": "restart_rss_bytes", "label": "daemon RSS after restart",
          "axis": "stored gangs (fleet grows with them)", "exponent": k_rss,
          "growth": growth_class(k_rss)},
@@ -215,7 +223,8 @@ def markdown(doc):
              f"{doc['date']}; load average before the run "
              f"{doc['load_before']}, after {doc['load_after']}. "
              "Core: one process per point (phalanx-scale-bench), median of "
-             f"{doc['repeats']} repeat(s). Command: `bench/run.sh --scale`.",
+             f"{doc['repeats']} repeat(s); core times are CPU seconds of the "
+             "benchmark thread. Command: `bench/run.sh --scale`.",
              "", "## Core figures", ""]
     names = [n for n, _, _ in CORE_FIGURES] + ["rss_bytes_per_pending_gang"]
     lines.append("| nodes | pending | " + " | ".join(names) + " |")
@@ -229,14 +238,17 @@ def markdown(doc):
         lines.append(f"| {row['label']} | {row['axis']} | {row.get('fixed', '')}"
                      f" | {fmt(row['exponent'], 2)} | {row['growth']} |")
     lines += ["", "## Restart", "",
-              "| stored | nodes | active | pending | s to serving | empty store s"
+              "| stored | nodes | active | pending | s to serving | CPU s"
+              " | empty store s"
               " | RSS MiB | RSS/stored gang B | store MiB | prepare s |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in doc["restart"]:
         lines.append(
             f"| {fmt(r['stored_gangs'])} | {fmt(r['nodes'])} | "
             f"{fmt(r['active_gangs'])} | {fmt(r['pending_gangs'])} | "
-            f"{fmt(r['seconds_to_serving'])} | {fmt(r['empty_store_seconds'])} | "
+            f"{fmt(r['seconds_to_serving'])} | "
+            f"{fmt(r['cpu_seconds_to_serving'])} | "
+            f"{fmt(r['empty_store_seconds'])} | "
             f"{fmt(r['rss_bytes'] and r['rss_bytes'] / 2**20)} | "
             f"{fmt(r['rss_bytes_per_stored_gang'])} | "
             f"{fmt(r['store_bytes'] and r['store_bytes'] / 2**20)} | "

@@ -35,9 +35,12 @@ struct RestartResult {
   double prepare_seconds = 0;
   std::vector<double> seconds_to_address;  // per run
   std::vector<double> seconds_to_serving;  // per run
-  double median_seconds = 0;               // of seconds_to_serving
-  int64_t rss_bytes = 0;                   // after the last start
-  std::string daemon_output;               // of the last start
+  // CPU (user + system, all threads) phalanxd used until it served, per run.
+  std::vector<double> cpu_seconds_to_serving;
+  double median_seconds = 0;      // of seconds_to_serving
+  double median_cpu_seconds = 0;  // of cpu_seconds_to_serving
+  int64_t rss_bytes = 0;          // after the last start
+  std::string daemon_output;      // of the last start
 
   JsonObject ToJson() const;
 };

@@ -4,7 +4,9 @@
 // JSON object (bench/scale.sh runs the grid, one process a point, and
 // bench/perf/assemble_scale.py folds the points into bench/results/scale.*).
 //
-// Measured (all bounded in count and in time):
+// Times are CPU seconds of this (single) thread, user + system, so other
+// work on a shared machine does not stretch them; the phases' bounds are
+// wall-clock. Measured (all bounded in count and in time):
 //   build      MakeScheduler: the gangs generated and Scheduler::Restore'd.
 //   rss        VmRSS after the build (malloc_trim first); the grid divides
 //              the difference to the 0-pending point by the pending count.
@@ -17,8 +19,12 @@
 //              submits are outside the timer).
 //   churn      steps of `--completions` completions, as many submits as the
 //              last step admitted, RunCycle + TakeMutation: admissions per
-//              second of whole step, and of the cycle alone.
+//              CPU second of the whole step, and of the cycle alone; Submit
+//              and Report (completion) CPU per gang.
+//   --trace_cycles prints each cycle, and what two gangs of a cycle that
+//              rewrites 1,000 or more now say.
 #include <malloc.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,6 +61,15 @@ using Clock = std::chrono::steady_clock;
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
+
+// CPU seconds of the calling thread.
+double CpuNow() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + now.tv_nsec * 1e-9;
+}
+
+double CpuSince(double start) { return CpuNow() - start; }
 
 int64_t RssBytes() {
   malloc_trim(0);
@@ -163,21 +178,24 @@ class Point {
     core::Config config = BenchConfig();
     config.limits.max_pending_gangs_per_queue = 10'000'000;
     built_ = pending_ == 0 ? 0 : pending_ + nodes_ * kGpusPerNode / 24;
-    const Clock::time_point start = Clock::now();
+    const double start = CpuNow();
     scheduler_ = MakeScheduler(nodes_, built_, /*seed=*/42, config);
-    build_seconds_ = SecondsSince(start);
+    build_seconds_ = CpuSince(start);
   }
 
   JsonObject Fill() {
     now_ += absl::Seconds(1);
-    const Clock::time_point start = Clock::now();
+    const double start = CpuNow();
     scheduler_->RunCycle(now_);
-    const int admitted = CollectAdmitted(scheduler_->TakeMutation(), active_);
-    const double seconds = SecondsSince(start);
+    const core::Mutation mutation = scheduler_->TakeMutation();
+    const int admitted = CollectAdmitted(mutation, active_);
+    const double seconds = CpuSince(start);
+    Trace("fill", seconds, admitted, mutation);
     JsonObject json;
     json.Add("seconds", seconds)
         .Add("admitted", admitted)
-        .Add("admissions_per_sec", seconds > 0 ? admitted / seconds : 0.0);
+        .Add("admissions_per_sec", seconds > 0 ? admitted / seconds : 0.0)
+        .Add("gangs_written", static_cast<int64_t>(mutation.gangs_put.size()));
     return json;
   }
 
@@ -193,11 +211,11 @@ class Point {
     while (Bounded(static_cast<int>(seconds.size()),
                    absl::GetFlag(FLAGS_max_cycles), start)) {
       now_ += absl::Seconds(1);
-      const Clock::time_point cycle = Clock::now();
+      const double cycle = CpuNow();
       scheduler_->RunCycle(now_);
       const core::Mutation mutation = scheduler_->TakeMutation();
       const int admitted_now = CollectAdmitted(mutation, active_);
-      seconds.push_back(SecondsSince(cycle));
+      seconds.push_back(CpuSince(cycle));
       Trace("unchanged", seconds.back(), admitted_now, mutation);
       admitted += admitted_now;
     }
@@ -214,11 +232,11 @@ class Point {
       now_ += absl::Milliseconds(100);
       CompleteRandom(*scheduler_, active_, mix_, 1, now_);
       SubmitMany(*scheduler_, mix_, refill, now_);
-      const Clock::time_point cycle = Clock::now();
+      const double cycle = CpuNow();
       scheduler_->RunCycle(now_);
       const core::Mutation mutation = scheduler_->TakeMutation();
       refill = CollectAdmitted(mutation, active_);
-      seconds.push_back(SecondsSince(cycle));
+      seconds.push_back(CpuSince(cycle));
       Trace("one_done", seconds.back(), refill, mutation);
       admitted += refill;
     }
@@ -238,20 +256,20 @@ class Point {
     const Clock::time_point start = Clock::now();
     while (Bounded(steps, absl::GetFlag(FLAGS_max_steps), start)) {
       now_ += absl::Milliseconds(100);
-      Clock::time_point phase = Clock::now();
+      double phase = CpuNow();
       CompleteRandom(*scheduler_, active_, mix_, completions, now_);
-      report_seconds += SecondsSince(phase);
-      phase = Clock::now();
+      report_seconds += CpuSince(phase);
+      phase = CpuNow();
       submitted += SubmitMany(*scheduler_, mix_, refill, now_);
-      submit_seconds += SecondsSince(phase);
-      phase = Clock::now();
+      submit_seconds += CpuSince(phase);
+      phase = CpuNow();
       scheduler_->RunCycle(now_);
       refill = CollectAdmitted(scheduler_->TakeMutation(), active_);
-      cycle_seconds += SecondsSince(phase);
+      cycle_seconds += CpuSince(phase);
       admitted += refill;
       ++steps;
     }
-    const double seconds = SecondsSince(start);
+    const double seconds = report_seconds + submit_seconds + cycle_seconds;
     JsonObject json;
     json.Add("completions", completions)
         .Add("steps", steps)
