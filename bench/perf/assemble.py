@@ -272,6 +272,20 @@ def table(figures, meta, goal_status):
     return "\n".join(lines) + "\n"
 
 
+def scale_line(out_dir, result):
+    """The scale grid's summary (bench/run.sh --scale writes scale.json,
+    perhaps at another commit: it is named), added to `result`."""
+    scale = read_json(os.path.join(out_dir, "scale.json"))
+    if not scale:
+        return ""
+    result["scale"] = {"commit": scale.get("commit"), "date": scale.get("date"),
+                       "superlinear_terms": scale.get("superlinear_terms")}
+    return ("\nScale grid (`bench/run.sh --scale`, commit %s, %s): %s "
+            "superlinear terms (goal 0); figures and growth rates in "
+            "scale.md.\n" % (scale.get("commit"), scale.get("date"),
+                             scale.get("superlinear_terms")))
+
+
 def main():
     mode, core_path, load_path, out_dir = sys.argv[1:5]
     core = read_json(core_path)
@@ -311,7 +325,7 @@ def main():
     with open(os.path.join(out_dir, "latest.json"), "w") as f:
         json.dump(result, f, indent=1, sort_keys=False)
         f.write("\n")
-    md = table(figures, meta, goal_status)
+    md = table(figures, meta, goal_status) + scale_line(out_dir, result)
     with open(os.path.join(out_dir, "latest.md"), "w") as f:
         f.write(md)
     print(md)
