@@ -1,7 +1,8 @@
 #!/bin/bash
 # The scale grid of issue 14 item 4 (bench/README.md "Scale"): the core at
 # 1k / 10k / 50k nodes × 10k / 100k / 1M pending gangs (and 0, the RSS
-# baseline), one phalanx-scale-bench process a point, each under `timeout`;
+# baseline), one phalanx-scale-bench process a point, each under `timeout`,
+# and the first full-fleet cycle over never-reached gangs (--waiting);
 # then phalanxd restarts with 10k / 100k / 1M stored gangs
 # (phalanx-scale-restart). Writes bench/results/scale.json and scale.md
 # (bench/perf/assemble_scale.py) and the raw points in
@@ -62,6 +63,15 @@ for r in $(seq 1 "$repeats"); do
       printf 'scale.sh: repeat %d, %d nodes x %d pending: %.1f s (load %s)\n' \
         "$r" "$n" "$p" "$(echo "$t1 - $t0" | bc)" "$(cut -d' ' -f1 /proc/loadavg)" >&2
     done
+  done
+  # The one-off rewrite of never-reached gangs' reasons: at 10k nodes the
+  # fill is the first cycle that finds the fleet full.
+  for p in "${pending[@]}"; do
+    [[ $p == 0 ]] && continue
+    timeout 600 "$build/bench/perf/phalanx-scale-bench" --nodes 10000 \
+      --pending "$p" --waiting --max_cycles 0 --max_steps 0 \
+      --out "$raw/stamp-10000-$p-$r.json" ||
+      { echo "scale.sh: stamp point $p failed" >&2; rm -f "$raw/stamp-10000-$p-$r.json"; }
   done
 done
 core_done=$(date +%s)

@@ -279,11 +279,15 @@ def scale_line(out_dir, result):
     if not scale:
         return ""
     result["scale"] = {"commit": scale.get("commit"), "date": scale.get("date"),
+                       "mode": scale.get("mode"),
                        "superlinear_terms": scale.get("superlinear_terms")}
-    return ("\nScale grid (`bench/run.sh --scale`, commit %s, %s): %s "
-            "superlinear terms (goal 0); figures and growth rates in "
-            "scale.md.\n" % (scale.get("commit"), scale.get("date"),
-                             scale.get("superlinear_terms")))
+    terms = scale.get("superlinear_terms")
+    return ("\nScale grid (`bench/run.sh --scale`%s, commit %s, %s): %s "
+            "(goal 0); figures and growth rates in scale.md.\n" % (
+                " --quick" if scale.get("mode") == "quick" else "",
+                scale.get("commit"), scale.get("date"),
+                "superlinear terms not counted" if terms is None
+                else "%d superlinear terms" % terms))
 
 
 def main():
@@ -322,10 +326,11 @@ def main():
     goal_status = verdicts(figures)
     result = {"meta": meta, **figures, "goals": goal_status,
               "load_detail": load}
+    scale = scale_line(out_dir, result)
     with open(os.path.join(out_dir, "latest.json"), "w") as f:
         json.dump(result, f, indent=1, sort_keys=False)
         f.write("\n")
-    md = table(figures, meta, goal_status) + scale_line(out_dir, result)
+    md = table(figures, meta, goal_status) + scale
     with open(os.path.join(out_dir, "latest.md"), "w") as f:
         f.write(md)
     print(md)

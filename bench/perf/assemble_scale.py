@@ -4,8 +4,12 @@ scale.md: each figure at each size, and how each cost grows.
 
 usage: assemble_scale.py RAW_DIR OUT_DIR
 
-RAW_DIR holds core-<nodes>-<pending>-<repeat>.json (phalanx-scale-bench)
-and restart.json (phalanx-scale-restart). A figure measured in several
+RAW_DIR holds core-<nodes>-<pending>-<repeat>.json (phalanx-scale-bench),
+stamp-<nodes>-<pending>-<repeat>.json (the same with --waiting: its fill is
+the first full-fleet cycle over never-reached gangs), restart.json
+(phalanx-scale-restart) and meta.json (scale.sh: load, mode). In quick mode
+(two sizes, one repeat) the exponents are shown but superlinear terms are
+not counted. A figure measured in several
 repeats is their median. Growth: the exponent k of a least-squares fit of
 log(cost) on log(size) over the series (cost ~ size^k), named by
 growth_class(). Standard library only.
@@ -95,9 +99,6 @@ GROWTH_COSTS = (
     ("fill_admissions_per_sec", "fill: seconds per admission", True),
     ("unchanged_cycle_p50_us", "unchanged cycle (p50)", False),
     ("one_done_cycle_p50_us", "cycle after one completion (p50)", False),
-    # Along pending only: whether the fill is the cycle that first finds the
-    # fleet full (and rewrites) depends on how the mix packs each fleet size.
-    ("fill_gangs_written", "gangs the fill cycle rewrites", False, "pending"),
     ("churn_admissions_per_sec", "churn: seconds per admission (whole step)",
      True),
     ("churn_cycle_only_admissions_per_sec",
@@ -112,11 +113,12 @@ def ms(seconds):
     return None if seconds is None else seconds * 1e3
 
 
-def core_points(raw):
+def core_points(raw, prefix="core"):
     """{(nodes, pending): {figure: median over repeats}}."""
     runs = {}
-    for path in glob.glob(os.path.join(raw, "core-*.json")):
-        m = re.match(r"core-(\d+)-(\d+)-\d+\.json$", os.path.basename(path))
+    for path in glob.glob(os.path.join(raw, prefix + "-*.json")):
+        m = re.match(prefix + r"-(\d+)-(\d+)-\d+\.json$",
+                     os.path.basename(path))
         data = read_json(path)
         if m and data:
             runs.setdefault((int(m.group(1)), int(m.group(2))), []).append(data)
@@ -149,7 +151,7 @@ def growth_rows(points):
     nodes_axis = sorted({n for n, p in points})
     pending_axis = sorted({p for n, p in points if p > 0})
     rows = []
-    for name, label, is_rate, *only in GROWTH_COSTS:
+    for name, label, is_rate in GROWTH_COSTS:
         for nodes in nodes_axis:
             series = [(p, cost(points[(nodes, p)], name, is_rate))
                       for p in pending_axis if (nodes, p) in points]
@@ -157,7 +159,7 @@ def growth_rows(points):
             rows.append({"cost": name, "label": label, "axis": "pending",
                          "fixed": f"{nodes} nodes", "exponent": k,
                          "growth": growth_class(k)})
-        for pending in pending_axis if only != ["pending"] else ():
+        for pending in pending_axis:
             series = [(n, cost(points[(n, pending)], name, is_rate))
                       for n in nodes_axis if (n, pending) in points]
             k = growth_exponent(series)
@@ -212,6 +214,22 @@ def restart_rows(restart):
     return rows, growth
 
 
+def stamp_growth(stamp):
+    rows = []
+    # Its cycle time only: how many gangs it rewrites (shown) depends on how
+    # far the cycle got before the fleet was full.
+    for name, label in (("fill_cycle_ms", "first full-fleet cycle over "
+                         "never-reached gangs (one-off)"),):
+        for nodes in sorted({n for n, _ in stamp}):
+            series = [(p, cost(f, name, False))
+                      for (n, p), f in sorted(stamp.items()) if n == nodes]
+            k = growth_exponent(series)
+            rows.append({"cost": "stamp_" + name, "label": label,
+                         "axis": "pending", "fixed": f"{nodes} nodes",
+                         "exponent": k, "growth": growth_class(k)})
+    return rows
+
+
 def fmt(value, digits=3):
     if value is None:
         return "not measured"
@@ -238,6 +256,12 @@ def markdown(doc):
     for point in doc["core"]:
         lines.append(f"| {point['nodes']:,} | {point['pending']:,} | " +
                      " | ".join(fmt(point.get(n)) for n in names) + " |")
+    lines += ["", "## First full-fleet cycle over never-reached gangs "
+              "(`--waiting`)", "", "| nodes | pending | cycle ms | gangs written |",
+              "| --- | --- | --- | --- |"]
+    for s in doc["stamp"]:
+        lines.append(f"| {s['nodes']:,} | {s['pending']:,} | "
+                     f"{fmt(s['cycle_ms'])} | {fmt(s['gangs_written'])} |")
     lines += ["", "## Growth (cost ~ size^k)", "",
               "| cost | along | at | k | growth |", "| --- | --- | --- | --- | --- |"]
     for row in doc["growth"]:
@@ -260,7 +284,9 @@ def markdown(doc):
             f"{fmt(r['store_bytes'] and r['store_bytes'] / 2**20)} | "
             f"{fmt(r['prepare_seconds'])} |")
     superlinear = [r for r in doc["growth"] if r["growth"] == "superlinear"]
-    lines += ["", f"Superlinear terms: {len(superlinear)} (goal: 0)" +
+    counted = ("not counted in quick mode (two sizes, one repeat)"
+               if doc["superlinear_terms"] is None else len(superlinear))
+    lines += ["", f"Superlinear terms: {counted} (goal: 0)" +
               "".join(f"\n- {r['label']} along {r['axis']} at "
                       f"{r.get('fixed', '')}: k = {r['exponent']:.2f}"
                       for r in superlinear)]
@@ -281,6 +307,7 @@ def main():
         sys.exit(__doc__)
     raw, out = sys.argv[1], sys.argv[2]
     points = core_points(raw)
+    stamp = core_points(raw, "stamp")
     restart = read_json(os.path.join(raw, "restart.json"))
     restart_table, restart_growth = restart_rows(restart)
     meta = read_json(os.path.join(raw, "meta.json"))
@@ -293,11 +320,16 @@ def main():
         "repeats": max((f["repeats"] for f in points.values()), default=0),
         "core": [dict(nodes=n, pending=p, **f)
                  for (n, p), f in sorted(points.items())],
-        "growth": growth_rows(points) + restart_growth,
+        "stamp": [{"nodes": n, "pending": p,
+                   "cycle_ms": f["fill_cycle_ms"],
+                   "gangs_written": f["fill_gangs_written"]}
+                  for (n, p), f in sorted(stamp.items())],
+        "growth": growth_rows(points) + stamp_growth(stamp) + restart_growth,
         "superlinear_terms": None,
         "restart": restart_table,
     }
-    doc["superlinear_terms"] = sum(
+    doc["mode"] = meta.get("mode")
+    doc["superlinear_terms"] = None if doc["mode"] == "quick" else sum(
         1 for r in doc["growth"] if r["growth"] == "superlinear")
     with open(os.path.join(out, "scale.json"), "w") as f:
         json.dump(doc, f, indent=1)

@@ -7,7 +7,9 @@
 // Times are CPU seconds of this (single) thread, user + system, so other
 // work on a shared machine does not stretch them; the phases' bounds are
 // wall-clock. Measured (all bounded in count and in time):
-//   build      MakeScheduler: the gangs generated and Scheduler::Restore'd.
+//   build      MakeScheduler: the gangs generated and Scheduler::Restore'd,
+//              with the NO_FIT reason gangs have once a cycle on a full
+//              fleet stopped before them (--waiting: never reached).
 //   rss        VmRSS after the build (malloc_trim first); the grid divides
 //              the difference to the 0-pending point by the pending count.
 //   fill       one RunCycle + TakeMutation into the empty fleet:
@@ -48,6 +50,12 @@ ABSL_FLAG(int, max_steps, 100, "Most churn steps");
 ABSL_FLAG(int, max_cycles, 200, "Most unchanged and one-completion cycles");
 ABSL_FLAG(double, seconds, 5, "Time bound of each measured phase");
 ABSL_FLAG(bool, rss_only, false, "Build, report the RSS, and stop");
+ABSL_FLAG(bool, waiting, false,
+          "Build the pending gangs as never reached (WAITING), as Submit "
+          "leaves them, instead of with the NO_FIT reason a full fleet's "
+          "cycle gives them: the first cycle that finds the fleet full then "
+          "rewrites them all (measure it with --nodes 10000: the fill is "
+          "that cycle)");
 ABSL_FLAG(bool, trace_cycles, false,
           "Print each measured cycle (phase, us, admitted, gangs written) to "
           "stderr");
@@ -179,7 +187,10 @@ class Point {
     config.limits.max_pending_gangs_per_queue = 10'000'000;
     built_ = pending_ == 0 ? 0 : pending_ + nodes_ * kGpusPerNode / 24;
     const double start = CpuNow();
-    scheduler_ = MakeScheduler(nodes_, built_, /*seed=*/42, config);
+    scheduler_ =
+        MakeScheduler(nodes_, built_, /*seed=*/42, config,
+                      absl::GetFlag(FLAGS_waiting) ? core::kWaitingReason
+                                                   : core::kNoFreeGpuReason);
     build_seconds_ = CpuSince(start);
   }
 
