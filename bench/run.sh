@@ -2,7 +2,10 @@
 # Runs Phalanx's performance suites and writes bench/results/latest.json and
 # latest.md (see bench/perf/README.md).
 #
-#   bench/run.sh [--quick]
+#   bench/run.sh [--quick] [--scale]
+#
+# --scale runs the scale grid instead (bench/scale.sh: bench/results/scale.*;
+# with --quick, its small grid).
 #
 # Builds phalanx-core-bench, phalanx-load and phalanxd (Release, -j1) in
 # $PHALANX_BENCH_BUILD_DIR (default build-bench), runs the core benchmarks
@@ -10,15 +13,22 @@
 set -euo pipefail
 
 mode=full
+scale=0
 for arg in "$@"; do
   case "$arg" in
     --quick) mode=quick ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --scale) scale=1 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+if [[ $scale == 1 ]]; then
+  scale_flag=()
+  [[ $mode == quick ]] && scale_flag=(--quick)
+  exec "$root/bench/scale.sh" "${scale_flag[@]}"
+fi
 build=${PHALANX_BENCH_BUILD_DIR:-$root/build-bench}
 results=$root/bench/results
 mkdir -p "$results/raw"

@@ -272,6 +272,24 @@ def table(figures, meta, goal_status):
     return "\n".join(lines) + "\n"
 
 
+def scale_line(out_dir, result):
+    """The scale grid's summary (bench/run.sh --scale writes scale.json,
+    perhaps at another commit: it is named), added to `result`."""
+    scale = read_json(os.path.join(out_dir, "scale.json"))
+    if not scale:
+        return ""
+    result["scale"] = {"commit": scale.get("commit"), "date": scale.get("date"),
+                       "mode": scale.get("mode"),
+                       "superlinear_terms": scale.get("superlinear_terms")}
+    terms = scale.get("superlinear_terms")
+    return ("\nScale grid (`bench/run.sh --scale`%s, commit %s, %s): %s "
+            "(goal 0); figures and growth rates in scale.md.\n" % (
+                " --quick" if scale.get("mode") == "quick" else "",
+                scale.get("commit"), scale.get("date"),
+                "superlinear terms not counted" if terms is None
+                else "%d superlinear terms" % terms))
+
+
 def main():
     mode, core_path, load_path, out_dir = sys.argv[1:5]
     core = read_json(core_path)
@@ -308,10 +326,11 @@ def main():
     goal_status = verdicts(figures)
     result = {"meta": meta, **figures, "goals": goal_status,
               "load_detail": load}
+    scale = scale_line(out_dir, result)
     with open(os.path.join(out_dir, "latest.json"), "w") as f:
         json.dump(result, f, indent=1, sort_keys=False)
         f.write("\n")
-    md = table(figures, meta, goal_status)
+    md = table(figures, meta, goal_status) + scale
     with open(os.path.join(out_dir, "latest.md"), "w") as f:
         f.write(md)
     print(md)

@@ -32,10 +32,15 @@ std::vector<std::string> DaemonFiles::Args() const {
 
 absl::StatusOr<DaemonFiles> WriteDaemonFiles(const std::string& dir,
                                              int nodes) {
+  return WriteDaemonFiles(dir, nodes, BenchConfig());
+}
+
+absl::StatusOr<DaemonFiles> WriteDaemonFiles(const std::string& dir, int nodes,
+                                             const core::Config& bench_config) {
   DaemonFiles files{dir + "/config.json", dir + "/fleet.json",
                     dir + "/queues.json"};
   v1::Config config;
-  convert::ToProto(BenchConfig(), &config);
+  convert::ToProto(bench_config, &config);
   v1::UpsertNodesRequest fleet;
   for (const core::Node& node : MakeFleet(nodes)) {
     convert::ToProto(node, fleet.add_nodes());

@@ -118,11 +118,19 @@ T Must(absl::StatusOr<T> value, const char* what) {
 
 std::unique_ptr<core::Scheduler> MakeScheduler(int nodes, int pending,
                                                uint64_t seed) {
+  return MakeScheduler(nodes, pending, seed, BenchConfig(),
+                       core::kWaitingReason);
+}
+
+std::unique_ptr<core::Scheduler> MakeScheduler(int nodes, int pending,
+                                               uint64_t seed,
+                                               const core::Config& config,
+                                               const std::string& reason) {
   // Restored rather than submitted: Submit checks each gang against the
   // whole fleet, which would make building 100k gangs take a minute. The
   // gangs are what Submit stores (normalized spec, PENDING, in order).
   core::LoadedState state;
-  state.config = BenchConfig();
+  state.config = config;
   state.nodes = MakeFleet(nodes);
   state.queues = MakeQueues(static_cast<int64_t>(nodes) * kGpusPerNode);
   GangMix mix(seed);
@@ -132,7 +140,7 @@ std::unique_ptr<core::Scheduler> MakeScheduler(int nodes, int pending,
     gang.id = core::GangId(absl::StrFormat("g-%06d", i + 1));
     gang.spec = mix.Next();
     core::NormalizeGangSpec(gang.spec);
-    gang.reason = "WAITING: in line for admission";
+    gang.reason = reason;
     gang.submit_time = BenchStart();
     gang.revision = i + 1;
     state.gangs.push_back(std::move(gang));

@@ -71,6 +71,13 @@ absl::Time BenchStart();
 // pending since BenchStart() (none admitted yet), restored as from a store.
 std::unique_ptr<core::Scheduler> MakeScheduler(int nodes, int pending,
                                                uint64_t seed);
+// The same with `config` instead of BenchConfig() (the scale benchmarks raise
+// limits.max_pending_gangs_per_queue) and `reason` as the pending gangs'
+// reason instead of core::kWaitingReason.
+std::unique_ptr<core::Scheduler> MakeScheduler(int nodes, int pending,
+                                               uint64_t seed,
+                                               const core::Config& config,
+                                               const std::string& reason);
 
 // Submits `count` more gangs from `mix` at `now`; returns how many were
 // accepted.
