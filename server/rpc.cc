@@ -11,7 +11,7 @@ namespace phalanx::server {
 grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
                                     grpc::CallbackServerContext* context,
                                     LoopBody body, bool mutates,
-                                    LoopRespond respond) {
+                                    LoopRespond respond, LoopFill fill) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto status = std::make_shared<absl::Status>();
   const bool queued = loop.Enqueue(
@@ -21,7 +21,11 @@ grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
       [status, respond = std::move(respond)](const core::Scheduler& s) {
         if (status->ok() && respond) respond(s);
       },
-      [reactor, status] { reactor->Finish(ToGrpc(*status)); }, mutates);
+      [reactor, status, fill = std::move(fill)] {
+        if (status->ok() && fill) fill();
+        reactor->Finish(ToGrpc(*status));
+      },
+      mutates);
   if (!queued) {
     reactor->Finish(
         grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down"));

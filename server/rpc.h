@@ -22,14 +22,20 @@ using LoopBody =
 // included), on the loop thread.
 using LoopRespond = std::function<void(const core::Scheduler& scheduler)>;
 
+// Fills the response on the loop's reply thread, just before the call is
+// answered, from what a LoopRespond captured: it must not touch the
+// scheduler (immutable GangPtrs and copied values only).
+using LoopFill = std::function<void()>;
+
 // Runs `body` on the loop and finishes the call once the batch is durable
 // (UNAVAILABLE when the loop is stopping). When `body` succeeded, `respond`
-// (if set) runs after the batch's cycle, seeing its admissions. `mutates` =
-// false for reads.
+// (if set) runs after the batch's cycle, seeing its admissions, and `fill`
+// (if set) runs off the loop before the answer. `mutates` = false for reads.
 grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
                                     grpc::CallbackServerContext* context,
                                     LoopBody body, bool mutates = true,
-                                    LoopRespond respond = nullptr);
+                                    LoopRespond respond = nullptr,
+                                    LoopFill fill = nullptr);
 
 // `body`, followed by an audit record of its outcome for `caller`.
 LoopBody Audited(Gate* gate, const Caller& caller, const RpcMethod& method,

@@ -123,6 +123,10 @@ void SchedulerLoop::Start() {
     PHALANX_CHECK(!following_);
   }
   next_cycle_ = absl::Now();
+  reply_thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "phalanx-reply");
+    RunReplies();
+  });
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "phalanx-loop");
     Run();
@@ -135,6 +139,54 @@ void SchedulerLoop::Stop() {
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
+  // The loop has handed over its last replies: run them, then stop.
+  {
+    absl::MutexLock lock(&reply_mu_);
+    replies_done_ = true;
+  }
+  if (reply_thread_.joinable()) reply_thread_.join();
+}
+
+void SchedulerLoop::Answer(std::vector<Reply> replies) {
+  if (replies.empty()) return;
+  bool next_waiting = false;
+  {
+    absl::MutexLock lock(&mu_);
+    next_waiting = !queue_.empty();
+  }
+  {
+    absl::MutexLock lock(&reply_mu_);
+    // Earlier replies still on the reply thread go first: queue behind.
+    if (next_waiting || replying_ || !replies_.empty()) {
+      if (replies_.empty()) {
+        replies_ = std::move(replies);
+      } else {
+        for (Reply& reply : replies) replies_.push_back(std::move(reply));
+      }
+      return;
+    }
+  }
+  for (Reply& reply : replies) reply();
+}
+
+void SchedulerLoop::RunReplies() {
+  std::vector<Reply> batch;
+  while (true) {
+    {
+      absl::MutexLock lock(&reply_mu_);
+      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(reply_mu_) {
+        return !replies_.empty() || replies_done_;
+      };
+      reply_mu_.Await(absl::Condition(&ready));
+      if (replies_.empty()) return;  // done, and nothing left
+      batch.swap(replies_);
+      replying_ = true;
+    }
+    for (Reply& reply : batch) reply();
+    batch.clear();
+    absl::MutexLock lock(&reply_mu_);
+    replying_ = false;
+  }
 }
 
 bool SchedulerLoop::Enqueue(Apply apply, Respond respond, Reply reply,
@@ -203,9 +255,12 @@ bool SchedulerLoop::RunBatch() {
     for (BatchObserver* observer : observers_) {
       observer->OnDurable(mutation, commit_time, commands);
     }
+    std::vector<Reply> replies;
+    replies.reserve(batch.size());
     for (Command& command : batch) {
-      if (command.reply) command.reply();
+      if (command.reply) replies.push_back(std::move(command.reply));
     }
+    Answer(std::move(replies));
   } else if (cycle_time > absl::ZeroDuration()) {
     for (BatchObserver* observer : observers_) {
       observer->OnIdleCycle(*scheduler_);

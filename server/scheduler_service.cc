@@ -89,18 +89,42 @@ absl::StatusOr<core::GangReport> ReportFromProto(
   return report;
 }
 
-// Fills response.gang and response.revision with the gang as it stands after
-// the batch, so a gang that fits is returned already admitted, with its
-// placement.
+// A call answered with its gang as it stands after the batch: `id` is set
+// before the batch's cycle (by the body or the handler), `gang` and
+// `revision` are taken on the loop after it.
+struct GangAfter {
+  core::GangId id;
+  core::GangPtr gang;  // null when there is none
+  int64_t revision = 0;
+};
+
+// Runs `body` on the loop, then answers with response.gang and
+// response.revision as they stand after the batch, so a gang that fits is
+// returned already admitted, with its placement. The loop thread only takes
+// the gang's pointer; the proto is built on the reply thread.
 template <typename Response>
-LoopRespond GangResponder(std::shared_ptr<core::GangId> id,
-                          Response* response) {
-  return [id = std::move(id), response](const core::Scheduler& s) {
-    if (core::GangPtr gang = s.FindGang(*id)) {
-      convert::ToProto(*gang, response->mutable_gang());
-    }
-    response->set_revision(s.revision());
-  };
+grpc::ServerUnaryReactor* RunAnsweringGang(SchedulerLoop& loop,
+                                           grpc::CallbackServerContext* context,
+                                           LoopBody body,
+                                           std::shared_ptr<GangAfter> after,
+                                           Response* response) {
+  return RunOnLoop(
+      loop, context, std::move(body), /*mutates=*/true,
+      [after](const core::Scheduler& s) {
+        after->gang = s.FindGang(after->id);
+        after->revision = s.revision();
+      },
+      [after, response] {
+        if (after->gang)
+          convert::ToProto(*after->gang, response->mutable_gang());
+        response->set_revision(after->revision);
+      });
+}
+
+std::shared_ptr<GangAfter> AfterOf(const std::string& id) {
+  auto after = std::make_shared<GangAfter>();
+  after->id = core::GangId(id);
+  return after;
 }
 
 }  // namespace
@@ -158,17 +182,17 @@ grpc::ServerUnaryReactor* SchedulerService::SubmitGang(
   }
   auto spec = convert::GangSpecFromProto(request->spec(), "spec");
   if (!spec.ok()) return FinishNow(context, spec.status());
-  auto id = std::make_shared<core::GangId>();
-  return RunOnLoop(
+  auto after = std::make_shared<GangAfter>();
+  return RunAnsweringGang(
       *loop_, context,
-      [spec = *std::move(spec), response, id, owner = caller->name()](
+      [spec = *std::move(spec), response, after, owner = caller->name()](
           core::Scheduler& s, absl::Time now) -> absl::Status {
         ASSIGN_OR_RETURN(core::SubmitResult result, s.Submit(spec, now, owner));
-        *id = result.gang->id;
+        after->id = result.gang->id;
         response->set_created(result.created);
         return absl::OkStatus();
       },
-      /*mutates=*/true, GangResponder(id, response));
+      after, response);
 }
 
 grpc::ServerUnaryReactor* SchedulerService::CancelGang(
@@ -181,7 +205,7 @@ grpc::ServerUnaryReactor* SchedulerService::CancelGang(
   }
   auto gang = VisibleGang(*caller, rpc::kCancelGang, request->gang_id());
   if (!gang.ok()) return FinishNow(context, gang.status());
-  return RunOnLoop(
+  return RunAnsweringGang(
       *loop_, context,
       AuditedIfNotOwner(
           *caller, rpc::kCancelGang, **gang,
@@ -189,9 +213,7 @@ grpc::ServerUnaryReactor* SchedulerService::CancelGang(
               core::Scheduler& s, absl::Time now) {
             return s.Cancel(id, reason, now).status();
           }),
-      /*mutates=*/true,
-      GangResponder(std::make_shared<core::GangId>(request->gang_id()),
-                    response));
+      AfterOf(request->gang_id()), response);
 }
 
 grpc::ServerUnaryReactor* SchedulerService::GetGang(
@@ -315,16 +337,14 @@ grpc::ServerUnaryReactor* SchedulerService::ReportGang(
   if (!gang.ok()) return FinishNow(context, gang.status());
   auto report = ReportFromProto(*request);
   if (!report.ok()) return FinishNow(context, report.status());
-  return RunOnLoop(
+  return RunAnsweringGang(
       *loop_, context,
       AuditedIfNotOwner(
           *caller, rpc::kReportGang, **gang,
           [report = *std::move(report)](core::Scheduler& s, absl::Time now) {
             return s.Report(report, now).status();
           }),
-      /*mutates=*/true,
-      GangResponder(std::make_shared<core::GangId>(request->gang_id()),
-                    response));
+      AfterOf(request->gang_id()), response);
 }
 
 grpc::ServerUnaryReactor* SchedulerService::RenewGangLease(

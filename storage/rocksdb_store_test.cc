@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "phalanx/storage/v1/log.pb.h"
+#include "proto/convert.h"
 #include "proto/log_convert.h"
 #include "storage/store_testing.h"
 
@@ -111,6 +112,32 @@ TEST_F(RocksDbStoreTest, EventsReadInOrderAndTrimmedOnesAreOutOfRange) {
   auto from = store->ReadEvents(199, 1);
   ASSERT_TRUE(from.ok());
   EXPECT_EQ((*from)[0].revision, 200);
+}
+
+// A batch's events carrying a gang it also stores reuse the gang's bytes:
+// every event still reads back with its own gang exactly.
+TEST_F(RocksDbStoreTest, EventsReadBackWithTheirGangs) {
+  auto scheduler = Populated();  // submitted, then admitted: two versions
+  const core::Mutation m = scheduler->TakeMutation();
+  ASSERT_FALSE(m.gangs_put.empty());
+  int sharing = 0;  // events whose gang is one the batch stores
+  for (const core::Event& event : m.events) {
+    for (const core::GangPtr& gang : m.gangs_put) sharing += event.gang == gang;
+  }
+  ASSERT_GE(sharing, 1);
+  ASSERT_GT(static_cast<int>(m.events.size()), sharing);  // and one that isn't
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Commit(m).ok());
+  auto events = store->ReadEvents(0, 100);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), m.events.size());
+  for (size_t i = 0; i < m.events.size(); ++i) {
+    phalanx::v1::GangEvent want, got;
+    convert::ToProto(m.events[i], &want);
+    convert::ToProto((*events)[i], &got);
+    EXPECT_EQ(got.SerializeAsString(), want.SerializeAsString()) << i;
+    EXPECT_TRUE(got.has_gang()) << i;
+  }
 }
 
 TEST(EventKeyTest, SortsByRevision) {

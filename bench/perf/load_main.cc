@@ -7,6 +7,8 @@
 // writes one JSON object (bench/run.sh folds it into
 // bench/results/latest.json). With --auth (the default) every call carries a
 // bearer token of a tenant principal, as launchers run it (docs/security.md).
+#include <dirent.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -61,6 +63,15 @@ ABSL_FLAG(int, restart_gangs, 100000, "Active gangs for the restart test");
 ABSL_FLAG(int, restart_runs, -1, "Restarts to time (-1: 1 quick, 3)");
 ABSL_FLAG(std::string, out, "", "Write the JSON here (default: stdout)");
 ABSL_FLAG(std::string, tmp, "/tmp", "Where the temporary directory goes");
+ABSL_FLAG(bool, submit_only, false,
+          "Run only the submit phases (warm-up, prefill, submit vs limits, "
+          "batching): no memory, GetGang, watch or restart phase");
+ABSL_FLAG(std::string, server_cpus, "",
+          "CPUs (comma-separated) to pin phalanxd and phalanx-empty-rpc to, "
+          "every thread (\"\": no pinning)");
+ABSL_FLAG(std::string, client_cpus, "",
+          "CPUs (comma-separated) to pin this process to — the clients and "
+          "the raw RocksDB writers (\"\": no pinning)");
 
 namespace phalanx::perf {
 namespace {
@@ -215,6 +226,43 @@ std::vector<double> ParseWatchRates() {
     if (absl::SimpleAtod(part, &rate) && rate > 0) rates.push_back(rate);
   }
   return rates;
+}
+
+// The CPU set named by `flag` ("0,1"); empty when the flag is "".
+absl::StatusOr<cpu_set_t> CpuSetOf(const std::string& flag) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (absl::string_view part : absl::StrSplit(flag, ',', absl::SkipEmpty())) {
+    int cpu = 0;
+    if (!absl::SimpleAtoi(part, &cpu) || cpu < 0 || cpu >= CPU_SETSIZE) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cpus: not a CPU number: ", part));
+    }
+    CPU_SET(cpu, &set);
+  }
+  return set;
+}
+
+// Pins every thread of process `pid` (0: this process) to the CPUs of
+// `flag`; threads it starts later inherit the set. Nothing when "".
+absl::Status Pin(pid_t pid, const std::string& flag) {
+  if (flag.empty()) return absl::OkStatus();
+  absl::StatusOr<cpu_set_t> set = CpuSetOf(flag);
+  if (!set.ok()) return set.status();
+  const std::string tasks =
+      absl::StrCat("/proc/", pid == 0 ? getpid() : pid, "/task");
+  DIR* dir = opendir(tasks.c_str());
+  if (dir == nullptr) return absl::InternalError("cannot read " + tasks);
+  absl::Status status;
+  while (dirent* entry = readdir(dir)) {
+    int tid = 0;
+    if (!absl::SimpleAtoi(entry->d_name, &tid)) continue;
+    if (sched_setaffinity(tid, sizeof(*set), &*set) != 0) {
+      status = absl::InternalError(absl::StrCat("sched_setaffinity ", tid));
+    }
+  }
+  closedir(dir);
+  return status;
 }
 
 // Every gang is one node of 8 GPUs and the fleet is full after the warm-up,
@@ -404,6 +452,9 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
   if (!daemon.Start()) {
     return absl::InternalError("phalanxd did not start: " + daemon.output());
   }
+  if (auto s = Pin(daemon.pid(), absl::GetFlag(FLAGS_server_cpus)); !s.ok()) {
+    return s;
+  }
   LoadClients clients(daemon);
   Log(absl::StrFormat("warm-up: filling the fleet (auth %s)",
                       auth.token.empty() ? "off" : "on: tenant token"));
@@ -443,6 +494,10 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
     return absl::InternalError("phalanx-empty-rpc did not start: " +
                                empty_server.output());
   }
+  if (auto s = Pin(empty_server.pid(), absl::GetFlag(FLAGS_server_cpus));
+      !s.ok()) {
+    return s;
+  }
   EmptyRpcClients empty_clients(empty_server);
   JsonObject json;
   json.Add("auth", !auth.token.empty());
@@ -452,6 +507,12 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
                               /*rounds=*/2));
   json.Add("empty_rpc_exit_code", empty_server.Terminate());
   json.Add("batching_during_submits", Batching(daemon));
+  json.Add("server_cpus", absl::GetFlag(FLAGS_server_cpus))
+      .Add("client_cpus", absl::GetFlag(FLAGS_client_cpus));
+  if (absl::GetFlag(FLAGS_submit_only)) {
+    json.Add("daemon_exit_code", daemon.Terminate());
+    return json;
+  }
   json.Add("memory",
            MemoryPerPendingGang(daemon, clients, rss_before, pending_before,
                                 ByMode(absl::GetFlag(FLAGS_pending_target),
@@ -486,6 +547,18 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
   return json;
 }
 
+// Writes the JSON to --out (default: stdout); false when it cannot.
+bool WriteOut(const JsonObject& out) {
+  const std::string path = absl::GetFlag(FLAGS_out);
+  if (path.empty()) {
+    std::printf("%s\n", out.Dump().c_str());
+    return true;
+  }
+  std::ofstream file(path);
+  file << out.Dump() << "\n";
+  return static_cast<bool>(file);
+}
+
 int Main(bool quick) {
   std::string pattern = absl::GetFlag(FLAGS_tmp) + "/phalanx-load-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {
@@ -495,12 +568,20 @@ int Main(bool quick) {
   const std::string root = pattern;
   JsonObject out;
   int code = 0;
+  if (auto s = Pin(0, absl::GetFlag(FLAGS_client_cpus)); !s.ok()) {
+    Log(s.ToString());
+    return 1;
+  }
   auto daemon = DaemonPhases(root, quick);
   if (daemon.ok()) {
     out.Add("daemon", *daemon);
   } else {
     Log(daemon.status().ToString());
     code = 1;
+  }
+  if (absl::GetFlag(FLAGS_submit_only)) {
+    std::filesystem::remove_all(root);
+    return WriteOut(out) ? code : 1;
   }
   RestartOptions restart;
   restart.phalanxd = absl::GetFlag(FLAGS_phalanxd);
@@ -517,13 +598,7 @@ int Main(bool quick) {
     code = 1;
   }
   std::filesystem::remove_all(root);
-  const std::string path = absl::GetFlag(FLAGS_out);
-  if (path.empty()) {
-    std::printf("%s\n", out.Dump().c_str());
-  } else {
-    std::ofstream(path) << out.Dump() << "\n";
-  }
-  return code;
+  return WriteOut(out) ? code : 1;
 }
 
 }  // namespace
