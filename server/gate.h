@@ -40,6 +40,8 @@ inline constexpr RpcMethod kListGangs{"/phalanx.v1.Scheduler/ListGangs",
                                       Access::kGangRead, false, true};
 inline constexpr RpcMethod kWatchGangs{"/phalanx.v1.Scheduler/WatchGangs",
                                        Access::kGangRead, false, true};
+inline constexpr RpcMethod kWatchGangBatches{
+    "/phalanx.v1.Scheduler/WatchGangBatches", Access::kGangRead, false, true};
 inline constexpr RpcMethod kReportGang{"/phalanx.v1.Scheduler/ReportGang",
                                        Access::kGangWrite, false, false};
 // Same role and queue scope as ReportGang: whoever may report on a gang

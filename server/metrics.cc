@@ -338,7 +338,7 @@ void Metrics::OnApplied(const core::Mutation&, const core::Scheduler& scheduler,
   }
   CountVacatedGangs(scheduler);
   revision_.Set(static_cast<double>(scheduler.revision()));
-  MaybeRefreshGauges(scheduler);
+  refresh_after_commit_ = &scheduler;
 }
 
 void Metrics::OnIdleCycle(const core::Scheduler& scheduler) {
@@ -381,6 +381,10 @@ void Metrics::OnDurable(const core::Mutation& mutation, absl::Duration commit,
           .Add({{"queue", event.gang->spec.queue.value()}}, WaitBuckets())
           .Observe(absl::ToDoubleSeconds(wait));
     }
+  }
+  if (refresh_after_commit_ != nullptr) {
+    MaybeRefreshGauges(*refresh_after_commit_);
+    refresh_after_commit_ = nullptr;
   }
 }
 

@@ -306,7 +306,19 @@ grpc::ServerUnaryReactor* SchedulerService::ListGangs(
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerService::WatchGangs(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  auto caller = gate_->Admit(*context, rpc::kWatchGangs);
+  return Watch(context, *request, rpc::kWatchGangs, WatchFormat::kEvents);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerService::WatchGangBatches(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  return Watch(context, *request, rpc::kWatchGangBatches,
+               WatchFormat::kBatches);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerService::Watch(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer& request,
+    const RpcMethod& method, WatchFormat format) {
+  auto caller = gate_->Admit(*context, method);
   if (!caller.ok()) return hub_->Refuse(ToGrpc(caller.status()));
   WatchAccess access;
   access.context = context;
@@ -322,7 +334,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerService::WatchGangs(
                                 *loop->view()->queue_parents);
     };
   }
-  return hub_->Watch(*request, std::move(access));
+  return hub_->Watch(request, std::move(access), format);
 }
 
 grpc::ServerUnaryReactor* SchedulerService::ReportGang(

@@ -1,9 +1,10 @@
 // SchedulerService: the phalanx.v1.Scheduler gRPC service (docs/design.md §8).
 // Handlers validate and convert, then either read the loop's published view
-// (GetGang, ListGangs) or run a command on the loop. WatchGangs is served raw
-// (serialized bytes), so the watch hub serializes each event once for all
-// streams; the wire format is the same. Holds no domain state (only the views
-// that multi-page ListGangs listings pin); thread-safe.
+// (GetGang, ListGangs) or run a command on the loop. WatchGangs and
+// WatchGangBatches are served raw (serialized bytes), so the watch hub
+// serializes each event once for all streams; the wire format is the same.
+// Holds no domain state (only the views that multi-page ListGangs listings
+// pin); thread-safe.
 #ifndef PHALANX_SERVER_SCHEDULER_SERVICE_H_
 #define PHALANX_SERVER_SCHEDULER_SERVICE_H_
 
@@ -19,7 +20,8 @@ namespace phalanx::server {
 
 class SchedulerService final
     : public v1::Scheduler::WithRawCallbackMethod_WatchGangs<
-          v1::Scheduler::CallbackService> {
+          v1::Scheduler::WithRawCallbackMethod_WatchGangBatches<
+              v1::Scheduler::CallbackService>> {
  public:
   // The launchers' unary calls get their messages from an arena each.
   SchedulerService(SchedulerLoop* loop, WatchHub* hub, Gate* gate)
@@ -46,6 +48,9 @@ class SchedulerService final
                                       const v1::ListGangsRequest* request,
                                       v1::ListGangsResponse* response) override;
   grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchGangs(
+      grpc::CallbackServerContext* context,
+      const grpc::ByteBuffer* request) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchGangBatches(
       grpc::CallbackServerContext* context,
       const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* ReportGang(
@@ -81,6 +86,11 @@ class SchedulerService final
   // (recorded as a refusal).
   absl::Status CheckQueue(const Caller& caller, const RpcMethod& method,
                           const std::string& queue);
+  // WatchGangs and WatchGangBatches: the caller's scope and stream cap,
+  // then a hub stream in `format`.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer& request,
+      const RpcMethod& method, WatchFormat format);
   // A loop body for Cancel or Report: runs `apply` and, when the caller is
   // not the gang's owner, audits the outcome.
   LoopBody AuditedIfNotOwner(

@@ -2,10 +2,13 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/validate.h"
+#include "grpc/slice.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "phalanx/v1/scheduler.pb.h"
 #include "proto/convert.h"
@@ -14,11 +17,26 @@
 namespace phalanx::server {
 namespace {
 
-grpc::ByteBuffer Serialize(const v1::GangEvent& event) {
+template <typename Message>
+grpc::ByteBuffer Serialize(const Message& message) {
   grpc::ByteBuffer buffer;
   bool own = false;
-  grpc::SerializationTraits<v1::GangEvent>::Serialize(event, &buffer, &own);
+  grpc::SerializationTraits<Message>::Serialize(message, &buffer, &own);
   return buffer;
+}
+
+// Writes the wire prefix of a length-delimited field 1 of `length` bytes
+// (the tag, then the length as a varint) at `out`; returns its size.
+size_t WriteBatchPrefix(uint64_t length, uint8_t* out) {
+  size_t n = 0;
+  out[n++] = 0x0a;  // field 1, wire type 2
+  do {
+    uint8_t byte = length & 0x7f;
+    length >>= 7;
+    if (length != 0) byte |= 0x80;
+    out[n++] = byte;
+  } while (length != 0);
+  return n;
 }
 
 }  // namespace
@@ -28,9 +46,10 @@ grpc::ByteBuffer Serialize(const v1::GangEvent& event) {
 class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   Watcher(WatchHub* hub, const v1::WatchGangsRequest& request, int64_t next,
-          int shard, WatchAccess access)
+          int shard, WatchAccess access, WatchFormat format)
       : hub_(hub),
         shard_(shard),
+        batches_(format == WatchFormat::kBatches),
         scope_(std::move(access.scope)),
         principal_(std::move(access.principal)),
         context_(access.context),
@@ -111,10 +130,23 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void OnDone() override { hub_->Remove(this); }
 
  private:
-  bool Matches(const HubEvent& event) const {
-    return (queues_.empty() || queues_.contains(event.queue)) &&
-           (gang_ids_.empty() || gang_ids_.contains(event.gang_id)) &&
-           (!scope_ || scope_(event.queue));
+  // Whether the stream shows `event`. `scoped` remembers the scope's answer
+  // for the last queue asked about: one page of events is checked against
+  // one queue tree, and a busy queue's events ask once per page, not once
+  // per event (each answer reads the published view).
+  struct ScopeMemo {
+    const std::string* queue = nullptr;
+    bool allowed = false;
+  };
+  bool Matches(const HubEvent& event, ScopeMemo& scoped) const {
+    if (!queues_.empty() && !queues_.contains(event.queue)) return false;
+    if (!gang_ids_.empty() && !gang_ids_.contains(event.gang_id)) return false;
+    if (!scope_) return true;
+    if (scoped.queue == nullptr || *scoped.queue != event.queue) {
+      scoped.queue = &event.queue;
+      scoped.allowed = scope_(event.queue);
+    }
+    return scoped.allowed;
   }
 
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -130,6 +162,10 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     while (backlog_.empty()) {
       if (!Refill()) return;
+    }
+    if (batches_) {
+      WriteBatch();
+      return;
     }
     HubEventPtr event = std::move(backlog_.front());
     backlog_.pop_front();
@@ -160,30 +196,37 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       if (bookmark_due_) WriteBookmark();
       return false;
     }
+    // What this page adds, bounded in bytes per stream (one event at
+    // least); reserved from the total for all streams at once.
+    ScopeMemo scoped;
+    int64_t bytes = 0;
+    int64_t next = next_;
+    std::vector<HubEventPtr> taken;
+    taken.reserve(read.events.size());
     for (HubEventPtr& event : read.events) {
-      if (Matches(*event)) {
-        // Bounded in bytes per stream (at least one event) and for all
-        // streams together.
-        if (!backlog_.empty() &&
-            backlog_bytes_ + event->bytes > read.stream_bytes) {
+      const int64_t revision = event->revision;
+      if (Matches(*event, scoped)) {
+        if ((!backlog_.empty() || !taken.empty()) &&
+            backlog_bytes_ + bytes + event->bytes > read.stream_bytes) {
           break;
         }
-        if (!hub_->Reserve(event->bytes)) {
-          EndLocked(grpc::Status(
-              grpc::StatusCode::RESOURCE_EXHAUSTED,
-              absl::StrCat("the server's watch buffers are full; resume from "
-                           "revision ",
-                           next_ - 1)));
-          return false;
-        }
-        reserved_ += event->bytes;
-        backlog_bytes_ += event->bytes;
-        next_ = event->revision + 1;
-        backlog_.push_back(std::move(event));
-      } else {
-        next_ = event->revision + 1;
+        bytes += event->bytes;
+        taken.push_back(std::move(event));
       }
+      next = revision + 1;
     }
+    if (bytes > 0 && !hub_->Reserve(bytes)) {
+      EndLocked(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("the server's watch buffers are full; resume from "
+                       "revision ",
+                       next_ - 1)));
+      return false;
+    }
+    reserved_ += bytes;
+    backlog_bytes_ += bytes;
+    next_ = next;
+    for (HubEventPtr& event : taken) backlog_.push_back(std::move(event));
     return true;
   }
 
@@ -201,6 +244,29 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     return out;
   }
 
+  // Sends the queued events, oldest first, as one GangEventBatch (bounded
+  // by kMaxBatchEvents and kMaxBatchBytes): each event's framed slice, a
+  // reference to bytes shared by every stream; nothing is copied or
+  // serialized again.
+  void WriteBatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<grpc::Slice> slices;
+    slices.reserve(std::min<size_t>(backlog_.size(), kMaxBatchEvents));
+    int64_t bytes = 0;
+    int events = 0;
+    while (!backlog_.empty() && events < kMaxBatchEvents &&
+           (events == 0 || bytes + backlog_.front()->bytes <= kMaxBatchBytes)) {
+      HubEventPtr event = std::move(backlog_.front());
+      backlog_.pop_front();
+      slices.push_back(event->framed);
+      bytes += event->bytes;
+      ++events;
+    }
+    backlog_bytes_ -= bytes;
+    in_flight_bytes_ = bytes;
+    Write(grpc::ByteBuffer(slices.data(), slices.size()),
+          /*more=*/!backlog_.empty());
+  }
+
   // A bookmark promises that every matching event up to its revision has
   // been sent: the last revision looked at, less what is still queued.
   void WriteBookmark() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -210,6 +276,12 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
                                            : backlog_.front()->revision - 1);
     bookmark.set_type(v1::EVENT_TYPE_BOOKMARK);
     convert::ToProto(absl::Now(), bookmark.mutable_time());
+    if (batches_) {
+      v1::GangEventBatch batch;
+      *batch.add_events() = std::move(bookmark);
+      Write(Serialize(batch), /*more=*/false);
+      return;
+    }
     Write(Serialize(bookmark), /*more=*/false);
   }
 
@@ -240,6 +312,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   WatchHub* const hub_;
   const int shard_;
+  const bool batches_;      // WatchFormat::kBatches
   const WatchScope scope_;  // null: every queue
   const std::string principal_;
   grpc::CallbackServerContext* const context_;  // may be null
@@ -270,8 +343,17 @@ HubEventPtr ToHubEvent(const core::Event& event) {
   convert::ToProto(event, &proto);
   auto out = std::make_shared<HubEvent>();
   out->revision = event.revision;
-  out->message = Serialize(proto);
-  out->bytes = static_cast<int64_t>(out->message.Length());
+  const size_t size = proto.ByteSizeLong();
+  uint8_t prefix[11];
+  const size_t prefix_size = WriteBatchPrefix(size, prefix);
+  grpc_slice framed = grpc_slice_malloc(prefix_size + size);
+  uint8_t* start = GRPC_SLICE_START_PTR(framed);
+  std::memcpy(start, prefix, prefix_size);
+  proto.SerializeWithCachedSizesToArray(start + prefix_size);
+  out->framed = grpc::Slice(framed, grpc::Slice::STEAL_REF);
+  grpc::Slice body = out->framed.sub(prefix_size, prefix_size + size);
+  out->message = grpc::ByteBuffer(&body, 1);
+  out->bytes = static_cast<int64_t>(size);
   if (event.gang) {
     out->queue = event.gang->spec.queue.value();
     out->gang_id = event.gang->id.value();
@@ -314,11 +396,12 @@ std::vector<std::shared_ptr<WatchHub::Watcher>> WatchHub::Watchers() const {
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Refuse(
     const grpc::Status& status) {
-  return Start(v1::WatchGangsRequest(), WatchAccess{}, status);
+  return Start(v1::WatchGangsRequest(), WatchAccess{}, WatchFormat::kEvents,
+               status);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Watch(
-    const grpc::ByteBuffer& request, WatchAccess access) {
+    const grpc::ByteBuffer& request, WatchAccess access, WatchFormat format) {
   v1::WatchGangsRequest parsed;
   grpc::ByteBuffer copy = request;  // Deserialize consumes its buffer
   grpc::Status refusal =
@@ -328,11 +411,11 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Watch(
     refusal = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                            "request: not a WatchGangsRequest");
   }
-  return Start(parsed, std::move(access), refusal);
+  return Start(parsed, std::move(access), format, refusal);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Start(
-    const v1::WatchGangsRequest& parsed, WatchAccess access,
+    const v1::WatchGangsRequest& parsed, WatchAccess access, WatchFormat format,
     grpc::Status refusal) {
   std::shared_ptr<Watcher> watcher;
   {
@@ -349,8 +432,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Start(
       refusal = CountStream(access);
     }
     if (!refusal.ok()) access.principal.clear();  // counted only if open
-    watcher = std::make_shared<Watcher>(
-        this, parsed, next, next_shard_++ % kFanOutThreads, std::move(access));
+    watcher = std::make_shared<Watcher>(this, parsed, next,
+                                        next_shard_++ % kFanOutThreads,
+                                        std::move(access), format);
     watchers_.insert(watcher);
   }
   if (!refusal.ok()) {

@@ -2,9 +2,12 @@
 // §8). The scheduler loop hands each durable batch's events to the hub, which
 // converts and serializes each event once, appends it to a ring of recent
 // events and returns; two fan-out threads then wake the streams (each owns
-// half of them). Streams share the serialized bytes, and a stream with
-// several events queued sends them back to back as buffered writes, flushed
-// by the last.
+// half of them). Streams share the serialized bytes (slices are reference
+// counted, never copied). A WatchGangs stream with several events queued
+// sends them back to back as buffered writes, flushed by the last; a
+// WatchGangBatches stream sends everything queued as ONE message (a
+// GangEventBatch framed from the same bytes), so its cost per wake-up, not
+// per event, is what grows with the event rate.
 // A watcher that resumes from an older revision reads pages from the
 // StateStore first. Streams get a BOOKMARK with the current revision when
 // idle for the bookmark interval, and are ended with RESOURCE_EXHAUSTED when
@@ -41,8 +44,12 @@ struct HubEvent {
   int64_t revision = 0;
   std::string queue;
   std::string gang_id;
-  grpc::ByteBuffer message;  // the serialized v1::GangEvent
-  int64_t bytes = 0;         // its size
+  // The serialized v1::GangEvent behind the tag and length that make it one
+  // element of GangEventBatch.events (field 1), in one slice: a batch is
+  // these slices back to back.
+  grpc::Slice framed;
+  grpc::ByteBuffer message;  // the GangEvent alone: a view into `framed`
+  int64_t bytes = 0;         // the GangEvent's size
 };
 using HubEventPtr = std::shared_ptr<const HubEvent>;
 
@@ -60,6 +67,16 @@ struct WatchAccess {
 // Converts and serializes a core event for the ring.
 HubEventPtr ToHubEvent(const core::Event& event);
 
+// What a stream sends: one GangEvent per message (WatchGangs), or every
+// event ready at once as one GangEventBatch (WatchGangBatches).
+enum class WatchFormat { kEvents, kBatches };
+
+// A WatchGangBatches message carries at most this many events and, beyond
+// its first event, this many bytes (well under the 4 MiB a gRPC client
+// accepts by default); the rest follow in the next message.
+inline constexpr int kMaxBatchEvents = 1024;
+inline constexpr int64_t kMaxBatchBytes = int64_t{1} << 20;
+
 class WatchHub : public BatchObserver {
  public:
   WatchHub(core::StateStore* store, int64_t start_revision,
@@ -76,8 +93,10 @@ class WatchHub : public BatchObserver {
   // stream that cannot get its bytes, or whose client takes no write for
   // a minute, is ended with RESOURCE_EXHAUSTED and resumes from its last
   // revision.
+  // `format` says how events are framed; the stream's contract is the same.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(
-      const grpc::ByteBuffer& request, WatchAccess access = {});
+      const grpc::ByteBuffer& request, WatchAccess access = {},
+      WatchFormat format = WatchFormat::kEvents);
   // A stream that ends at once with `status`.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Refuse(
       const grpc::Status& status);
@@ -112,7 +131,7 @@ class WatchHub : public BatchObserver {
   };
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Start(
       const v1::WatchGangsRequest& parsed, WatchAccess access,
-      grpc::Status refusal);
+      WatchFormat format, grpc::Status refusal);
   // Counts a new stream of access.principal; RESOURCE_EXHAUSTED at its cap.
   grpc::Status CountStream(const WatchAccess& access)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

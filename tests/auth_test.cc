@@ -486,6 +486,26 @@ TEST_F(AuthTest, TenantsListAndWatchOnlyTheirQueues) {
   EXPECT_GE(events, 2);  // two submits (and admissions) of queue a
   context->TryCancel();
   reader->Finish();
+  // WatchGangBatches: the same events, b's left out of every batch.
+  auto batch_context = WithToken(kTenant);
+  auto batches =
+      stubs_.scheduler->WatchGangBatches(batch_context.get(), request);
+  v1::GangEventBatch batch;
+  int batched = 0;
+  int bookmarks = 0;  // bounds the loop should an event be missing
+  while (batched < events && bookmarks < 3 && batches->Read(&batch)) {
+    for (const v1::GangEvent& e : batch.events()) {
+      if (e.type() == v1::EVENT_TYPE_BOOKMARK) {
+        ++bookmarks;
+        continue;
+      }
+      EXPECT_EQ(e.gang().spec().queue(), "a") << e.DebugString();
+      ++batched;
+    }
+  }
+  EXPECT_EQ(batched, events);
+  batch_context->TryCancel();
+  batches->Finish();
   // ListNodes hides the ids of b's gangs from the tenant.
   auto nodes_context = WithToken(kTenant);
   v1::ListNodesResponse nodes;

@@ -1,4 +1,5 @@
-// WatchGangs: list-then-watch semantics over a real daemon.
+// WatchGangs and WatchGangBatches: list-then-watch semantics over a real
+// daemon.
 #include <map>
 #include <thread>
 #include <vector>
@@ -44,6 +45,37 @@ class WatchTest : public ::testing::Test {
     v1::GangEvent event;
     while (static_cast<int>(events.size()) < n && reader.Read(&event)) {
       if (event.type() != v1::EVENT_TYPE_BOOKMARK) events.push_back(event);
+    }
+    return events;
+  }
+
+  // Reads WatchGangBatches messages until they hold `n` non-bookmark events
+  // (or the stream ends); returns the messages, bookmarks left out.
+  static std::vector<v1::GangEventBatch> ReadBatches(
+      grpc::ClientReaderInterface<v1::GangEventBatch>& reader, int n) {
+    std::vector<v1::GangEventBatch> batches;
+    v1::GangEventBatch batch;
+    int events = 0;
+    while (events < n && reader.Read(&batch)) {
+      EXPECT_GT(batch.events_size(), 0);
+      if (batch.events_size() == 1 &&
+          batch.events(0).type() == v1::EVENT_TYPE_BOOKMARK) {
+        continue;
+      }
+      for (const v1::GangEvent& event : batch.events()) {
+        EXPECT_NE(event.type(), v1::EVENT_TYPE_BOOKMARK);
+      }
+      events += batch.events_size();
+      batches.push_back(batch);
+    }
+    return batches;
+  }
+
+  static std::vector<v1::GangEvent> EventsOf(
+      const std::vector<v1::GangEventBatch>& batches) {
+    std::vector<v1::GangEvent> events;
+    for (const v1::GangEventBatch& batch : batches) {
+      events.insert(events.end(), batch.events().begin(), batch.events().end());
     }
     return events;
   }
@@ -196,6 +228,79 @@ TEST_F(WatchTest, AWatcherLeavingMidBurstLeavesTheOthersWhole) {
   EXPECT_EQ(next[0].revision(), 65);
   EXPECT_EQ(next[1].revision(), 66);
   staying_context.TryCancel();
+}
+
+TEST_F(WatchTest, ABatchCarriesEverythingQueuedBeforeTheStreamWrites) {
+  for (int i = 0; i < 16; ++i) Submit("a");  // 32 events, all committed
+  grpc::ClientContext context;
+  v1::WatchGangsRequest request;
+  request.set_after_revision(0);
+  auto reader = scheduler_->WatchGangBatches(&context, request);
+  v1::GangEventBatch batch;
+  ASSERT_TRUE(reader->Read(&batch));
+  // Everything after revision 0 was ready before the first write: one
+  // message, in revision order, nothing twice.
+  ASSERT_EQ(batch.events_size(), 32);
+  ExpectWholeAndInOrder({batch.events().begin(), batch.events().end()}, 1);
+  // The stream stays live: the next events come in later messages.
+  Submit("b");
+  std::vector<v1::GangEvent> next = EventsOf(ReadBatches(*reader, 2));
+  ASSERT_EQ(next.size(), 2u);
+  EXPECT_EQ(next[0].revision(), 33);
+  EXPECT_EQ(next[1].revision(), 34);
+  context.TryCancel();
+}
+
+TEST_F(WatchTest, BatchedBurstsArriveWholeAndInRevisionOrder) {
+  v1::WatchGangsRequest request;
+  request.set_after_revision(0);
+  grpc::ClientContext batched_context;
+  auto batched = scheduler_->WatchGangBatches(&batched_context, request);
+  grpc::ClientContext single_context;
+  auto single = scheduler_->WatchGangs(&single_context, request);
+  SubmitConcurrently(4, 8);  // 64 events while both streams drain
+  std::vector<v1::GangEvent> events = EventsOf(ReadBatches(*batched, 64));
+  ASSERT_EQ(events.size(), 64u);
+  ExpectWholeAndInOrder(events, 1);
+  // Both RPCs carry the same events, byte for byte.
+  std::vector<v1::GangEvent> singles = ReadFrom(*single, 64);
+  ASSERT_EQ(singles.size(), 64u);
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].SerializeAsString(), singles[i].SerializeAsString());
+  }
+  batched_context.TryCancel();
+  single_context.TryCancel();
+}
+
+TEST_F(WatchTest, BatchedStreamsFilterAndBookmarkLikeSingleOnes) {
+  Submit("a");
+  const std::string b = Submit("b");
+  grpc::ClientContext context;
+  v1::WatchGangsRequest request;
+  request.set_after_revision(0);
+  request.add_queues("b");
+  auto reader = scheduler_->WatchGangBatches(&context, request);
+  std::vector<v1::GangEvent> events = EventsOf(ReadBatches(*reader, 2));
+  ASSERT_EQ(events.size(), 2u);
+  for (const v1::GangEvent& event : events) EXPECT_EQ(event.gang().id(), b);
+  // Idle now: a bookmark, alone in its message, at the current revision.
+  v1::GangEventBatch bookmark;
+  ASSERT_TRUE(reader->Read(&bookmark));
+  ASSERT_EQ(bookmark.events_size(), 1);
+  EXPECT_EQ(bookmark.events(0).type(), v1::EVENT_TYPE_BOOKMARK);
+  EXPECT_EQ(bookmark.events(0).revision(), 4);
+  context.TryCancel();
+}
+
+TEST_F(WatchTest, BatchedTrimmedRevisionIsOutOfRange) {
+  for (int i = 0; i < 40; ++i) Submit("a");  // 80 events; 50 are kept
+  grpc::ClientContext context;
+  v1::WatchGangsRequest request;
+  request.set_after_revision(5);
+  auto reader = scheduler_->WatchGangBatches(&context, request);
+  v1::GangEventBatch batch;
+  EXPECT_FALSE(reader->Read(&batch));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::OUT_OF_RANGE);
 }
 
 }  // namespace

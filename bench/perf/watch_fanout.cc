@@ -5,14 +5,25 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "absl/types/span.h"
+#include "google/protobuf/arena.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
 
+ABSL_FLAG(std::string, watch_api, "batches",
+          "Watch fan-out streams: batches (WatchGangBatches, several events "
+          "per message) or events (WatchGangs, one per message)");
+
 namespace phalanx::perf {
+
+bool WatchBatchesFlag() { return absl::GetFlag(FLAGS_watch_api) != "events"; }
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -21,44 +32,98 @@ absl::Time FromTimestamp(const google::protobuf::Timestamp& ts) {
   return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
 }
 
-// One stream. Callbacks of one reactor never run concurrently, so the
-// latencies need no lock until OnDone.
-class Watcher : public grpc::ClientReadReactor<v1::GangEvent> {
+// The events of one message of either RPC.
+absl::Span<const v1::GangEvent> Events(const v1::GangEvent& event) {
+  return {&event, 1};
+}
+const google::protobuf::RepeatedPtrField<v1::GangEvent>& Events(
+    const v1::GangEventBatch& batch) {
+  return batch.events();
+}
+
+// Opens `reactor`'s stream: WatchGangs or WatchGangBatches by its type.
+void StartWatch(v1::Scheduler::Stub& stub, grpc::ClientContext* context,
+                const v1::WatchGangsRequest* request,
+                grpc::ClientReadReactor<v1::GangEvent>* reactor) {
+  stub.async()->WatchGangs(context, request, reactor);
+}
+void StartWatch(v1::Scheduler::Stub& stub, grpc::ClientContext* context,
+                const v1::WatchGangsRequest* request,
+                grpc::ClientReadReactor<v1::GangEventBatch>* reactor) {
+  stub.async()->WatchGangBatches(context, request, reactor);
+}
+
+class AnyWatcher {
+ public:
+  virtual ~AnyWatcher() = default;
+  virtual void Cancel() = 0;
+  // Waits for OnDone at most `timeout`; returns whether it came.
+  virtual bool AwaitDone(absl::Duration timeout) = 0;
+  virtual std::vector<double>& latencies_ms() = 0;
+  virtual int64_t received() const = 0;
+  virtual int64_t messages() const = 0;
+};
+
+// One stream receiving `Message`s (GangEvent or GangEventBatch). Callbacks
+// of one reactor never run concurrently, so the latencies need no lock
+// until OnDone. Messages are parsed on an arena of the stream's own, reset
+// every kArenaBytes: parsing into a heap message frees and allocates every
+// event's Gang again, which cost the client more than gRPC itself.
+template <typename Message>
+class Watcher final : public grpc::ClientReadReactor<Message>,
+                      public AnyWatcher {
  public:
   void Start(const PhalanxdProcess& daemon, v1::Scheduler::Stub& stub) {
     daemon.Authorize(context_);
-    stub.async()->WatchGangs(&context_, &request_, this);
-    StartRead(&event_);
-    StartCall();
+    StartWatch(stub, &context_, &request_, this);
+    message_ = google::protobuf::Arena::CreateMessage<Message>(&arena_);
+    this->StartRead(message_);
+    this->StartCall();
   }
   void OnReadDone(bool ok) override {
     if (!ok) return;
-    if (event_.type() != v1::EVENT_TYPE_BOOKMARK) {
-      latencies_ms_.push_back(absl::ToDoubleMilliseconds(
-          absl::Now() - FromTimestamp(event_.time())));
-      received_.fetch_add(1, std::memory_order_relaxed);
+    const absl::Time now = absl::Now();
+    int64_t events = 0;
+    for (const v1::GangEvent& event : Events(*message_)) {
+      if (event.type() == v1::EVENT_TYPE_BOOKMARK) continue;
+      latencies_ms_.push_back(
+          absl::ToDoubleMilliseconds(now - FromTimestamp(event.time())));
+      ++events;
     }
-    StartRead(&event_);
+    received_.fetch_add(events, std::memory_order_relaxed);
+    messages_.fetch_add(1, std::memory_order_relaxed);
+    if (arena_.SpaceUsed() > kArenaBytes) {
+      arena_.Reset();
+      message_ = google::protobuf::Arena::CreateMessage<Message>(&arena_);
+    }
+    this->StartRead(message_);
   }
   void OnDone(const grpc::Status&) override {
     absl::MutexLock lock(&mu_);
     done_ = true;
   }
-  void Cancel() { context_.TryCancel(); }
-  // Waits for OnDone at most `timeout`; returns whether it came.
-  bool AwaitDone(absl::Duration timeout) {
+  void Cancel() override { context_.TryCancel(); }
+  bool AwaitDone(absl::Duration timeout) override {
     absl::MutexLock lock(&mu_);
     return mu_.AwaitWithTimeout(absl::Condition(&done_), timeout);
   }
-  std::vector<double>& latencies_ms() { return latencies_ms_; }
-  int64_t received() const { return received_.load(std::memory_order_relaxed); }
+  std::vector<double>& latencies_ms() override { return latencies_ms_; }
+  int64_t received() const override {
+    return received_.load(std::memory_order_relaxed);
+  }
+  int64_t messages() const override {
+    return messages_.load(std::memory_order_relaxed);
+  }
 
  private:
   grpc::ClientContext context_;
   v1::WatchGangsRequest request_;
-  v1::GangEvent event_;
+  static constexpr uint64_t kArenaBytes = 64 << 10;
+  google::protobuf::Arena arena_;
+  Message* message_ = nullptr;        // on arena_
   std::vector<double> latencies_ms_;  // read only after OnDone
   std::atomic<int64_t> received_{0};
+  std::atomic<int64_t> messages_{0};
   absl::Mutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -116,7 +181,11 @@ int64_t SubmitAtRate(const WatchFanoutOptions& options,
 JsonObject WatchFanoutResult::ToJson() const {
   JsonObject json;
   json.Add("watchers", watchers)
+      .Add("api", batches ? "WatchGangBatches" : "WatchGangs")
       .Add("watchers_connected", watchers_connected)
+      .Add("messages", messages)
+      .Add("events_per_message",
+           messages > 0 ? static_cast<double>(deliveries) / messages : 0.0)
       .Add("events_sent", events_sent)
       .Add("deliveries", deliveries)
       .Add("expected_deliveries", events_sent * watchers)
@@ -133,14 +202,23 @@ WatchFanoutResult RunWatchFanout(const PhalanxdProcess& daemon,
                                  const SubmitOnce& submit) {
   WatchFanoutResult result;
   result.watchers = options.watchers;
+  result.batches = options.batches;
   std::vector<std::unique_ptr<v1::Scheduler::Stub>> stubs;
   for (int c = 0; c < options.connections; ++c) {
     stubs.push_back(v1::Scheduler::NewStub(daemon.NewChannel(1000 + c)));
   }
-  std::vector<std::unique_ptr<Watcher>> watchers;
+  std::vector<std::unique_ptr<AnyWatcher>> watchers;
   for (int w = 0; w < options.watchers; ++w) {
-    watchers.push_back(std::make_unique<Watcher>());
-    watchers.back()->Start(daemon, *stubs[w % stubs.size()]);
+    v1::Scheduler::Stub& stub = *stubs[w % stubs.size()];
+    if (options.batches) {
+      auto watcher = std::make_unique<Watcher<v1::GangEventBatch>>();
+      watcher->Start(daemon, stub);
+      watchers.push_back(std::move(watcher));
+    } else {
+      auto watcher = std::make_unique<Watcher<v1::GangEvent>>();
+      watcher->Start(daemon, stub);
+      watchers.push_back(std::move(watcher));
+    }
   }
   WaitForWatchers(daemon, *stubs[0], options.watchers, result);
   const Clock::time_point start = Clock::now();
@@ -164,6 +242,7 @@ WatchFanoutResult RunWatchFanout(const PhalanxdProcess& daemon,
   std::vector<double> latencies;
   for (auto& watcher : watchers) {
     watcher->AwaitDone(absl::Seconds(10));
+    result.messages += watcher->messages();
     latencies.insert(latencies.end(), watcher->latencies_ms().begin(),
                      watcher->latencies_ms().end());
   }

@@ -3,6 +3,9 @@
 // one client submits gangs at a steady rate. Delivery latency = when a
 // watcher receives an event minus the event's time (the server stamps it
 // with its batch's time, before the durable commit; same host clock).
+// The streams use WatchGangBatches (several events per message, what a
+// watcher of a busy fleet would use) unless --watch_api=events asks for
+// WatchGangs (one message per event).
 #ifndef PHALANX_BENCH_PERF_WATCH_FANOUT_H_
 #define PHALANX_BENCH_PERF_WATCH_FANOUT_H_
 
@@ -15,16 +18,23 @@
 
 namespace phalanx::perf {
 
+// The --watch_api flag: true unless it is "events".
+bool WatchBatchesFlag();
+
 struct WatchFanoutOptions {
   int watchers = 1000;
   int connections = 10;
   double events_per_sec = 50;
   double seconds = 5;
+  // WatchGangBatches; false: WatchGangs. Defaults to --watch_api.
+  bool batches = WatchBatchesFlag();
 };
 
 struct WatchFanoutResult {
   int watchers = 0;
   int watchers_connected = 0;  // as the daemon's phalanx_watchers gauge saw
+  bool batches = true;         // the RPC the streams used
+  int64_t messages = 0;        // messages received over all watchers
   int64_t events_sent = 0;     // submits that succeeded
   // The rate the submits achieved: below the asked rate when each submit
   // waited for the fan-out of the one before (a daemon that fans out on its
