@@ -50,6 +50,7 @@ GangState = types_pb2.GangState
 EventType = types_pb2.EventType
 
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
 _LEADER_KEY = "phalanx-leader"
 _MAX_HOPS = 4        # leader hints followed per call
 _MAX_ENDPOINTS = 64  # given plus learnt from hints
@@ -67,6 +68,16 @@ _CHANNEL_OPTIONS = (
     ("grpc.min_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 5000),
 )
+
+
+def _events_of(stream, batched):
+    """The GangEvents of a WatchGangBatches stream (each message's events
+    in order) or of a WatchGangs stream."""
+    if not batched:
+        yield from stream
+        return
+    for batch in stream:
+        yield from batch.events
 
 
 class GangFinished(Exception):
@@ -221,6 +232,9 @@ class Client:
             if token else ()
         self._timeout = timeout
         self._retries = retries
+        # Watches use WatchGangBatches (one message per wake-up of the
+        # stream) until a daemon answers UNIMPLEMENTED; then WatchGangs.
+        self._batched_watch = True
 
     @property
     def _endpoint(self):
@@ -521,10 +535,12 @@ class Client:
             if revision is not None:
                 request.after_revision = revision
             endpoint = self._endpoint
-            stream = endpoint.scheduler.WatchGangs(request,
-                                                   metadata=self._metadata)
+            batched = self._batched_watch
+            stream = (endpoint.scheduler.WatchGangBatches if batched else
+                      endpoint.scheduler.WatchGangs)(request,
+                                                     metadata=self._metadata)
             try:
-                for event in stream:
+                for event in _events_of(stream, batched):
                     delay = 0.1
                     revision = max(revision or 0, event.revision)
                     if event.type == types_pb2.EVENT_TYPE_BOOKMARK and \
@@ -536,6 +552,9 @@ class Client:
                     if stop is not None and stop.is_set():
                         break
             except grpc.RpcError as error:
+                if error.code() == grpc.StatusCode.UNIMPLEMENTED and batched:
+                    self._batched_watch = False  # a daemon older than it
+                    continue
                 if error.code() == grpc.StatusCode.OUT_OF_RANGE:
                     gangs, revision = self._list("", (), tuple(gang_ids))
                     for gang in gangs:

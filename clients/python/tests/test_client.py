@@ -46,6 +46,28 @@ def test_submit_watch_report_succeed(daemon):
         client.wait(gang.id, RUNNING, timeout=30)
 
 
+def test_batched_and_single_event_watches_agree(daemon):
+    # watch() reads WatchGangBatches; a client that fell back to WatchGangs
+    # (a daemon without it) yields exactly the same events.
+    client = Client(daemon.address)
+    gangs = [client.submit(queue="a", pods=1, gpus=1) for _ in range(5)]
+    last = client.wait(gangs[-1].id, "ADMITTED", timeout=30)
+    _, revision = client.get_with_revision(last.id)
+    streams = []
+    for batched in (True, False):
+        client._batched_watch = batched
+        events = client.watch(after_revision=0)
+        seen = []
+        while not seen or seen[-1].revision < revision:
+            seen.append(next(events))
+        streams.append([(e.revision, e.type, e.gang.id) for e in seen])
+    assert streams[0] == streams[1]
+    revisions = [r for r, _, _ in streams[0]]
+    assert revisions == sorted(set(revisions)), "in order, none repeated"
+    ids = {i for _, t, i in streams[0] if t == types_pb2.EVENT_TYPE_SUBMITTED}
+    assert {g.id for g in gangs} <= ids
+
+
 def test_spec_from_dict_and_errors(daemon):
     client = Client(daemon.address)
     gang = client.submit({"queue": "b", "podSets": [
