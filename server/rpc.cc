@@ -8,25 +8,48 @@
 
 namespace phalanx::server {
 
+namespace {
+
+// One call's state across its three loop callbacks, allocated once: each
+// callback captures only its address, which std::function holds inline
+// (a trivially copyable capture of at most two pointers), so queueing a
+// call allocates nothing more. The reply runs last and exactly once
+// (SchedulerLoop::Enqueue's contract) and frees it.
+struct LoopCall {
+  LoopBody body;
+  LoopRespond respond;
+  LoopFill fill;
+  std::shared_ptr<const void> keep_alive;
+  grpc::ServerUnaryReactor* reactor;
+  absl::Status status;
+};
+
+}  // namespace
+
 grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
                                     grpc::CallbackServerContext* context,
                                     LoopBody body, bool mutates,
-                                    LoopRespond respond, LoopFill fill) {
+                                    LoopRespond respond, LoopFill fill,
+                                    std::shared_ptr<const void> keep_alive) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto status = std::make_shared<absl::Status>();
+  auto* call = new LoopCall{std::move(body), std::move(respond),
+                            std::move(fill), std::move(keep_alive),
+                            reactor,         absl::OkStatus()};
   const bool queued = loop.Enqueue(
-      [body = std::move(body), status](core::Scheduler& s, absl::Time now) {
-        *status = body(s, now);
+      [call](core::Scheduler& s, absl::Time now) {
+        call->status = call->body(s, now);
       },
-      [status, respond = std::move(respond)](const core::Scheduler& s) {
-        if (status->ok() && respond) respond(s);
+      [call](const core::Scheduler& s) {
+        if (call->status.ok() && call->respond) call->respond(s);
       },
-      [reactor, status, fill = std::move(fill)] {
-        if (status->ok() && fill) fill();
-        reactor->Finish(ToGrpc(*status));
+      [call] {
+        std::unique_ptr<LoopCall> owned(call);
+        if (owned->status.ok() && owned->fill) owned->fill();
+        owned->reactor->Finish(ToGrpc(owned->status));
       },
       mutates);
   if (!queued) {
+    delete call;
     reactor->Finish(
         grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down"));
   }

@@ -4,6 +4,7 @@
 #define PHALANX_SERVER_RPC_H_
 
 #include <functional>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "core/scheduler.h"
@@ -31,11 +32,13 @@ using LoopFill = std::function<void()>;
 // (UNAVAILABLE when the loop is stopping). When `body` succeeded, `respond`
 // (if set) runs after the batch's cycle, seeing its admissions, and `fill`
 // (if set) runs off the loop before the answer. `mutates` = false for reads.
-grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
-                                    grpc::CallbackServerContext* context,
-                                    LoopBody body, bool mutates = true,
-                                    LoopRespond respond = nullptr,
-                                    LoopFill fill = nullptr);
+// `keep_alive` (if set) lives until the call is answered: what `respond`
+// and `fill` point to without owning it (so their captures stay small
+// enough for std::function to hold without allocating).
+grpc::ServerUnaryReactor* RunOnLoop(
+    SchedulerLoop& loop, grpc::CallbackServerContext* context, LoopBody body,
+    bool mutates = true, LoopRespond respond = nullptr, LoopFill fill = nullptr,
+    std::shared_ptr<const void> keep_alive = nullptr);
 
 // `body`, followed by an audit record of its outcome for `caller`.
 LoopBody Audited(Gate* gate, const Caller& caller, const RpcMethod& method,

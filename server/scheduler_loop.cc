@@ -210,7 +210,7 @@ void SchedulerLoop::Run() {
 
 bool SchedulerLoop::RunBatch() {
   // 1. Wait for commands, the cycle timer, or Stop.
-  std::deque<Command> batch;
+  std::vector<Command>& batch = batch_;
   bool exit = false;
   {
     absl::MutexLock lock(&mu_);
@@ -266,6 +266,7 @@ bool SchedulerLoop::RunBatch() {
       observer->OnIdleCycle(*scheduler_);
     }
   }
+  batch.clear();  // keeps its capacity for the next swap
   if (!exit) return true;
   absl::MutexLock lock(&mu_);
   return !queue_.empty();  // drain what arrived before Stop

@@ -19,7 +19,6 @@
 #ifndef PHALANX_SERVER_SCHEDULER_LOOP_H_
 #define PHALANX_SERVER_SCHEDULER_LOOP_H_
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -121,7 +120,10 @@ class SchedulerLoop {
   void Stop();
 
   // Queues a command. `mutates` = false marks a read that needs no cycle.
-  // Returns false (running no callback) once Stop has begun.
+  // Returns false (running no callback) once Stop has begun. Once it has
+  // returned true, `apply`, `respond` and `reply` each run exactly once and
+  // in that order (a started loop drains its queue before it stops), so a
+  // reply may free what the three share.
   bool Enqueue(Apply apply, Respond respond, Reply reply, bool mutates = true);
   // The latest published view; never null.
   std::shared_ptr<const View> view() const;
@@ -166,7 +168,10 @@ class SchedulerLoop {
   bool replies_done_ ABSL_GUARDED_BY(reply_mu_) = false;
 
   mutable absl::Mutex mu_;
-  std::deque<Command> queue_ ABSL_GUARDED_BY(mu_);
+  // Swapped with batch_ (loop thread only) at each batch: the two vectors
+  // keep their capacity, so queueing a command allocates nothing.
+  std::vector<Command> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<Command> batch_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool following_ ABSL_GUARDED_BY(mu_) = false;
   // The published view has a lock of its own: handlers read it (1-3 times

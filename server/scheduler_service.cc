@@ -101,24 +101,26 @@ struct GangAfter {
 // Runs `body` on the loop, then answers with response.gang and
 // response.revision as they stand after the batch, so a gang that fits is
 // returned already admitted, with its placement. The loop thread only takes
-// the gang's pointer; the proto is built on the reply thread.
+// the gang's pointer; the proto is built on the reply thread. The call keeps
+// `after` alive; the two callbacks hold plain pointers (no allocation).
 template <typename Response>
 grpc::ServerUnaryReactor* RunAnsweringGang(SchedulerLoop& loop,
                                            grpc::CallbackServerContext* context,
                                            LoopBody body,
                                            std::shared_ptr<GangAfter> after,
                                            Response* response) {
+  GangAfter* a = after.get();
   return RunOnLoop(
       loop, context, std::move(body), /*mutates=*/true,
-      [after](const core::Scheduler& s) {
-        after->gang = s.FindGang(after->id);
-        after->revision = s.revision();
+      [a](const core::Scheduler& s) {
+        a->gang = s.FindGang(a->id);
+        a->revision = s.revision();
       },
-      [after, response] {
-        if (after->gang)
-          convert::ToProto(*after->gang, response->mutable_gang());
-        response->set_revision(after->revision);
-      });
+      [a, response] {
+        if (a->gang) convert::ToProto(*a->gang, response->mutable_gang());
+        response->set_revision(a->revision);
+      },
+      std::move(after));
 }
 
 std::shared_ptr<GangAfter> AfterOf(const std::string& id) {

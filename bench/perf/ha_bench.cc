@@ -10,6 +10,11 @@
 //           restarted as a standby for the next round;
 //   pause:  SIGSTOP of the leader past its lease TTL -> the same; then
 //           SIGCONT, and how long the old leader took to exit.
+// With --auth (the default) the replicas run with --auth (bench_auth.h: one
+// tenant principal, rate limit raised) and every submit sends its bearer
+// token, as launchers run it. The raw etcd side has no token of its own: the
+// test cluster runs without etcd auth, for the replicas' etcd client and the
+// raw client alike.
 // Writes one JSON object (--out_json) and a markdown summary (--out_md).
 // Every wait is bounded; only processes it started are signalled.
 #include <arpa/inet.h>
@@ -40,6 +45,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "bench/perf/bench_auth.h"
 #include "bench/perf/closed_loop.h"
 #include "bench/perf/daemon_files.h"
 #include "bench/perf/stats.h"
@@ -55,6 +61,11 @@ ABSL_FLAG(std::string, clients, "1,8,64", "Concurrencies of the submit test");
 ABSL_FLAG(double, seconds, 3, "Seconds per measured submit phase");
 ABSL_FLAG(int, failovers, 3, "Repetitions of each failover (kill, pause)");
 ABSL_FLAG(int, lease_ttl_seconds, 2, "The replicas' --etcd-lease-ttl");
+ABSL_FLAG(bool, auth, true,
+          "Run the replicas with --auth: every submit sends a tenant's bearer "
+          "token");
+ABSL_FLAG(double, start_timeout_seconds, 60,
+          "Bound on each replica's start (to lead, or to stand by caught up)");
 ABSL_FLAG(std::string, out_json, "", "Write the JSON here");
 ABSL_FLAG(std::string, out_md, "", "Write the markdown summary here");
 
@@ -164,6 +175,12 @@ class Replica {
     }
     return -1;
   }
+  // Reaps the process if it has exited (no wait); true when it has.
+  bool Exited() {
+    int status = 0;
+    if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
+    return pid_ <= 0;
+  }
   bool running() const { return pid_ > 0; }
   std::string Output() const {
     std::ifstream in(log_path());
@@ -214,6 +231,18 @@ v1::SubmitGangRequest SubmitRequest(const std::string& request_id, int client) {
   return request;
 }
 
+// The `authorization` metadata of every submit ("" = none: no --auth).
+std::string& Authorization() {
+  static std::string* authorization = new std::string;
+  return *authorization;
+}
+
+void Authorize(grpc::ClientContext& context) {
+  if (!Authorization().empty()) {
+    context.AddMetadata("authorization", Authorization());
+  }
+}
+
 // Submits until one is accepted (at most `timeout`); true when one was.
 bool SubmitOnce(const std::string& address, const std::string& request_id,
                 absl::Duration timeout) {
@@ -223,6 +252,7 @@ bool SubmitOnce(const std::string& address, const std::string& request_id,
   while (absl::Now() - start < timeout) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+    Authorize(context);
     v1::SubmitGangResponse response;
     if (stub->SubmitGang(&context, SubmitRequest(request_id, 0), &response)
             .ok()) {
@@ -233,12 +263,20 @@ bool SubmitOnce(const std::string& address, const std::string& request_id,
   return false;
 }
 
-// Waits (bounded) until replica `r` prints that it stands by, in output
-// written after its first `from` bytes.
-bool AwaitStandby(const Replica& r, size_t from, absl::Duration timeout) {
+// Waits (bounded) until replica `r` stands by ready to take over: its ""
+// health service SERVING (it serves gRPC and has caught up with the log) and
+// phalanx.v1.Leader NOT_SERVING (it follows). Health, not a line of its
+// output: the daemon's wording changes ("standby:" became "following:").
+// False when it exits or `timeout` passes.
+bool AwaitStandby(Replica& r, absl::Duration timeout) {
   const absl::Time start = absl::Now();
   while (absl::Now() - start < timeout) {
-    if (r.Output().find("standby:", from) != std::string::npos) return true;
+    if (r.Exited()) return false;
+    if (Health(r.address(), "", absl::Milliseconds(500)) == 1 &&
+        Health(r.address(), "phalanx.v1.Leader", absl::Milliseconds(500)) ==
+            2) {
+      return true;
+    }
     absl::SleepFor(absl::Milliseconds(20));
   }
   return false;
@@ -277,6 +315,10 @@ int NewestEntryBytes(etcd::EtcdClient& client) {
   size_t bytes = 0;
   for (const auto& kv : response->kvs()) bytes += kv.value().size();
   return static_cast<int>(bytes / response->kvs_size());
+}
+
+absl::Duration StartTimeout() {
+  return absl::Seconds(absl::GetFlag(FLAGS_start_timeout_seconds));
 }
 
 struct Failover {
@@ -320,9 +362,8 @@ int FailoverOnce(std::vector<std::unique_ptr<Replica>>& replicas, int leader,
     replicas[leader]->Kill();  // if it did not exit
   }
   // Back as a standby for the next round.
-  const size_t from = replicas[leader]->Output().size();
   if (!replicas[leader]->Spawn() ||
-      !AwaitStandby(*replicas[leader], from, absl::Seconds(30))) {
+      !AwaitStandby(*replicas[leader], StartTimeout())) {
     Log("the old leader did not come back as a standby:\n" +
         replicas[leader]->Output());
   }
@@ -352,6 +393,15 @@ int Main() {
   }
   const int ttl = absl::GetFlag(FLAGS_lease_ttl_seconds);
   std::vector<std::string> args = files->Args();
+  if (absl::GetFlag(FLAGS_auth)) {
+    absl::StatusOr<BenchAuth> auth = WriteBenchAuth(root);
+    if (!auth.ok()) {
+      Log(auth.status().ToString());
+      return 1;
+    }
+    args.push_back("--auth=" + auth->path);
+    Authorization() = "Bearer " + auth->token;
+  }
   args.push_back("--etcd-endpoints=" + absl::StrJoin(cluster.endpoints(), ","));
   args.push_back(absl::StrCat("--etcd-prefix=", kPrefix));
   args.push_back(absl::StrCat("--etcd-lease-ttl=", ttl, "s"));
@@ -362,20 +412,20 @@ int Main() {
   }
   // r0 first, so it leads; then the standbys.
   if (!replicas[0]->Spawn()) return 1;
-  int leader = AwaitLeader(replicas, {0}, absl::Seconds(60));
+  int leader = AwaitLeader(replicas, {0}, StartTimeout());
   if (leader < 0) {
     Log("r0 did not lead:\n" + replicas[0]->Output());
     return 1;
   }
   for (int i = 1; i < 3; ++i) {
-    if (!replicas[i]->Spawn() ||
-        !AwaitStandby(*replicas[i], 0, absl::Seconds(30))) {
+    if (!replicas[i]->Spawn() || !AwaitStandby(*replicas[i], StartTimeout())) {
       Log("a standby did not start:\n" + replicas[i]->Output());
       return 1;
     }
   }
-  Log(absl::StrFormat("3 replicas up after %.1f s; r0 leads",
-                      SecondsSince(begin)));
+  Log(absl::StrFormat("3 replicas up after %.1f s; r0 leads; auth %s",
+                      SecondsSince(begin),
+                      Authorization().empty() ? "off" : "on: tenant token"));
 
   // 1. Durable submits vs raw fenced transactions of one entry's size.
   JsonObject submit_json;
@@ -405,6 +455,7 @@ int Main() {
           grpc::ClientContext context;
           context.set_deadline(
               absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+          Authorize(context);
           v1::SubmitGangResponse response;
           grpc::Status status = stubs[c % stubs.size()]->SubmitGang(
               &context,
@@ -479,6 +530,7 @@ int Main() {
   if (auto s = (*client)->MemberStatus(); s.ok()) status = *s;
   JsonObject json;
   json.Add("etcd_members", 3)
+      .Add("auth", !Authorization().empty())
       .Add("lease_ttl_s", ttl)
       .Add("seconds_per_phase", seconds)
       .Add("log_entry_bytes", entry_bytes)
@@ -490,9 +542,10 @@ int Main() {
 
   std::string md = absl::StrFormat(
       "## HA mode (phalanx-ha-bench)\n\n"
-      "3-member etcd on loopback, 3 phalanxd replicas, lease TTL %d s; "
-      "%.0f s per submit phase; raw Txn value %d bytes (the mean log entry "
-      "of the 1-client phase).\n\n"
+      "3-member etcd on loopback, 3 phalanxd replicas, lease TTL %d s, "
+      "%s; %.0f s per submit phase; raw Txn value %d bytes (the mean log "
+      "entry of the 1-client phase; etcd itself runs without auth, for the "
+      "replicas and the raw client alike).\n\n"
       "| clients | HA SubmitGang/s | p50 / p99 ms | raw etcd Txn/s | "
       "p50 / p99 ms | HA / raw |\n| --- | --- | --- | --- | --- | --- |\n%s\n\n"
       "| failover (%d rounds) | -> Leader SERVING, s (min / median / max) | "
@@ -500,7 +553,11 @@ int Main() {
       "| kill -9 of the leader | %s | %s |\n"
       "| SIGSTOP of the leader | %s | %s |\n\n"
       "After SIGCONT the paused leader exited in %s s (exit codes %s).\n",
-      ttl, seconds, entry_bytes, absl::StrJoin(submit_rows, "\n"), repetitions,
+      ttl,
+      Authorization().empty() ? "auth off"
+                              : "--auth on (every submit sends a tenant's "
+                                "bearer token)",
+      seconds, entry_bytes, absl::StrJoin(submit_rows, "\n"), repetitions,
       Mmm(killed.to_leader_s), Mmm(killed.to_submit_s), Mmm(paused.to_leader_s),
       Mmm(paused.to_submit_s), Mmm(paused.old_exit_s),
       absl::StrJoin(paused.old_exit_codes, ","));
