@@ -655,7 +655,7 @@ void Scheduler::StampUnreached(const std::string& reason) {
     // A group that failed at this epoch was reached (or is known to fail):
     // its reasons are true. A group stamped with this reason already needs
     // only the members that joined or changed since.
-    const bool again = group.stamped == reason;
+    const bool again = group.keeps_any_stamp || group.stamped == reason;
     if (group.members.empty() || group.failed_epoch == capacity_epoch_ ||
         (again && group.unstamped.empty())) {
       continue;
@@ -686,6 +686,7 @@ void Scheduler::StampUnreached(const std::string& reason) {
     }
     group.unstamped.clear();
     group.stamped = reason;
+    group.keeps_any_stamp = false;
   }
 }
 

@@ -71,12 +71,19 @@ struct PendingGroup {
   // reason, since. The next stamp with the same reason visits only them.
   std::string stamped;
   std::vector<GangId> unstamped;
+  // When true, every member not in `unstamped` carries a NO_FIT reason,
+  // which a stamp of any reason keeps: the next stamp, whatever its reason,
+  // visits only `unstamped`. Set by a restart (Scheduler::Restore) for the
+  // groups whose stored reasons are all NO_FIT, so the first stalled cycle
+  // after it does not walk every pending gang; the next stamp clears it.
+  bool keeps_any_stamp = false;
   // Notes that member `id` joined or got a reason other than `stamped`. A
   // list longer than the group forgets the stamp (the next one visits all).
   void Unstamp(const GangId& id) {
-    if (stamped.empty()) return;
+    if (stamped.empty() && !keeps_any_stamp) return;
     if (unstamped.size() >= members.size()) {
       stamped.clear();
+      keeps_any_stamp = false;
       unstamped.clear();
       return;
     }

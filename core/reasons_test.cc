@@ -100,6 +100,72 @@ TEST_F(ReasonsTest, AGangJoiningAStampedGroupGetsTheSharedCause) {
   EXPECT_EQ(mutation.gangs_put[0]->id, joined->id);
 }
 
+// The stored state of `s`, as a restart loads it.
+LoadedState StateOf(const Scheduler& s) {
+  LoadedState state;
+  state.config = s.config();
+  for (const Fleet::Slot& slot : s.fleet().slots()) {
+    state.nodes.push_back(slot.node);
+  }
+  for (const auto& [name, queue] : s.queues()) state.queues.push_back(queue);
+  for (const auto& [id, g] : s.gangs()) state.gangs.push_back(*g);
+  state.meta.next_gang_seq = 100;
+  return state;
+}
+
+// After a restart, a group whose stored reasons are all NO_FIT is known to
+// keep any stamp: the first stalled cycle visits only what joined since
+// (and still gives it the shared cause), not every pending gang.
+TEST_F(ReasonsTest, ARestartKeepsTheStampOfGroupsThatAllSayNoFit) {
+  Config config;
+  config.reservation.depth = 0;
+  config.preemption.enabled = false;
+  Init(config);
+  Submit(Spec("q").Pods(1, 8));
+  Cycle();  // one node of two is taken
+  std::vector<GangPtr> wide;
+  for (int i = 0; i < 3; ++i) wide.push_back(Submit(Spec("q").Pods(2, 8)));
+  Cycle();  // 8 GPUs free, 16 asked: NO_FIT
+  Submit(Spec("q").Pods(1, 8).Priority(5));
+  Cycle();  // the fleet is full: later cycles stop before the wide group
+  for (const GangPtr& gang : wide) {
+    ASSERT_THAT(Get(gang)->reason, StartsWith("NO_FIT"));
+  }
+  auto restored = Scheduler::Restore(StateOf(*scheduler_), now_);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  scheduler_ = *std::move(restored);
+  const PendingGroup* group = scheduler_->pending().GroupOf(wide[0]->id);
+  ASSERT_NE(group, nullptr);
+  EXPECT_TRUE(group->keeps_any_stamp);
+  GangPtr joined = Submit(Spec("q").Pods(2, 8));
+  ASSERT_EQ(scheduler_->pending().GroupOf(joined->id), group);
+  scheduler_->TakeMutation();
+  Cycle();
+  EXPECT_EQ(Get(joined)->reason, kNoFreeGpuReason);
+  for (const GangPtr& gang : wide) {
+    EXPECT_THAT(Get(gang)->reason, StartsWith("NO_FIT"));
+  }
+  Mutation mutation = scheduler_->TakeMutation();
+  ASSERT_EQ(mutation.gangs_put.size(), 1u);
+  EXPECT_EQ(mutation.gangs_put[0]->id, joined->id);
+  EXPECT_FALSE(group->keeps_any_stamp);
+  EXPECT_EQ(group->stamped, kNoFreeGpuReason);
+  // A group with another reason stored (a gang no cycle looked at yet) is
+  // walked once after a restart, and the walk writes that gang only.
+  GangPtr waiting = Submit(Spec("q").Pods(2, 8));
+  EXPECT_EQ(Get(waiting)->reason, kWaitingReason);
+  restored = Scheduler::Restore(StateOf(*scheduler_), now_);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  scheduler_ = *std::move(restored);
+  EXPECT_FALSE(scheduler_->pending().GroupOf(waiting->id)->keeps_any_stamp);
+  scheduler_->TakeMutation();
+  Cycle();
+  EXPECT_EQ(Get(waiting)->reason, kNoFreeGpuReason);
+  mutation = scheduler_->TakeMutation();
+  ASSERT_EQ(mutation.gangs_put.size(), 1u);
+  EXPECT_EQ(mutation.gangs_put[0]->id, waiting->id);
+}
+
 TEST_F(ReasonsTest, NeverFitsIsRefusedOrAcceptedAndCheckedAgainOnNewNodes) {
   Init({});
   auto refused = scheduler_->Submit(Spec("q").Pods(1, 16), now_);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -121,6 +122,9 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
   for (Queue& queue : state.queues) {
     s.queues_[queue.name] = std::move(queue);
   }
+  // The groups with a pending member whose stored reason is not NO_FIT;
+  // every other group keeps any stamp (PendingGroup::keeps_any_stamp).
+  absl::flat_hash_set<const PendingGroup*> restamp;
   for (Gang& gang : state.gangs) {
     // Placement requires the levels a waiting gang names to exist (Submit
     // and UpdateConfig keep it so; a damaged record need not).
@@ -186,6 +190,13 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
       s.preemptor_of_[stored->id] = Preemption{GangId(), deadline};
       s.timers_.insert({deadline, stored->id});
     }
+    if (stored->state == GangState::kPending &&
+        !stored->reason.starts_with("NO_FIT")) {
+      restamp.insert(s.pending_.GroupOf(stored->id));
+    }
+  }
+  for (auto& [key, group] : s.pending_.groups()) {
+    group.keeps_any_stamp = !restamp.contains(&group);
   }
   // Launchers could not renew their leases while the daemon was down: none
   // lapses during the start-up grace (as no node heartbeat times out then),
@@ -349,7 +360,8 @@ void Scheduler::SetReason(const GangPtr& gang, std::string reason) {
   copy.reason = std::move(reason);
   if (gang->state == GangState::kPending) {
     PendingGroup* group = pending_.GroupOf(gang->id);
-    if (group != nullptr && group->stamped != copy.reason) {
+    if (group != nullptr &&
+        (group->keeps_any_stamp || group->stamped != copy.reason)) {
       group->Unstamp(gang->id);
     }
     // The stored record of a pending gang, with only its reason new: no

@@ -148,6 +148,8 @@ class Scheduler {
   const absl::flat_hash_map<GangId, GangPtr>& gangs() const { return gangs_; }
   const Config& config() const { return config_; }
   const Fleet& fleet() const { return fleet_; }
+  // The pending gangs by group (for tests and benchmarks).
+  const PendingIndex& pending() const { return pending_; }
   std::optional<absl::Time> LastHeartbeat(const NodeId& id) const;
   const absl::btree_map<QueueName, Queue>& queues() const { return queues_; }
   QueueUsage Usage(const QueueName& name) const;

@@ -1,7 +1,10 @@
 #include "server/gang_snapshot.h"
 
+#include <algorithm>
 #include <map>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
@@ -84,6 +87,58 @@ TEST(GangSnapshotTest, TheLaterOfTwoPutsOfOneIdWins) {
   EXPECT_EQ(later.size(), 2u);
   EXPECT_EQ(later.Find(core::GangId("g-2"))->spec.queue.value(), "d");
   EXPECT_EQ(first.Find(core::GangId("g-2"))->spec.queue.value(), "a");
+}
+
+// A first view built from ids in order, or in any other order, is the same
+// snapshot: ids of every shape (long texts, no digits, leading zeros, more
+// than 19 digits, a text of NUL bytes) in GangIdOrder, the later of two puts
+// of one id winning.
+TEST(GangSnapshotTest, BuildsTheSameSnapshotFromOrderedAndShuffledPuts) {
+  std::vector<std::string> ids = {"g-02",
+                                  "g-2",
+                                  "g-",
+                                  "g-0",
+                                  "g-000",
+                                  "",
+                                  "abc",
+                                  "g-999999",
+                                  "g-1000000",
+                                  "g-100001",
+                                  "a-9",
+                                  "b-1",
+                                  "prefix-long-12",
+                                  "prefix-long-3",
+                                  "prefix-lonh-1",
+                                  "x-123456789012345678901",
+                                  "x-99999999999999999999",
+                                  "x-9",
+                                  std::string("g\0", 2),
+                                  std::string("g\0-1", 4),
+                                  "g-7"};
+  for (int i = 0; i < 300; ++i) ids.push_back(absl::StrFormat("g-%06d", i));
+  std::vector<std::string> ordered = ids;
+  std::sort(ordered.begin(), ordered.end(), GangIdOrder());
+  std::mt19937 random(11);
+  std::vector<std::string> shuffled = ids;
+  std::shuffle(shuffled.begin(), shuffled.end(), random);
+  auto all = [](const core::Gang&) { return true; };
+  for (const std::vector<std::string>* input : {&ordered, &shuffled}) {
+    std::vector<core::GangPtr> put;
+    for (const std::string& id : *input) put.push_back(MakeGang(id, "first"));
+    put.push_back(MakeGang("g-2", "second"));  // a later put of one id wins
+    put.push_back(MakeGang("", "second"));
+    GangSnapshot snapshot = GangSnapshot().Apply(put, {});
+    ASSERT_EQ(snapshot.size(), ids.size());
+    // The empty id sorts first, so List("") starts after it.
+    std::vector<core::GangPtr> listed = snapshot.List("", 1000, all);
+    ASSERT_EQ(listed.size(), ordered.size() - 1);
+    for (size_t i = 0; i < listed.size(); ++i) {
+      EXPECT_EQ(listed[i]->id.value(), ordered[i + 1]) << i;
+    }
+    EXPECT_EQ(snapshot.Find(core::GangId("g-2"))->spec.queue.value(), "second");
+    EXPECT_EQ(snapshot.Find(core::GangId(""))->spec.queue.value(), "second");
+    EXPECT_EQ(snapshot.Find(core::GangId("g-02"))->spec.queue.value(), "first");
+  }
 }
 
 // Random puts, replacements and deletes against a std::map in the same
