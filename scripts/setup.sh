@@ -11,7 +11,7 @@ packages=(
   librocksdb-dev libabsl-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-grpcio python3-protobuf python3-matplotlib python3-pytest python3-yaml
-  libcli11-dev nlohmann-json3-dev
+  libcli11-dev nlohmann-json3-dev libgoogle-perftools-dev
   etcd-server etcd-client golang-etcd-server-dev golang-github-gogo-protobuf-dev
   golang-github-grpc-ecosystem-grpc-gateway-dev
 )
