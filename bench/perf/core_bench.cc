@@ -76,21 +76,6 @@ void BM_AdmitIntoEmptyFleet(benchmark::State& state) {
       static_cast<double>(admitted) / static_cast<double>(state.iterations());
 }
 
-// Completes `count` random active gangs (SUCCEEDED) at `now`.
-void CompleteRandom(core::Scheduler& scheduler,
-                    std::vector<core::GangId>& active, GangMix& rng, int count,
-                    absl::Time now) {
-  for (int i = 0; i < count && !active.empty(); ++i) {
-    const size_t pick = rng.Below(active.size());
-    std::swap(active[pick], active.back());
-    core::GangReport report;
-    report.gang_id = active.back();
-    report.state = core::GangState::kSucceeded;
-    active.pop_back();
-    (void)scheduler.Report(report, now);
-  }
-}
-
 // Steady churn: each step completes `completions` random active gangs,
 // submits as many gangs as the last step admitted (pending stays constant),
 // runs a cycle and takes the mutation — the scheduler thread's whole work per

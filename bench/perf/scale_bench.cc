@@ -100,20 +100,6 @@ int CollectAdmitted(const core::Mutation& mutation,
   return admitted;
 }
 
-void CompleteRandom(core::Scheduler& scheduler,
-                    std::vector<core::GangId>& active, GangMix& rng, int count,
-                    absl::Time now) {
-  for (int i = 0; i < count && !active.empty(); ++i) {
-    const size_t pick = rng.Below(active.size());
-    std::swap(active[pick], active.back());
-    core::GangReport report;
-    report.gang_id = active.back();
-    report.state = core::GangState::kSucceeded;
-    active.pop_back();
-    (void)scheduler.Report(report, now);
-  }
-}
-
 int64_t PendingCount(const core::Scheduler& scheduler) {
   int64_t pending = 0;
   for (const auto& [id, gang] : scheduler.gangs()) {

@@ -162,4 +162,18 @@ int SubmitMany(core::Scheduler& scheduler, GangMix& mix, int count,
   return accepted;
 }
 
+void CompleteRandom(core::Scheduler& scheduler,
+                    std::vector<core::GangId>& active, GangMix& rng, int count,
+                    absl::Time now) {
+  for (int i = 0; i < count && !active.empty(); ++i) {
+    const size_t pick = rng.Below(active.size());
+    std::swap(active[pick], active.back());
+    core::GangReport report;
+    report.gang_id = active.back();
+    report.state = core::GangState::kSucceeded;
+    active.pop_back();
+    (void)scheduler.Report(report, now);
+  }
+}
+
 }  // namespace phalanx::perf

@@ -84,6 +84,12 @@ std::unique_ptr<core::Scheduler> MakeScheduler(int nodes, int pending,
 int SubmitMany(core::Scheduler& scheduler, GangMix& mix, int count,
                absl::Time now);
 
+// Completes `count` random gangs of `active` (Report SUCCEEDED at `now`)
+// and removes them from it; fewer when `active` runs out.
+void CompleteRandom(core::Scheduler& scheduler,
+                    std::vector<core::GangId>& active, GangMix& rng, int count,
+                    absl::Time now);
+
 }  // namespace phalanx::perf
 
 #endif  // PHALANX_BENCH_PERF_WORKLOAD_H_
