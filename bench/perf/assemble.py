@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from assemble_scale import read_json  # same folder
+
 GOALS = {
     "core_admissions_per_sec": (">=", 50000),
     "unchanged_cycle_us": ("<", 100),
@@ -21,12 +23,6 @@ GOALS = {
 }
 
 
-def read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
 
 
 def machine():

@@ -55,6 +55,7 @@ def growth_class(k):
 
 
 def read_json(path):
+    """The JSON object in `path`; {} when it is missing or unreadable."""
     try:
         with open(path) as f:
             return json.load(f)
