@@ -88,4 +88,5 @@ printf '{"load_before": "%s", "load_after": "%s", "seconds": %d, "mode": "%s"}\n
 
 cd "$root"
 /usr/bin/python3 "$root/bench/perf/assemble_scale.py" "$raw" "$results"
+/usr/bin/python3 "$root/bench/perf/assemble.py" --refresh-scale "$results"
 echo "scale.sh: $mode run took $((end - start)) s ($((end - built)) s after the build)" >&2

@@ -3,6 +3,8 @@
 bench/results/latest.json and latest.md (bench/run.sh calls this).
 
 usage: assemble.py MODE CORE_JSON LOAD_JSON OUT_DIR
+       assemble.py --refresh-scale OUT_DIR   (bench/scale.sh: name the new
+           scale grid in an existing latest.{json,md}; nothing else changes)
 """
 import json
 import os
@@ -286,7 +288,30 @@ def scale_line(out_dir, result):
                 else "%d superlinear terms" % terms))
 
 
+def refresh_scale(out_dir):
+    """Names the scale grid now in scale.json in latest.{json,md}, which
+    keep their own figures, commit and date."""
+    result = read_json(os.path.join(out_dir, "latest.json"))
+    md_path = os.path.join(out_dir, "latest.md")
+    if not result or not os.path.exists(md_path):
+        return
+    line = scale_line(out_dir, result)
+    with open(os.path.join(out_dir, "latest.json"), "w") as f:
+        json.dump(result, f, indent=1, sort_keys=False)
+        f.write("\n")
+    with open(md_path) as f:
+        md = f.read()
+    start = md.find("\nScale grid (`bench/run.sh --scale")
+    if start >= 0:
+        md = md[:start]
+    with open(md_path, "w") as f:
+        f.write(md + line)
+
+
 def main():
+    if sys.argv[1:2] == ["--refresh-scale"]:
+        refresh_scale(sys.argv[2])
+        return
     mode, core_path, load_path, out_dir = sys.argv[1:5]
     core = read_json(core_path)
     load = read_json(load_path)

@@ -10,6 +10,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import assemble  # noqa: E402
 import assemble_scale  # noqa: E402
 
 SIZES = (10_000, 100_000, 1_000_000)
@@ -55,6 +56,34 @@ class FoldTest(unittest.TestCase):
         self.assertEqual(points[(1000, 10)]["churn_admissions_per_sec"], 20.0)
         self.assertEqual(points[(1000, 10)]["rss_bytes_per_pending_gang"], 300)
         self.assertIsNone(points[(1000, 0)]["rss_bytes_per_pending_gang"])
+
+
+class RefreshScaleTest(unittest.TestCase):
+    def test_names_the_new_grid_and_keeps_the_rest(self):
+        with tempfile.TemporaryDirectory() as out:
+            def write(name, text):
+                with open(os.path.join(out, name), "w") as f:
+                    f.write(text)
+            write("latest.json", json.dumps(
+                {"meta": {"commit": "run1"}, "x": 1,
+                 "scale": {"commit": "old"}}))
+            write("latest.md", "| figure |\n\nScale grid (`bench/run.sh "
+                  "--scale`, commit old, then): 3 superlinear terms "
+                  "(goal 0); figures and growth rates in scale.md.\n")
+            write("scale.json", json.dumps(
+                {"commit": "new", "date": "d", "mode": "full",
+                 "superlinear_terms": 0}))
+            assemble.refresh_scale(out)
+            with open(os.path.join(out, "latest.json")) as f:
+                latest = json.load(f)
+            with open(os.path.join(out, "latest.md")) as f:
+                md = f.read()
+        self.assertEqual(latest["meta"], {"commit": "run1"})
+        self.assertEqual(latest["x"], 1)
+        self.assertEqual(latest["scale"]["commit"], "new")
+        self.assertTrue(md.startswith("| figure |\n"))
+        self.assertEqual(md.count("Scale grid"), 1)
+        self.assertIn("commit new, d): 0 superlinear terms", md)
 
 
 if __name__ == "__main__":
