@@ -180,7 +180,7 @@ TEST_F(WatchTest, IdleStreamGetsABookmarkWithTheCurrentRevision) {
   context.TryCancel();
 }
 
-TEST_F(WatchTest, TrimmedRevisionIsOutOfRange) {
+TEST_F(WatchTest, TrimmedRevisionIsOutOfRangeOnBothStreams) {
   for (int i = 0; i < 40; ++i) Submit("a");  // 80 events; 50 are kept
   grpc::ClientContext context;
   v1::WatchGangsRequest request;
@@ -189,6 +189,13 @@ TEST_F(WatchTest, TrimmedRevisionIsOutOfRange) {
   v1::GangEvent event;
   EXPECT_FALSE(reader->Read(&event));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  {  // WatchGangBatches refuses it alike
+    grpc::ClientContext batched_context;
+    auto batches = scheduler_->WatchGangBatches(&batched_context, request);
+    v1::GangEventBatch batch;
+    EXPECT_FALSE(batches->Read(&batch));
+    EXPECT_EQ(batches->Finish().error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  }
   request.set_after_revision(70);
   std::vector<v1::GangEvent> tail = Read(request, 10);
   ASSERT_EQ(tail.size(), 10u);
@@ -290,17 +297,6 @@ TEST_F(WatchTest, BatchedStreamsFilterAndBookmarkLikeSingleOnes) {
   EXPECT_EQ(bookmark.events(0).type(), v1::EVENT_TYPE_BOOKMARK);
   EXPECT_EQ(bookmark.events(0).revision(), 4);
   context.TryCancel();
-}
-
-TEST_F(WatchTest, BatchedTrimmedRevisionIsOutOfRange) {
-  for (int i = 0; i < 40; ++i) Submit("a");  // 80 events; 50 are kept
-  grpc::ClientContext context;
-  v1::WatchGangsRequest request;
-  request.set_after_revision(5);
-  auto reader = scheduler_->WatchGangBatches(&context, request);
-  v1::GangEventBatch batch;
-  EXPECT_FALSE(reader->Read(&batch));
-  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::OUT_OF_RANGE);
 }
 
 }  // namespace

@@ -152,21 +152,21 @@ def growth_rows(points):
     nodes_axis = sorted({n for n, p in points})
     pending_axis = sorted({p for n, p in points if p > 0})
     rows = []
+
+    def add(name, label, is_rate, axis, fixed, series_keys):
+        series = [(x, cost(points[key], name, is_rate))
+                  for x, key in series_keys if key in points]
+        k = growth_exponent(series)
+        rows.append({"cost": name, "label": label, "axis": axis,
+                     "fixed": fixed, "exponent": k, "growth": growth_class(k)})
+
     for name, label, is_rate in GROWTH_COSTS:
         for nodes in nodes_axis:
-            series = [(p, cost(points[(nodes, p)], name, is_rate))
-                      for p in pending_axis if (nodes, p) in points]
-            k = growth_exponent(series)
-            rows.append({"cost": name, "label": label, "axis": "pending",
-                         "fixed": f"{nodes} nodes", "exponent": k,
-                         "growth": growth_class(k)})
+            add(name, label, is_rate, "pending", f"{nodes} nodes",
+                [(p, (nodes, p)) for p in pending_axis])
         for pending in pending_axis:
-            series = [(n, cost(points[(n, pending)], name, is_rate))
-                      for n in nodes_axis if (n, pending) in points]
-            k = growth_exponent(series)
-            rows.append({"cost": name, "label": label, "axis": "nodes",
-                         "fixed": f"{pending} pending", "exponent": k,
-                         "growth": growth_class(k)})
+            add(name, label, is_rate, "nodes", f"{pending} pending",
+                [(n, (n, pending)) for n in nodes_axis])
     return rows
 
 
