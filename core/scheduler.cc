@@ -87,6 +87,33 @@ Scheduler::Scheduler(Config config)
       ledger_(config_.fair_share),
       dirty_config_(true) {}
 
+namespace {
+
+// The counters a damaged meta record could set past what later arithmetic
+// (revision_ + 1, the retention window) can hold. 2^62 events is 146,000
+// years at a million events a second.
+constexpr int64_t kMaxCounter = int64_t{1} << 62;
+
+absl::Status CheckMeta(const Meta& meta) {
+  if (meta.last_revision < 0 || meta.last_revision >= kMaxCounter) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "meta.last_revision: ", meta.last_revision, " is outside [0, 2^62)"));
+  }
+  if (meta.next_gang_seq < 1 || meta.next_gang_seq >= kMaxCounter) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "meta.next_gang_seq: ", meta.next_gang_seq, " is outside [1, 2^62)"));
+  }
+  if (meta.first_retained_revision < 1 ||
+      meta.first_retained_revision > meta.last_revision + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "meta.first_retained_revision: ", meta.first_retained_revision,
+        " is outside [1, last_revision + 1 = ", meta.last_revision + 1, "]"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
                                                               absl::Time now) {
   auto scheduler = std::make_unique<Scheduler>(state.config.value_or(Config{}));
@@ -99,6 +126,9 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
   // does (a damaged store) must not size the free index. Sizes are checked
   // against the widest limits a config may set, so nodes stored under
   // looser limits than today's still load.
+  if (absl::Status st = CheckMeta(state.meta); !st.ok()) {
+    return refuse(st.message());
+  }
   LimitsConfig widest;
   widest.max_labels = 1024;
   widest.max_label_key_bytes = 1024;

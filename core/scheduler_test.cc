@@ -1,5 +1,6 @@
 #include "core/scheduler.h"
 
+#include <limits>
 #include <set>
 #include <string>
 
@@ -245,6 +246,35 @@ TEST_F(SchedulerTest, RestoreRefusesAGangAtAnUnknownLevel) {
   EXPECT_EQ(restored.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(restored.status().message(),
               HasSubstr("pod_sets[0].topology.level: unknown level"));
+}
+
+// Found by fuzz/record_fuzzer: a damaged meta record with last_revision
+// 2^63-1 overflowed the retention window's arithmetic in the first cycle.
+TEST_F(SchedulerTest, RestoreRefusesMetaCountersOutOfRange) {
+  MemoryStore store;
+  ASSERT_TRUE(store.Commit(scheduler_.TakeMutation()).ok());
+  const LoadedState good = *store.LoadAll();
+  ASSERT_TRUE(Scheduler::Restore(good, now_).ok());
+  struct Case {
+    Meta meta;
+    const char* field;
+  };
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  const Case cases[] = {
+      {{max, 1, 1}, "meta.last_revision"},
+      {{-1, 1, 1}, "meta.last_revision"},
+      {{5, 0, 1}, "meta.next_gang_seq"},
+      {{5, max, 1}, "meta.next_gang_seq"},
+      {{5, 1, 0}, "meta.first_retained_revision"},
+      {{5, 1, 7}, "meta.first_retained_revision"},
+  };
+  for (const Case& c : cases) {
+    LoadedState state = good;
+    state.meta = c.meta;
+    auto restored = Scheduler::Restore(state, now_);
+    EXPECT_EQ(restored.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(restored.status().message(), HasSubstr(c.field));
+  }
 }
 
 TEST_F(SchedulerTest, RetentionTrimsFinishedGangs) {
