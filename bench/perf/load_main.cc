@@ -66,6 +66,9 @@ ABSL_FLAG(std::string, tmp, "/tmp", "Where the temporary directory goes");
 ABSL_FLAG(bool, submit_only, false,
           "Run only the submit phases (warm-up, prefill, submit vs limits, "
           "batching): no memory, GetGang, watch or restart phase");
+ABSL_FLAG(bool, watch_only, false,
+          "Run only the warm-up, the prefill (--prefill) and the watch "
+          "fan-out runs (--watch_rates): for A/B runs of the watch path");
 ABSL_FLAG(std::string, server_cpus, "",
           "CPUs (comma-separated) to pin phalanxd and phalanx-empty-rpc to, "
           "every thread (\"\": no pinning)");
@@ -431,6 +434,36 @@ JsonObject Batching(const PhalanxdProcess& daemon) {
   return json;
 }
 
+// One watch fan-out run per --watch_rates rate into `json`: "watch" keeps
+// the first (the headline, 50/s), "watch_by_rate" all of them.
+void WatchRuns(const PhalanxdProcess& daemon, LoadClients& clients,
+               double seconds, JsonObject& json) {
+  JsonObject by_rate;
+  bool first = true;
+  for (double rate : ParseWatchRates()) {
+    Log(absl::StrFormat("watch fan-out, %d watchers, %g events/s",
+                        absl::GetFlag(FLAGS_watchers), rate));
+    WatchFanoutOptions watch;
+    watch.watchers = absl::GetFlag(FLAGS_watchers);
+    watch.events_per_sec = rate;
+    watch.seconds = seconds;
+    clients.NextRound();
+    CpuTally cpu;
+    cpu.Start(daemon);
+    const WatchFanoutResult result = RunWatchFanout(
+        daemon, watch, [&](int64_t i) { return clients.Submit(0, i); });
+    cpu.Stop(daemon);
+    // Per delivery: the load generator's 1,000 reactors share the machine.
+    JsonObject entry = result.ToJson();
+    entry.Add("events_per_sec_asked", rate)
+        .Add("cpu_per_delivery", cpu.ToJson(result.deliveries));
+    if (first) json.Add("watch", entry);
+    first = false;
+    by_rate.Add(absl::StrFormat("%g", rate), entry);
+  }
+  json.Add("watch_by_rate", by_rate);
+}
+
 absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
   const double seconds = SecondsFlag(quick);
   const std::string dir = root + "/daemon";
@@ -465,6 +498,12 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
     clients.NextRound();
     RunClosedLoop(64, 300, prefill / 64 + 1,
                   [&](int c, int64_t i) { return clients.Submit(c, i); });
+  }
+  if (absl::GetFlag(FLAGS_watch_only)) {
+    JsonObject json;
+    WatchRuns(daemon, clients, seconds, json);
+    json.Add("daemon_exit_code", daemon.Terminate());
+    return json;
   }
   const int64_t rss_before = daemon.RssBytes();
   const double pending_before = PendingGangs(clients);
@@ -518,31 +557,7 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
                                 ByMode(absl::GetFlag(FLAGS_pending_target),
                                        quick, 20'000, 100'000)));
   json.Add("get", Reads(clients, seconds));
-  // One run per rate; "watch" keeps the first (the headline, 50/s).
-  JsonObject by_rate;
-  bool first = true;
-  for (double rate : ParseWatchRates()) {
-    Log(absl::StrFormat("watch fan-out, %d watchers, %g events/s",
-                        absl::GetFlag(FLAGS_watchers), rate));
-    WatchFanoutOptions watch;
-    watch.watchers = absl::GetFlag(FLAGS_watchers);
-    watch.events_per_sec = rate;
-    watch.seconds = seconds;
-    clients.NextRound();
-    CpuTally cpu;
-    cpu.Start(daemon);
-    const WatchFanoutResult result = RunWatchFanout(
-        daemon, watch, [&](int64_t i) { return clients.Submit(0, i); });
-    cpu.Stop(daemon);
-    // Per delivery: the load generator's 1,000 reactors share the machine.
-    JsonObject entry = result.ToJson();
-    entry.Add("events_per_sec_asked", rate)
-        .Add("cpu_per_delivery", cpu.ToJson(result.deliveries));
-    if (first) json.Add("watch", entry);
-    first = false;
-    by_rate.Add(absl::StrFormat("%g", rate), entry);
-  }
-  json.Add("watch_by_rate", by_rate);
+  WatchRuns(daemon, clients, seconds, json);
   json.Add("daemon_exit_code", daemon.Terminate());
   return json;
 }
@@ -579,7 +594,7 @@ int Main(bool quick) {
     Log(daemon.status().ToString());
     code = 1;
   }
-  if (absl::GetFlag(FLAGS_submit_only)) {
+  if (absl::GetFlag(FLAGS_submit_only) || absl::GetFlag(FLAGS_watch_only)) {
     std::filesystem::remove_all(root);
     return WriteOut(out) ? code : 1;
   }
