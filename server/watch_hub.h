@@ -1,11 +1,14 @@
 // WatchHub: fans committed events out to WatchGangs streams (docs/design.md
 // §8). The scheduler loop hands each durable batch's events to the hub, which
 // converts and serializes each event once, appends it to a ring of recent
-// events and returns; two fan-out threads then wake the streams (each owns
-// half of them). Streams share the serialized bytes (slices are reference
-// counted, never copied). A WatchGangs stream with several events queued
-// sends them back to back as buffered writes, flushed by the last; a
-// WatchGangBatches stream sends everything queued as ONE message (a
+// events and returns; two fan-out threads then sweep the streams (each owns
+// half of them), at most every WatchFlush::interval while events keep
+// coming, so events that arrive close together go out in one message (or
+// one burst of writes). Streams share the serialized bytes (slices are
+// reference counted, never copied; each sweep also seals the new events
+// into one slice a caught-up stream sends whole). A WatchGangs stream with
+// several events queued sends them back to back as buffered writes, flushed by
+// the last; a WatchGangBatches stream sends everything queued as ONE message (a
 // GangEventBatch framed from the same bytes), so its cost per wake-up, not
 // per event, is what grows with the event rate.
 // A watcher that resumes from an older revision reads pages from the
@@ -77,10 +80,22 @@ enum class WatchFormat { kEvents, kBatches };
 inline constexpr int kMaxBatchEvents = 1024;
 inline constexpr int64_t kMaxBatchBytes = int64_t{1} << 20;
 
+// When the fan-out sweeps the streams (hands them the events that arrived
+// since the last sweep): at once for an event that comes `quiet` or more
+// after the last sweep (a lone event waits for nothing), else `interval`
+// after the last sweep, together with everything that arrived meanwhile.
+// So a stream gets at most one message per `interval` while events keep
+// coming, and an event waits at most `interval` for its sweep (plus the
+// stream's write in flight, if any). docs/watch.md.
+struct WatchFlush {
+  absl::Duration quiet = absl::Milliseconds(15);
+  absl::Duration interval = absl::Milliseconds(25);
+};
+
 class WatchHub : public BatchObserver {
  public:
   WatchHub(core::StateStore* store, int64_t start_revision,
-           size_t ring_capacity = 65536);
+           size_t ring_capacity = 65536, WatchFlush flush = {});
   ~WatchHub() override;
 
   // Starts a stream for `request` (a serialized v1::WatchGangsRequest)
@@ -121,6 +136,23 @@ class WatchHub : public BatchObserver {
 
  private:
   friend class Watcher;
+  // Consecutive ring events sealed by a sweep: their framed slices copied
+  // back to back into one slice, so a stream that sends all of them adds one
+  // slice to its GangEventBatch instead of one per event (fewer references
+  // to take and drop, one iovec). At most kSegmentEvents events and (beyond
+  // the first) kSegmentBytes; all segments together at most kSegmentsBytes,
+  // and none outlives its events in the ring.
+  struct Segment {
+    int64_t first = 0;  // the revisions of its first and last event
+    int64_t last = 0;
+    int events = 0;
+    int64_t bytes = 0;  // its events' `bytes`, summed
+    grpc::Slice framed;
+  };
+  using SegmentPtr = std::shared_ptr<const Segment>;
+  static constexpr size_t kSegmentEvents = 256;
+  static constexpr size_t kSegmentBytes = size_t{256} << 10;
+  static constexpr int64_t kSegmentsBytes = int64_t{16} << 20;
   // What a watcher needs to refill, read under one lock.
   struct RingRead {
     std::vector<HubEventPtr> events;  // after `after`, at most `limit`
@@ -128,6 +160,8 @@ class WatchHub : public BatchObserver {
     int64_t head = 0;                 // the newest revision in the ring
     int64_t max_lag = 0;
     int64_t stream_bytes = 0;  // what one stream may queue
+    // With `segments`: the sealed segments within `events`, in order.
+    std::vector<SegmentPtr> segments;
   };
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Start(
       const v1::WatchGangsRequest& parsed, WatchAccess access,
@@ -138,7 +172,9 @@ class WatchHub : public BatchObserver {
   // Takes `bytes` from the total buffer budget; false when it is spent.
   bool Reserve(int64_t bytes);
   void Release(int64_t bytes);
-  RingRead ReadRing(int64_t after, int limit) const;
+  RingRead ReadRing(int64_t after, int limit, bool segments) const;
+  // Seals the ring's events after sealed_ into segments; trims segments.
+  void Seal() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Remove(Watcher* watcher);
   void FanOut(int shard);
   void TickBookmarks();
@@ -148,9 +184,13 @@ class WatchHub : public BatchObserver {
 
   core::StateStore* store_;
   const size_t ring_capacity_;
+  const WatchFlush flush_;
   mutable absl::Mutex mu_;
   std::deque<HubEventPtr> ring_ ABSL_GUARDED_BY(mu_);
   int64_t revision_ ABSL_GUARDED_BY(mu_);
+  std::deque<SegmentPtr> segments_ ABSL_GUARDED_BY(mu_);
+  int64_t segment_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t sealed_ ABSL_GUARDED_BY(mu_);          // the last revision sealed
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped when the ring grows
   absl::Duration bookmark_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(10);
   int64_t max_lag_ ABSL_GUARDED_BY(mu_) = 100000;

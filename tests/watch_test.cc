@@ -299,5 +299,47 @@ TEST_F(WatchTest, BatchedStreamsFilterAndBookmarkLikeSingleOnes) {
   context.TryCancel();
 }
 
+// Live streams of one burst, batched with and without a filter and single:
+// each sees its events whole, in order and byte for byte alike, however
+// the hub groups them into messages.
+TEST_F(WatchTest, LiveBatchedStreamsAgreeWithAndWithoutAFilter) {
+  v1::WatchGangsRequest all;
+  all.set_after_revision(0);
+  v1::WatchGangsRequest only_b = all;
+  only_b.add_queues("b");
+  grpc::ClientContext all_context, b_context, single_context;
+  auto batched = scheduler_->WatchGangBatches(&all_context, all);
+  auto batched_b = scheduler_->WatchGangBatches(&b_context, only_b);
+  auto single = scheduler_->WatchGangs(&single_context, all);
+  std::vector<std::thread> submitters;
+  for (const char* queue : {"a", "b", "a", "b"}) {
+    submitters.emplace_back([this, queue] {
+      for (int i = 0; i < 6; ++i) Submit(queue);
+    });
+  }
+  for (std::thread& submitter : submitters) submitter.join();
+  std::vector<v1::GangEvent> events = EventsOf(ReadBatches(*batched, 48));
+  ASSERT_EQ(events.size(), 48u);
+  ExpectWholeAndInOrder(events, 1);
+  std::vector<v1::GangEvent> singles = ReadFrom(*single, 48);
+  ASSERT_EQ(singles.size(), 48u);
+  std::vector<std::string> of_b;
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].SerializeAsString(), singles[i].SerializeAsString());
+    if (events[i].gang().spec().queue() == "b") {
+      of_b.push_back(events[i].SerializeAsString());
+    }
+  }
+  ASSERT_EQ(of_b.size(), 24u);
+  std::vector<v1::GangEvent> b_events = EventsOf(ReadBatches(*batched_b, 24));
+  ASSERT_EQ(b_events.size(), 24u);
+  for (size_t i = 0; i < b_events.size(); ++i) {
+    EXPECT_EQ(b_events[i].SerializeAsString(), of_b[i]);
+  }
+  all_context.TryCancel();
+  b_context.TryCancel();
+  single_context.TryCancel();
+}
+
 }  // namespace
 }  // namespace phalanx::testing
