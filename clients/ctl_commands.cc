@@ -24,6 +24,7 @@
 #include "clients/ctl_requests.h"
 #include "clients/ctl_run.h"
 #include "clients/ctl_views.h"
+#include "clients/ctl_watch.h"
 #include "grpcpp/grpcpp.h"
 #include "phalanx/v1/admin.grpc.pb.h"
 #include "phalanx/v1/fleet.grpc.pb.h"
@@ -277,14 +278,16 @@ int Watch(Session& s) {
           request->after_revision(), current.revision())));
     }
   }
-  grpc::ClientContext context;  // no deadline: runs until Ctrl-C or the end
-  s.Prepare(&context);
-  std::unique_ptr<grpc::ClientReader<v1::GangEvent>> reader =
-      s.scheduler()->WatchGangs(&context, *request);
   if (!s.json()) s.out() << WatchHeader() << std::flush;
-  v1::GangEvent event;
-  while (reader->Read(&event)) PrintEvent(s, event);
-  grpc::Status status = reader->Finish();
+  bool batches = true;  // WatchGangBatches, unless the daemon predates it
+  // No deadline: runs until Ctrl-C or the end.
+  grpc::Status status = ReadWatchStream(
+      *s.scheduler(), *request,
+      [&s](grpc::ClientContext* context) {
+        if (context != nullptr) s.Prepare(context);
+        return true;
+      },
+      [&s](const v1::GangEvent& event) { PrintEvent(s, event); }, batches);
   if (!status.ok()) return s.RpcError(status);
   return kExitOk;
 }

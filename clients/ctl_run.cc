@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "clients/ctl_format.h"
 #include "clients/ctl_requests.h"
+#include "clients/ctl_watch.h"
 #include "grpcpp/grpcpp.h"
 #include "phalanx/v1/fleet.grpc.pb.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
@@ -81,7 +82,8 @@ absl::Time FromProto(const google::protobuf::Timestamp& ts) {
   return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
 }
 
-// Follows WatchGangs for one gang on a thread of its own: resumes after the
+// Follows one gang's events on a thread of its own (WatchGangBatches, or
+// WatchGangs from a daemon that predates it): resumes after the
 // last revision when the stream breaks, re-reads the gang on OUT_OF_RANGE,
 // keeps the latest Gang and writes a byte to `notify_fd` on each change.
 // Thread-safe.
@@ -131,31 +133,32 @@ class GangWatcher {
     }
   }
 
+  // Registers the stream's context for Stop (null: the stream ended).
+  bool Attach(grpc::ClientContext* context) {
+    if (context != nullptr) connection_.Prepare(context);
+    std::lock_guard<std::mutex> lock(mu_);
+    context_ = context;
+    return context == nullptr || !stopped_;
+  }
+
   void Loop() {
+    bool batches = true;
     while (true) {
-      grpc::ClientContext context;
-      connection_.Prepare(&context);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stopped_) return;
-        context_ = &context;
-      }
       v1::WatchGangsRequest request;
       request.set_after_revision(revision_);
       request.add_gang_ids(gang_id_);
-      std::unique_ptr<grpc::ClientReader<v1::GangEvent>> reader =
-          stub_->WatchGangs(&context, request);
-      v1::GangEvent event;
-      while (reader->Read(&event)) {
-        revision_ = std::max(revision_, event.revision());
-        if (event.type() != v1::EVENT_TYPE_BOOKMARK &&
-            event.gang().id() == gang_id_) {
-          Publish(event.gang());
-        }
-      }
-      const grpc::Status status = reader->Finish();
+      const grpc::Status status = ReadWatchStream(
+          *stub_, request,
+          [this](grpc::ClientContext* context) { return Attach(context); },
+          [this](const v1::GangEvent& event) {
+            revision_ = std::max(revision_, event.revision());
+            if (event.type() != v1::EVENT_TYPE_BOOKMARK &&
+                event.gang().id() == gang_id_) {
+              Publish(event.gang());
+            }
+          },
+          batches);
       std::unique_lock<std::mutex> lock(mu_);
-      context_ = nullptr;
       if (stopped_) return;
       if (status.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
         lock.unlock();
