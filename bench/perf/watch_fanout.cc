@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <thread>
@@ -62,6 +63,8 @@ class AnyWatcher {
   virtual std::vector<double>& latencies_ms() = 0;
   virtual int64_t received() const = 0;
   virtual int64_t messages() const = 0;
+  // Whether the stream ended before Cancel (read only after OnDone).
+  virtual bool failed() const = 0;
 };
 
 // One stream receiving `Message`s (GangEvent or GangEventBatch). Callbacks
@@ -98,11 +101,27 @@ class Watcher final : public grpc::ClientReadReactor<Message>,
     }
     this->StartRead(message_);
   }
-  void OnDone(const grpc::Status&) override {
+  void OnDone(const grpc::Status& status) override {
     absl::MutexLock lock(&mu_);
+    failed_ = !cancelled_;
+    if (failed_) {
+      std::fprintf(stderr, "watch_fanout: stream ended early: %d %s\n",
+                   static_cast<int>(status.error_code()),
+                   status.error_message().c_str());
+    }
     done_ = true;
   }
-  void Cancel() override { context_.TryCancel(); }
+  void Cancel() override {
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+    }
+    context_.TryCancel();
+  }
+  bool failed() const override {
+    absl::MutexLock lock(&mu_);
+    return failed_;
+  }
   bool AwaitDone(absl::Duration timeout) override {
     absl::MutexLock lock(&mu_);
     return mu_.AwaitWithTimeout(absl::Condition(&done_), timeout);
@@ -124,8 +143,10 @@ class Watcher final : public grpc::ClientReadReactor<Message>,
   std::vector<double> latencies_ms_;  // read only after OnDone
   std::atomic<int64_t> received_{0};
   std::atomic<int64_t> messages_{0};
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool failed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Polls the daemon's phalanx_watchers gauge. The gauge is set after each
@@ -188,6 +209,8 @@ JsonObject WatchFanoutResult::ToJson() const {
            messages > 0 ? static_cast<double>(deliveries) / messages : 0.0)
       .Add("events_sent", events_sent)
       .Add("deliveries", deliveries)
+      .Add("streams_failed", streams_failed)
+      .Add("watchers_short", watchers_short)
       .Add("expected_deliveries", events_sent * watchers)
       .Add("p50_ms", p50_ms)
       .Add("p99_ms", p99_ms)
@@ -243,6 +266,8 @@ WatchFanoutResult RunWatchFanout(const PhalanxdProcess& daemon,
   for (auto& watcher : watchers) {
     watcher->AwaitDone(absl::Seconds(10));
     result.messages += watcher->messages();
+    if (watcher->failed()) ++result.streams_failed;
+    if (watcher->received() < result.events_sent) ++result.watchers_short;
     latencies.insert(latencies.end(), watcher->latencies_ms().begin(),
                      watcher->latencies_ms().end());
   }

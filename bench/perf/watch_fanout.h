@@ -42,6 +42,8 @@ struct WatchFanoutResult {
   // look better than they are at the asked rate).
   double events_per_sec = 0;
   int64_t deliveries = 0;  // events received over all watchers
+  int streams_failed = 0;  // streams the daemon ended before the cancel
+  int watchers_short = 0;  // watchers that missed some event
   double p50_ms = 0;
   double p99_ms = 0;
   double max_ms = 0;
