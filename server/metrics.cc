@@ -8,11 +8,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <set>
 #include <thread>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "core/fleet_report.h"
 #include "server/watch_hub.h"
 
@@ -58,8 +59,8 @@ Histogram::BucketBoundaries WaitBuckets() {
 // Times one server call and reports it at PRE_SEND_STATUS.
 class RpcInterceptor : public grpc::experimental::Interceptor {
  public:
-  RpcInterceptor(Metrics* metrics, std::string method)
-      : metrics_(metrics), method_(std::move(method)), start_(absl::Now()) {}
+  RpcInterceptor(Metrics* metrics, const char* method)
+      : metrics_(metrics), method_(method), start_(absl::Now()) {}
 
   void Intercept(
       grpc::experimental::InterceptorBatchMethods* methods) override {
@@ -73,7 +74,7 @@ class RpcInterceptor : public grpc::experimental::Interceptor {
 
  private:
   Metrics* metrics_;
-  std::string method_;
+  const char* method_;  // a registered method's name, or "unknown"
   absl::Time start_;
 };
 
@@ -248,8 +249,8 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
   // Every known label set starts at 0, so rate() sees the first increment.
   for (int type = 0; type <= static_cast<int>(core::EventType::kCheckpointed);
        ++type) {
-    events_.Add(
-        {{"type", core::EventTypeName(static_cast<core::EventType>(type))}});
+    event_counters_.push_back(&events_.Add(
+        {{"type", core::EventTypeName(static_cast<core::EventType>(type))}}));
   }
   for (const char* outcome : {"repaired", "evicted"}) {
     for (const char* cause : {"unhealthy", "drain_deadline"}) {
@@ -299,11 +300,30 @@ void Metrics::StopServing() {
   stopper.join();
 }
 
-void Metrics::ObserveRpc(const std::string& method, grpc::StatusCode code,
+void Metrics::ObserveRpc(const char* method, grpc::StatusCode code,
                          absl::Duration latency) {
-  rpc_latency_
-      .Add({{"method", method}, {"code", CodeName(code)}}, LatencyBuckets())
-      .Observe(absl::ToDoubleSeconds(latency));
+  RpcLatency(method, code).Observe(absl::ToDoubleSeconds(latency));
+}
+
+// The family's Add builds a label map and hashes it: done once per
+// (method, code); later calls find the histogram by the method's name.
+Histogram& Metrics::RpcLatency(const char* method, grpc::StatusCode code) {
+  const int index = static_cast<int>(code);
+  const size_t slot = static_cast<size_t>(
+      index >= 0 && index < kRpcCodes - 1 ? index : kRpcCodes - 1);
+  const absl::string_view name(method);
+  {
+    absl::ReaderMutexLock lock(&rpc_mu_);
+    if (auto it = rpc_histograms_.find(name);
+        it != rpc_histograms_.end() && it->second[slot] != nullptr) {
+      return *it->second[slot];
+    }
+  }
+  Histogram& histogram = rpc_latency_.Add(
+      {{"method", method}, {"code", CodeName(code)}}, LatencyBuckets());
+  absl::MutexLock lock(&rpc_mu_);
+  rpc_histograms_[name][slot] = &histogram;
+  return histogram;
 }
 
 void Metrics::OnDenied(const RpcMethod& method, absl::string_view reason) {
@@ -373,7 +393,7 @@ void Metrics::OnDurable(const core::Mutation& mutation, absl::Duration commit,
     }
   }
   for (const core::Event& event : mutation.events) {
-    events_.Add({{"type", core::EventTypeName(event.type)}}).Increment();
+    event_counters_[static_cast<size_t>(event.type)]->Increment();
     if (event.type == core::EventType::kAdmitted && event.gang->admit_time) {
       const absl::Duration wait =
           *event.gang->admit_time - event.gang->submit_time;
@@ -420,20 +440,27 @@ void Metrics::RefreshGauges(const core::Scheduler& scheduler) {
   }
   reservations_.Set(static_cast<double>(scheduler.reservations().size()));
   RefreshQueues(scheduler);
-  std::map<std::string, int> reasons;
+  RefreshPendingReasons(scheduler);
+}
+
+// Counts pending gangs by their reason's code (the reason up to its first
+// ':' or ' '). The codes are views into the gangs' reasons, alive for the
+// scan: no string is built per gang, only one per distinct code.
+void Metrics::RefreshPendingReasons(const core::Scheduler& scheduler) {
+  absl::flat_hash_map<absl::string_view, int> reasons;
   for (const auto& [id, gang] : scheduler.gangs()) {
     if (gang->state != core::GangState::kPending) continue;
-    const std::string& reason = gang->reason;
-    reasons[reason.substr(
-        0, std::min(reason.find_first_of(": "), reason.size()))]++;
+    const absl::string_view reason = gang->reason;
+    ++reasons[reason.substr(0, reason.find_first_of(": "))];
   }
   for (const std::string& gone : reported_reasons_) {
-    if (!reasons.contains(gone))
+    if (!reasons.contains(gone)) {
       pending_reasons_.Add({{"reason", gone}}).Set(0);
+    }
   }
-  for (auto& [code, count] : reasons) {
-    pending_reasons_.Add({{"reason", code}}).Set(count);
-    reported_reasons_.insert(code);
+  for (const auto& [code, count] : reasons) {
+    pending_reasons_.Add({{"reason", std::string(code)}}).Set(count);
+    reported_reasons_.emplace(code);
   }
 }
 

@@ -5,12 +5,17 @@
 #ifndef PHALANX_SERVER_METRICS_H_
 #define PHALANX_SERVER_METRICS_H_
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/server_interceptor.h"
@@ -38,8 +43,8 @@ class Metrics : public BatchObserver, public DenialCounter {
   // Stops serving /metrics (joins the HTTP server's threads); idempotent.
   // The daemon calls it at shutdown so the time it takes is measured.
   void StopServing();
-  // Records one finished RPC.
-  void ObserveRpc(const std::string& method, grpc::StatusCode code,
+  // Records one finished RPC. Thread-safe.
+  void ObserveRpc(const char* method, grpc::StatusCode code,
                   absl::Duration latency);
   // Counts a refused call (and, for reason "rate", a rate-limited one).
   void OnDenied(const RpcMethod& method, absl::string_view reason) override;
@@ -85,6 +90,7 @@ class Metrics : public BatchObserver, public DenialCounter {
  private:
   void MaybeRefreshGauges(const core::Scheduler& scheduler);
   void RefreshGauges(const core::Scheduler& scheduler);
+  void RefreshPendingReasons(const core::Scheduler& scheduler);
   void RefreshQueues(const core::Scheduler& scheduler);
   // Adds what the scheduler counted since the last batch to the repair and
   // eviction counters.
@@ -105,9 +111,20 @@ class Metrics : public BatchObserver, public DenialCounter {
   prometheus::Family<prometheus::Gauge>& queue_gpus_;
   prometheus::Family<prometheus::Histogram>& admission_wait_;
   prometheus::Family<prometheus::Counter>& events_;
+  // events_'s counter of each EventType, by its value (no label lookup per
+  // event).
+  std::vector<prometheus::Counter*> event_counters_;
   prometheus::Family<prometheus::Counter>& vacated_gangs_;
   core::Scheduler::VacateCounts reported_vacates_;
   prometheus::Family<prometheus::Histogram>& rpc_latency_;
+  // rpc_latency_'s histograms by method name and status code (the codes
+  // CodeName names, then one slot for any other).
+  static constexpr int kRpcCodes = 18;
+  prometheus::Histogram& RpcLatency(const char* method, grpc::StatusCode code);
+  absl::Mutex rpc_mu_;
+  absl::flat_hash_map<std::string,
+                      std::array<prometheus::Histogram*, kRpcCodes>>
+      rpc_histograms_ ABSL_GUARDED_BY(rpc_mu_);
   prometheus::Family<prometheus::Gauge>& fragmentation_;
   prometheus::Family<prometheus::Gauge>& queue_figures_;
   prometheus::Family<prometheus::Gauge>& pending_reasons_;
