@@ -147,9 +147,6 @@ void Fleet::Reindex() {
   for (const Slot& slot : slots_) {
     max_gpus = std::max(max_gpus, slot.node.spec.gpu_count);
   }
-  leaf_of_ = leaf;
-  parent_of_ = parent;
-  domain_versions_.assign(domains_.size(), 0);  // structure_version_ moves
   free_index_.Reset(std::move(leaf), std::move(parent),
                     static_cast<int>(models_.size()), max_gpus);
   for (size_t i = 0; i < slots_.size(); ++i) IndexSlot(static_cast<int>(i));
@@ -177,13 +174,6 @@ void Fleet::IndexSlot(int index) {
     }
   }
   free_index_.Set(index, free);
-}
-
-void Fleet::Touch(int index) {
-  IndexSlot(index);
-  for (int d = leaf_of_[index]; d >= 0; d = parent_of_[d]) {
-    ++domain_versions_[d];
-  }
 }
 
 std::string Fleet::PathOf(const Node& node, int depth) const {
@@ -280,7 +270,7 @@ absl::Status Fleet::Allocate(const Gang& gang,
     slot.used_memory_bytes += set->memory_bytes;
     ++slot.gang_pods[gang.id];
   }
-  for (const auto& [index, mask] : taken) Touch(index);
+  for (const auto& [index, mask] : taken) IndexSlot(index);
   ++version_;
   return absl::OkStatus();
 }
@@ -294,7 +284,7 @@ void Fleet::Release(const Gang& gang,
     const int index = Find(pod.node);
     const PodSetSpec* set = FindPodSet(gang.spec, pod.pod_set);
     PHALANX_CHECK(index >= 0 && set != nullptr);
-    if (last >= 0 && last != index) Touch(last);
+    if (last >= 0 && last != index) IndexSlot(last);
     last = index;
     Slot& slot = slots_[index];
     for (int gpu : pod.gpu_indices) slot.used_gpu_mask &= ~(uint64_t{1} << gpu);
@@ -303,7 +293,7 @@ void Fleet::Release(const Gang& gang,
     auto pods = slot.gang_pods.try_emplace(gang.id, 0).first;
     if (--pods->second == 0) slot.gang_pods.erase(pods);
   }
-  if (last >= 0) Touch(last);
+  if (last >= 0) IndexSlot(last);
   ++version_;
 }
 

@@ -85,19 +85,6 @@ class Fleet {
   // it saw before them, so caches keyed on it stay valid. Nothing else may
   // have changed in between.
   void RestoreVersion(uint64_t version) { version_ = version; }
-  // Changes with every allocation or release on a node of `domain` (and
-  // with nothing else: compare structure_version() too). A cache of what
-  // holds a domain's nodes may key on the pair.
-  uint64_t domain_version(int domain) const { return domain_versions_[domain]; }
-  const std::vector<uint64_t>& domain_versions() const {
-    return domain_versions_;
-  }
-  // RestoreVersion for the per-domain versions as well (`domain_versions()`
-  // as the caller saw it before changes it undid exactly).
-  void RestoreVersions(uint64_t version, std::vector<uint64_t> domains) {
-    version_ = version;
-    domain_versions_ = std::move(domains);
-  }
 
   // Marks the pods of `gang` at `placement` allocated. Fails (and changes
   // nothing) when a node is unknown or a GPU is already held.
@@ -112,8 +99,6 @@ class Fleet {
   bool RefreshModels();
   void Reindex();
   void IndexSlot(int index);
-  // IndexSlot, and a new version for the domains holding the slot.
-  void Touch(int index);
   std::string PathOf(const Node& node, int depth) const;
 
   std::vector<std::string> levels_;
@@ -123,9 +108,6 @@ class Fleet {
   std::vector<Domain> domains_;
   std::vector<std::vector<int>> domains_by_level_;
   FreeIndex free_index_;
-  std::vector<int> leaf_of_;    // by slot: its lowest domain
-  std::vector<int> parent_of_;  // by domain: its parent, -1 for the root
-  std::vector<uint64_t> domain_versions_;
   uint64_t structure_version_ = 0;
   uint64_t version_ = 0;
 };

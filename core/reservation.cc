@@ -4,7 +4,7 @@
 #include <limits>
 #include <tuple>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "core/check.h"
 #include "core/placement.h"
@@ -26,14 +26,6 @@ int ReservationLevel(const GangSpec& spec, const Fleet& fleet) {
   }
   if (!constrained || depth == 0) return -1;
   return std::min(level, depth - 1);
-}
-
-// Admit time + estimate; InfiniteFuture without an estimate.
-absl::Time RawEnd(const Gang& gang) {
-  if (gang.spec.estimated_runtime <= absl::ZeroDuration() || !gang.admit_time) {
-    return absl::InfiniteFuture();
-  }
-  return *gang.admit_time + gang.spec.estimated_runtime;
 }
 
 struct Candidate {
@@ -85,14 +77,12 @@ class Projection {
   Projection(Fleet& fleet, std::vector<const Gang*> holders)
       : fleet_(fleet),
         holders_(std::move(holders)),
-        version_(fleet.version()),
-        domain_versions_(fleet.domain_versions()) {}
+        version_(fleet.version()) {}
   Projection(const Projection&) = delete;
   Projection& operator=(const Projection&) = delete;
   ~Projection() {
     ReleaseFirst(0);
-    // As it was: caches stay valid.
-    fleet_.RestoreVersions(version_, std::move(domain_versions_));
+    fleet_.RestoreVersion(version_);  // as it was: caches stay valid
   }
 
   size_t size() const { return holders_.size(); }
@@ -114,7 +104,6 @@ class Projection {
   Fleet& fleet_;
   std::vector<const Gang*> holders_;
   const uint64_t version_;
-  std::vector<uint64_t> domain_versions_;
   size_t released_ = 0;
 };
 
@@ -137,36 +126,6 @@ int64_t EligibleFreeGpus(const Fleet& fleet, int domain,
   return free;
 }
 
-// The gangs with pods on nodes of `domain` (any node, taken or not), each
-// once, by (end, id).
-std::vector<DomainHolder> CollectHolders(
-    int domain, const Fleet& fleet,
-    const std::function<const GangPtr*(const GangId&)>& find) {
-  const Fleet::Domain& d = fleet.domains()[domain];
-  // Each holder once (a gang spans several nodes), by the id the fleet
-  // stores (-1: not a known gang); the sort below puts them in a total
-  // order, so the order they are met in does not matter.
-  absl::flat_hash_map<absl::string_view, int> at;
-  std::vector<DomainHolder> holders;
-  for (int i = d.node_begin; i < d.node_end; ++i) {
-    for (const auto& [id, count] : fleet.slots()[i].gang_pods) {
-      auto [it, added] = at.try_emplace(id.value(), -1);
-      if (added) {
-        const GangPtr* gang = find(id);
-        if (gang == nullptr || *gang == nullptr) continue;
-        it->second = static_cast<int>(holders.size());
-        holders.push_back(DomainHolder{RawEnd(**gang), *gang, {}});
-      }
-      if (it->second >= 0) holders[it->second].slots.push_back(i);
-    }
-  }
-  std::sort(holders.begin(), holders.end(),
-            [](const DomainHolder& a, const DomainHolder& b) {
-              return std::tie(a.end, a.gang->id) < std::tie(b.end, b.gang->id);
-            });
-  return holders;
-}
-
 // When the gang could start in `domain_index`: the fewest holders (in order
 // of expected end) whose release lets the placer place the whole gang
 // inside the domain, on nodes not `taken`. Found by a galloping search
@@ -182,9 +141,8 @@ std::vector<DomainHolder> CollectHolders(
 Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
                  const std::vector<char>& taken,
                  const std::vector<int>& taken_slots,
-                 const std::function<const GangPtr*(const GangId&)>& find,
-                 HolderMemo* memo, absl::Time now, int64_t eligible_free,
-                 const Candidate* best) {
+                 const std::function<const Gang*(const GangId&)>& find,
+                 absl::Time now, int64_t eligible_free, const Candidate* best) {
   const Fleet::Domain& domain = fleet.domains()[domain_index];
   int64_t capacity = 0;  // GPUs of eligible nodes
   for (int i = domain.node_begin; i < domain.node_end; ++i) {
@@ -194,28 +152,23 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
   }
   const int64_t need = gang.spec.TotalGpus();
   if (capacity < need) return {};
-  // The gangs holding eligible nodes here, by expected end (never before
-  // now), then id.
-  std::vector<DomainHolder> fresh;
-  const std::vector<DomainHolder>& all =
-      memo != nullptr ? memo->Holders(domain_index, fleet, find)
-                      : (fresh = CollectHolders(domain_index, fleet, find));
+  // Each holder once (a gang spans several nodes), by the id the fleet
+  // stores; the sort below puts them in a total order, so the order they
+  // are met in does not matter.
+  absl::flat_hash_set<absl::string_view> seen;
   std::vector<std::pair<absl::Time, const Gang*>> ends;
-  ends.reserve(all.size());
-  for (const DomainHolder& holder : all) {
-    const bool eligible =
-        std::any_of(holder.slots.begin(), holder.slots.end(), [&](int i) {
-          return !taken[i] && fleet.slots()[i].node.state == NodeState::kReady;
-        });
-    if (!eligible) continue;
-    ends.emplace_back(std::max(now, holder.end), holder.gang.get());
+  for (int i = domain.node_begin; i < domain.node_end; ++i) {
+    const Fleet::Slot& slot = fleet.slots()[i];
+    if (taken[i] || slot.node.state != NodeState::kReady) continue;
+    for (const auto& [id, count] : slot.gang_pods) {
+      if (!seen.insert(id.value()).second) continue;
+      if (const Gang* holder = find(id)) {
+        ends.emplace_back(ExpectedEnd(*holder, now), holder);
+      }
+    }
   }
-  // `all` is by (end, id): only the ends before now, which count as now,
-  // are out of that order; they come first, and go by id.
-  const auto later = std::find_if(
-      ends.begin(), ends.end(), [now](const auto& e) { return e.first > now; });
-  std::sort(ends.begin(), later, [](const auto& a, const auto& b) {
-    return a.second->id < b.second->id;
+  std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second->id) < std::tie(b.first, b.second->id);
   });
   std::vector<const Gang*> holders;
   holders.reserve(ends.size());
@@ -348,32 +301,16 @@ std::vector<NodeId> NodesAt(const Fleet& fleet, const std::vector<int>& slots) {
 }  // namespace
 
 absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {
-  return std::max(now, RawEnd(gang));
-}
-
-const std::vector<DomainHolder>& HolderMemo::Holders(
-    int domain, const Fleet& fleet,
-    const std::function<const GangPtr*(const GangId&)>& find) {
-  if (entries_.size() < fleet.domains().size()) {
-    entries_.resize(fleet.domains().size());
+  if (gang.spec.estimated_runtime <= absl::ZeroDuration() || !gang.admit_time) {
+    return absl::InfiniteFuture();
   }
-  Entry& entry = entries_[domain];
-  const uint64_t structure = fleet.structure_version();
-  const uint64_t version = fleet.domain_version(domain);
-  if (!entry.known || entry.structure != structure ||
-      entry.version != version) {
-    entry.holders = CollectHolders(domain, fleet, find);
-    entry.known = true;
-    entry.structure = structure;
-    entry.version = version;
-  }
-  return entry.holders;
+  return std::max(now, *gang.admit_time + gang.spec.estimated_runtime);
 }
 
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
-    const std::function<const GangPtr*(const GangId&)>& find, absl::Time now,
-    absl::Time earliest_end, bool by_stranding, HolderMemo* memo) {
+    const std::function<const Gang*(const GangId&)>& find, absl::Time now,
+    absl::Time earliest_end, bool by_stranding) {
   const std::vector<int> taken_slots = TakenSlots(taken);
   const int64_t need = gang.spec.TotalGpus();
   const absl::Time start_floor = std::max(now, earliest_end);
@@ -407,7 +344,7 @@ std::optional<Reservation> PlanReservation(
         continue;
       }
       Outcome outcome = Evaluate(domain, gang, fleet, taken, taken_slots, find,
-                                 memo, now, free, to_beat);
+                                 now, free, to_beat);
       // It fits now: nothing is to be waited for, and holding nodes for it
       // would only keep others out.
       if (outcome.kind == Outcome::kNow) return std::nullopt;
@@ -428,15 +365,14 @@ std::optional<Reservation> PlanReservation(
 std::optional<Reservation> RefreshReservation(
     const Reservation& reservation, const Gang& gang, Fleet& fleet,
     const std::vector<char>& taken,
-    const std::function<const GangPtr*(const GangId&)>& find, absl::Time now,
-    HolderMemo* memo) {
+    const std::function<const Gang*(const GangId&)>& find, absl::Time now) {
   if (reservation.domain >= static_cast<int>(fleet.domains().size()) ||
       fleet.domains()[reservation.domain].path != reservation.path) {
     return std::nullopt;
   }
   const std::vector<int> taken_slots = TakenSlots(taken);
   Outcome again = Evaluate(
-      reservation.domain, gang, fleet, taken, taken_slots, find, memo, now,
+      reservation.domain, gang, fleet, taken, taken_slots, find, now,
       EligibleFreeGpus(fleet, reservation.domain, taken_slots), nullptr);
   if (again.kind != Outcome::kLater) return std::nullopt;
   Reservation refreshed = reservation;

@@ -39,37 +39,6 @@ struct Reservation {
 // before `now`; InfiniteFuture without an estimate.
 absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
 
-// The gangs holding nodes of one domain, as planning reads them.
-struct DomainHolder {
-  absl::Time end;          // admit time + estimate; InfiniteFuture without
-  GangPtr gang;            // its record when read (placement, spec, admit
-                           // time and estimate stay while it holds nodes)
-  std::vector<int> slots;  // its nodes in the domain, in fleet order
-};
-
-// What planning learned of each domain's holders on one Fleet (the
-// scheduler's own; never shared between fleets), by domain, kept while
-// that domain's allocations and the fleet's structure stay as they were
-// (Fleet::domain_version, structure_version), so planning again after
-// changes elsewhere reads no gang. Thread-compatible.
-class HolderMemo {
- public:
-  // The holders of `domain` by (end, id), read through `find` unless
-  // known for the fleet as it is.
-  const std::vector<DomainHolder>& Holders(
-      int domain, const Fleet& fleet,
-      const std::function<const GangPtr*(const GangId&)>& find);
-
- private:
-  struct Entry {
-    bool known = false;
-    uint64_t structure = 0;
-    uint64_t version = 0;
-    std::vector<DomainHolder> holders;
-  };
-  std::vector<Entry> entries_;
-};
-
 // Plans a reservation for `gang` on `fleet`, avoiding nodes where
 // `taken[slot]` is true (reserved for earlier gangs, held for preemptors).
 // `find` looks up the gangs holding nodes (null for an unknown id; the
@@ -81,13 +50,10 @@ class HolderMemo {
 // it could take already). Leaves `fleet` as it was. Of the domains that
 // could host it, the earliest expected start wins; with `by_stranding`,
 // the least idle capacity (ReservationConfig::choose_by_stranding).
-// `memo`, when set, must be used with this `fleet` only; it changes no
-// answer.
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
-    const std::function<const GangPtr*(const GangId&)>& find, absl::Time now,
-    absl::Time earliest_end = absl::InfinitePast(), bool by_stranding = false,
-    HolderMemo* memo = nullptr);
+    const std::function<const Gang*(const GangId&)>& find, absl::Time now,
+    absl::Time earliest_end = absl::InfinitePast(), bool by_stranding = false);
 
 // Re-estimates `reservation` of `gang` on its own domain (start, GPUs still
 // to release, nodes), avoiding `taken` slots. Returns nullopt when that
@@ -97,8 +63,7 @@ std::optional<Reservation> PlanReservation(
 std::optional<Reservation> RefreshReservation(
     const Reservation& reservation, const Gang& gang, Fleet& fleet,
     const std::vector<char>& taken,
-    const std::function<const GangPtr*(const GangId&)>& find, absl::Time now,
-    HolderMemo* memo = nullptr);
+    const std::function<const Gang*(const GangId&)>& find, absl::Time now);
 
 }  // namespace phalanx::core
 

@@ -417,9 +417,9 @@ GangPtr Scheduler::FindGang(const GangId& id) const {
   return it == gangs_.end() ? nullptr : it->second;
 }
 
-const GangPtr* Scheduler::PeekGang(const GangId& id) const {
+const Gang* Scheduler::PeekGang(const GangId& id) const {
   auto it = gangs_.find(id);
-  return it == gangs_.end() ? nullptr : &it->second;
+  return it == gangs_.end() ? nullptr : it->second.get();
 }
 
 std::optional<absl::Time> Scheduler::LastHeartbeat(const NodeId& id) const {

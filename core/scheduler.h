@@ -281,7 +281,7 @@ class Scheduler {
   absl::Time LatestEndIn(int domain, absl::Time now) const;
   // The stored gang `id`, or null; valid until gangs_ changes (a lookup
   // for hot loops that only read, with no reference count to move).
-  const GangPtr* PeekGang(const GangId& id) const;
+  const Gang* PeekGang(const GangId& id) const;
   // Forgets the nodes held for `preemptor`.
   void DropHolds(const GangId& preemptor);
 
@@ -469,9 +469,6 @@ class Scheduler {
   // Gangs changed since the last TakeMutation, with their current records
   // (every write to gangs_ writes here too), so taking them looks nothing up.
   absl::btree_map<GangId, GangPtr> dirty_gangs_;
-  // The holders of each domain of fleet_, as reservation planning read
-  // them (core/reservation.h).
-  HolderMemo holder_memo_;
   absl::btree_set<GangId> deleted_gangs_;
   absl::btree_set<NodeId> dirty_nodes_;
   absl::btree_set<NodeId> deleted_nodes_;
