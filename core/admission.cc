@@ -456,7 +456,7 @@ std::optional<std::string> Scheduler::Reserve(const GangPtr& gang,
   const absl::Time earliest_end =
       active_ends_.empty() ? absl::InfiniteFuture() : *active_ends_.begin();
   std::optional<Reservation> reservation = PlanReservation(
-      *gang, fleet_, taken, [this](const GangId& id) { return FindGang(id); },
+      *gang, fleet_, taken, [this](const GangId& id) { return PeekGang(id); },
       now, earliest_end, config_.reservation.choose_by_stranding);
   if (!reservation || !WithinWindow(*reservation, now)) return std::nullopt;
   const int index = static_cast<int>(reservations_.size());
@@ -735,7 +735,7 @@ void Scheduler::KeepOrReplanReservations(absl::Time now) {
     if (gang == nullptr || gang->state != GangState::kPending) continue;
     std::optional<Reservation> again = RefreshReservation(
         reservation, *gang, fleet_, taken,
-        [this](const GangId& id) { return FindGang(id); }, now);
+        [this](const GangId& id) { return PeekGang(id); }, now);
     if (!again || !WithinWindow(*again, now)) continue;
     for (int slot : ReservedSlots(*again)) taken[slot] = 1;
     kept.push_back(*std::move(again));

@@ -277,18 +277,23 @@ absl::Status Fleet::Allocate(const Gang& gang,
 
 void Fleet::Release(const Gang& gang,
                     const std::vector<PodPlacement>& placement) {
+  // The free index is told once per run of pods on one node (what it holds
+  // depends only on the slot's final state, not on the steps to it).
+  int last = -1;
   for (const PodPlacement& pod : placement) {
     const int index = Find(pod.node);
     const PodSetSpec* set = FindPodSet(gang.spec, pod.pod_set);
     PHALANX_CHECK(index >= 0 && set != nullptr);
+    if (last >= 0 && last != index) IndexSlot(last);
+    last = index;
     Slot& slot = slots_[index];
     for (int gpu : pod.gpu_indices) slot.used_gpu_mask &= ~(uint64_t{1} << gpu);
     slot.used_cpu_millis -= set->cpu_millis;
     slot.used_memory_bytes -= set->memory_bytes;
     auto pods = slot.gang_pods.try_emplace(gang.id, 0).first;
     if (--pods->second == 0) slot.gang_pods.erase(pods);
-    IndexSlot(index);
   }
+  if (last >= 0) IndexSlot(last);
   ++version_;
 }
 

@@ -75,7 +75,7 @@ void PendingGroup::RecordFailure(int64_t epoch, absl::Duration estimate,
 }
 
 void PendingIndex::Insert(const Gang& gang) {
-  auto [it, inserted] = group_of_.try_emplace(gang.id, nullptr);
+  auto [it, inserted] = group_of_.try_emplace(gang.id);
   PHALANX_CHECK(inserted);
   const std::string key = GroupKey(gang.spec);
   PendingGroup& group = groups_[key];
@@ -84,27 +84,29 @@ void PendingIndex::Insert(const Gang& gang) {
   // A new gang mostly sorts last in its group (the latest submit): the
   // hint makes that insertion constant time.
   auto member = group.members.insert(group.members.end(), pending);
-  group.by_estimate.emplace_hint(group.by_estimate.end(), pending.estimate,
-                                 &*member);
+  auto by_estimate = group.by_estimate.emplace_hint(group.by_estimate.end(),
+                                                    pending.estimate, &*member);
   group.joined.push_back(gang.id);
   group.Unstamp(gang.id);
-  it->second = &group;
+  it->second = Filed{&group, member, by_estimate};
 }
 
 void PendingIndex::Erase(const Gang& gang) {
   auto it = group_of_.find(gang.id);
   PHALANX_CHECK(it != group_of_.end());
-  PendingGroup& group = *it->second;
-  auto member = group.members.find(PendingKeyOf(gang));
-  PHALANX_CHECK(member != group.members.end());
-  PHALANX_CHECK(group.by_estimate.erase({member->estimate, &*member}) == 1);
-  group.members.erase(member);
+  const Filed& filed = it->second;
+  // The stored entries are the gang's own (its key cannot change while
+  // it is pending: Put files a pending gang only when it becomes pending).
+  PHALANX_CHECK(filed.by_estimate->second == &*filed.member &&
+                filed.member->id == gang.id);
+  filed.group->by_estimate.erase(filed.by_estimate);
+  filed.group->members.erase(filed.member);
   group_of_.erase(it);
 }
 
 PendingGroup* PendingIndex::GroupOf(const GangId& id) const {
   auto it = group_of_.find(id);
-  return it == group_of_.end() ? nullptr : it->second;
+  return it == group_of_.end() ? nullptr : it->second.group;
 }
 
 void PendingIndex::DropEmptyGroups() {

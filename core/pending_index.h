@@ -127,8 +127,16 @@ class PendingIndex {
   void DropEmptyGroups();
 
  private:
+  // Where a pending gang is filed: its group, and its entries there (set
+  // iterators stay valid until their own element is erased), so Erase
+  // needs no search.
+  struct Filed {
+    PendingGroup* group = nullptr;
+    std::set<PendingKey>::iterator member;
+    decltype(PendingGroup::by_estimate)::iterator by_estimate;
+  };
   std::map<std::string, PendingGroup> groups_;
-  absl::flat_hash_map<GangId, PendingGroup*> group_of_;
+  absl::flat_hash_map<GangId, Filed> group_of_;
 };
 
 }  // namespace phalanx::core

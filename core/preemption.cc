@@ -152,7 +152,7 @@ Scheduler::NaturalStart Scheduler::WhenItFits(const Gang& gang,
   const std::vector<char> none(fleet_.slots().size());
   // PlanReservation releases gangs tentatively and restores them.
   const std::optional<Reservation> natural = PlanReservation(
-      gang, fleet, none, [this](const GangId& id) { return FindGang(id); }, now,
+      gang, fleet, none, [this](const GangId& id) { return PeekGang(id); }, now,
       earliest_end);
   if (natural) answer.start = natural->start;
   return answer;

@@ -74,7 +74,7 @@ struct Outcome {
 // destruction (or when fewer are asked for).
 class Projection {
  public:
-  Projection(Fleet& fleet, std::vector<GangPtr> holders)
+  Projection(Fleet& fleet, std::vector<const Gang*> holders)
       : fleet_(fleet),
         holders_(std::move(holders)),
         version_(fleet.version()) {}
@@ -86,7 +86,7 @@ class Projection {
   }
 
   size_t size() const { return holders_.size(); }
-  const GangPtr& holder(size_t i) const { return holders_[i]; }
+  const Gang* holder(size_t i) const { return holders_[i]; }
 
   // Leaves exactly the first `k` holders released.
   void ReleaseFirst(size_t k) {
@@ -102,7 +102,7 @@ class Projection {
 
  private:
   Fleet& fleet_;
-  std::vector<GangPtr> holders_;
+  std::vector<const Gang*> holders_;
   const uint64_t version_;
   size_t released_ = 0;
 };
@@ -141,7 +141,7 @@ int64_t EligibleFreeGpus(const Fleet& fleet, int domain,
 Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
                  const std::vector<char>& taken,
                  const std::vector<int>& taken_slots,
-                 const std::function<GangPtr(const GangId&)>& find,
+                 const std::function<const Gang*(const GangId&)>& find,
                  absl::Time now, int64_t eligible_free, const Candidate* best) {
   const Fleet::Domain& domain = fleet.domains()[domain_index];
   int64_t capacity = 0;  // GPUs of eligible nodes
@@ -156,22 +156,23 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
   // stores; the sort below puts them in a total order, so the order they
   // are met in does not matter.
   absl::flat_hash_set<absl::string_view> seen;
-  std::vector<std::pair<absl::Time, GangPtr>> ends;
+  std::vector<std::pair<absl::Time, const Gang*>> ends;
   for (int i = domain.node_begin; i < domain.node_end; ++i) {
     const Fleet::Slot& slot = fleet.slots()[i];
     if (taken[i] || slot.node.state != NodeState::kReady) continue;
     for (const auto& [id, count] : slot.gang_pods) {
       if (!seen.insert(id.value()).second) continue;
-      if (GangPtr holder = find(id)) {
-        ends.emplace_back(ExpectedEnd(*holder, now), std::move(holder));
+      if (const Gang* holder = find(id)) {
+        ends.emplace_back(ExpectedEnd(*holder, now), holder);
       }
     }
   }
   std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
     return std::tie(a.first, a.second->id) < std::tie(b.first, b.second->id);
   });
-  std::vector<GangPtr> holders;
-  for (auto& [end, holder] : ends) holders.push_back(holder);
+  std::vector<const Gang*> holders;
+  holders.reserve(ends.size());
+  for (const auto& [end, holder] : ends) holders.push_back(holder);
   Projection projection(fleet, holders);
 
   // released[k]: GPUs the first k holders hold on eligible nodes here.
@@ -308,7 +309,7 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {
 
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
-    const std::function<GangPtr(const GangId&)>& find, absl::Time now,
+    const std::function<const Gang*(const GangId&)>& find, absl::Time now,
     absl::Time earliest_end, bool by_stranding) {
   const std::vector<int> taken_slots = TakenSlots(taken);
   const int64_t need = gang.spec.TotalGpus();
@@ -364,7 +365,7 @@ std::optional<Reservation> PlanReservation(
 std::optional<Reservation> RefreshReservation(
     const Reservation& reservation, const Gang& gang, Fleet& fleet,
     const std::vector<char>& taken,
-    const std::function<GangPtr(const GangId&)>& find, absl::Time now) {
+    const std::function<const Gang*(const GangId&)>& find, absl::Time now) {
   if (reservation.domain >= static_cast<int>(fleet.domains().size()) ||
       fleet.domains()[reservation.domain].path != reservation.path) {
     return std::nullopt;

@@ -41,7 +41,8 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
 
 // Plans a reservation for `gang` on `fleet`, avoiding nodes where
 // `taken[slot]` is true (reserved for earlier gangs, held for preemptors).
-// `find` looks up the gangs holding nodes; no running gang is expected to
+// `find` looks up the gangs holding nodes (null for an unknown id; the
+// gangs stay put until the call returns); no running gang is expected to
 // end before `earliest_end` (a bound the plan uses to skip domains that
 // cannot win; InfinitePast when unknown). Returns nullopt when no domain
 // could host it even once every gang there ended, and when it fits now (a
@@ -51,7 +52,7 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
 // the least idle capacity (ReservationConfig::choose_by_stranding).
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
-    const std::function<GangPtr(const GangId&)>& find, absl::Time now,
+    const std::function<const Gang*(const GangId&)>& find, absl::Time now,
     absl::Time earliest_end = absl::InfinitePast(), bool by_stranding = false);
 
 // Re-estimates `reservation` of `gang` on its own domain (start, GPUs still
@@ -62,7 +63,7 @@ std::optional<Reservation> PlanReservation(
 std::optional<Reservation> RefreshReservation(
     const Reservation& reservation, const Gang& gang, Fleet& fleet,
     const std::vector<char>& taken,
-    const std::function<GangPtr(const GangId&)>& find, absl::Time now);
+    const std::function<const Gang*(const GangId&)>& find, absl::Time now);
 
 }  // namespace phalanx::core
 

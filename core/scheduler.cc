@@ -338,9 +338,14 @@ GangPtr Scheduler::Put(Gang gang) {
     tombstones_.erase(gang.id);  // back under retention
   }
   ++gang_counts_[{gang.spec.queue, gang.state}];
-  dirty_gangs_.insert(gang.id);
   auto ptr = std::make_shared<const Gang>(std::move(gang));
-  gangs_[ptr->id] = ptr;
+  // Nothing above adds or removes a gang record: `it` still stands.
+  if (it != gangs_.end()) {
+    it->second = ptr;
+  } else {
+    gangs_.emplace(ptr->id, ptr);
+  }
+  dirty_gangs_[ptr->id] = ptr;
   return ptr;
 }
 
@@ -399,8 +404,8 @@ void Scheduler::SetReason(const GangPtr& gang, std::string reason) {
     // stay as they are), so only the record is replaced.
     auto it = gangs_.find(gang->id);
     if (it != gangs_.end() && it->second == gang) {
-      dirty_gangs_.insert(gang->id);
       it->second = std::make_shared<const Gang>(std::move(copy));
+      dirty_gangs_[it->first] = it->second;
       return;
     }
   }
@@ -410,6 +415,11 @@ void Scheduler::SetReason(const GangPtr& gang, std::string reason) {
 GangPtr Scheduler::FindGang(const GangId& id) const {
   auto it = gangs_.find(id);
   return it == gangs_.end() ? nullptr : it->second;
+}
+
+const Gang* Scheduler::PeekGang(const GangId& id) const {
+  auto it = gangs_.find(id);
+  return it == gangs_.end() ? nullptr : it->second.get();
 }
 
 std::optional<absl::Time> Scheduler::LastHeartbeat(const NodeId& id) const {
@@ -967,16 +977,17 @@ bool Scheduler::RequestKeyLive(const Gang& gang) const {
 }
 
 void Scheduler::DeleteGang(const GangId& id) {
-  const Gang& gang = *gangs_.at(id);
-  --gang_counts_[{gang.spec.queue, gang.state}];
-  gangs_.erase(id);
+  auto it = gangs_.find(id);
+  PHALANX_CHECK(it != gangs_.end());
+  --gang_counts_[{it->second->spec.queue, it->second->state}];
+  gangs_.erase(it);
   dirty_gangs_.erase(id);
   deleted_gangs_.insert(id);
 }
 
 Mutation Scheduler::TakeMutation() {
   Mutation m;
-  for (const GangId& id : dirty_gangs_) m.gangs_put.push_back(gangs_.at(id));
+  for (const auto& [id, gang] : dirty_gangs_) m.gangs_put.push_back(gang);
   m.gangs_deleted.assign(deleted_gangs_.begin(), deleted_gangs_.end());
   for (const NodeId& id : dirty_nodes_) {
     m.nodes_put.push_back(fleet_.slots()[fleet_.Find(id)].node);

@@ -279,6 +279,9 @@ class Scheduler {
   // The latest expected end of the gangs with pods in `domain`
   // (InfinitePast when none).
   absl::Time LatestEndIn(int domain, absl::Time now) const;
+  // The stored gang `id`, or null; valid until gangs_ changes (a lookup
+  // for hot loops that only read, with no reference count to move).
+  const Gang* PeekGang(const GangId& id) const;
   // Forgets the nodes held for `preemptor`.
   void DropHolds(const GangId& preemptor);
 
@@ -463,7 +466,9 @@ class Scheduler {
   int64_t first_retained_revision_ = 1;
 
   // What changed since the last TakeMutation.
-  absl::btree_set<GangId> dirty_gangs_;
+  // Gangs changed since the last TakeMutation, with their current records
+  // (every write to gangs_ writes here too), so taking them looks nothing up.
+  absl::btree_map<GangId, GangPtr> dirty_gangs_;
   absl::btree_set<GangId> deleted_gangs_;
   absl::btree_set<NodeId> dirty_nodes_;
   absl::btree_set<NodeId> deleted_nodes_;
