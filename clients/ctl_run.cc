@@ -137,8 +137,11 @@ class GangWatcher {
   bool Attach(grpc::ClientContext* context) {
     if (context != nullptr) connection_.Prepare(context);
     std::lock_guard<std::mutex> lock(mu_);
+    // A stopped watcher publishes no context: Stop would cancel it after
+    // the stream that owns it is gone.
+    if (context != nullptr && stopped_) return false;
     context_ = context;
-    return context == nullptr || !stopped_;
+    return true;
   }
 
   void Loop() {

@@ -103,6 +103,12 @@ ABSL_FLAG(int64_t, etcd_max_batch_bytes,
           "HA mode: the largest log entry; a larger batch is split into "
           "several entries (parts). Keep it under etcd's --max-request-bytes "
           "less 64 KiB; smaller values are a testing knob");
+ABSL_FLAG(absl::Duration, watch_sweep_interval, absl::Milliseconds(25),
+          "while events keep coming, watch streams get new events at most "
+          "this often, in one message (0s..10s; docs/watch.md)");
+ABSL_FLAG(absl::Duration, watch_sweep_quiet, absl::Milliseconds(15),
+          "an event committed this long after the last watch sweep goes out "
+          "at once (0s..10s)");
 ABSL_FLAG(std::string, etcd_user, "", "HA mode: etcd user");
 ABSL_FLAG(std::string, etcd_password_file, "",
           "HA mode: file holding the etcd user's password");
@@ -480,6 +486,21 @@ absl::Status Promote(HaReplica& ha, const StartupFiles& files,
   return absl::OkStatus();
 }
 
+// The watch hub's sweep timing from its flags, each within 0s..10s.
+absl::StatusOr<WatchFlush> WatchFlushFlags() {
+  WatchFlush flush{absl::GetFlag(FLAGS_watch_sweep_quiet),
+                   absl::GetFlag(FLAGS_watch_sweep_interval)};
+  for (auto [name, value] : {std::pair{"quiet", flush.quiet},
+                             std::pair{"interval", flush.interval}}) {
+    if (value < absl::ZeroDuration() || value > absl::Seconds(10)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--watch-sweep-", name, ": must be in 0s..10s, not ",
+                       absl::FormatDuration(value)));
+    }
+  }
+  return flush;
+}
+
 int Serve() {
   const sigset_t signals = BlockSignals();
   auto authenticator = MakeAuthenticator();
@@ -495,6 +516,8 @@ int Serve() {
       ReadStartupFiles(absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_fleet),
                        absl::GetFlag(FLAGS_queues));
   if (!files.ok()) return Fail(files.status().ToString());
+  auto flush = WatchFlushFlags();
+  if (!flush.ok()) return Fail(flush.status().ToString());
 
   // Everything that serves lives in this block, so the time the shutdown
   // reports includes every destructor (threads joined, store closed).
@@ -543,7 +566,8 @@ int Serve() {
     if (!audit.ok()) return Fail(audit.status().ToString());
 
     WatchHub hub(stores->state,
-                 ha ? follower_view->revision : scheduler->revision());
+                 ha ? follower_view->revision : scheduler->revision(),
+                 WatchHub::kDefaultRingCapacity, *flush);
     Metrics metrics(absl::GetFlag(FLAGS_metrics_listen), &hub);
     metrics.SetAuditDropped([log = audit->get()] { return log->dropped(); });
     metrics.SetWalSyncs([db = stores->rocks] { return db->WalSyncs(); });

@@ -91,7 +91,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void Sweep() {
     absl::MutexLock lock(&mu_);
     if (writing_) {
-      swept_while_writing_ = true;
+      look_again_ = true;
       return;
     }
     PumpLocked();
@@ -132,12 +132,12 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
       return;
     }
-    // Carry on with what is queued, a catch-up, a sweep this stream missed,
-    // a due bookmark or an end; a live stream otherwise waits for the next
-    // sweep, so events arriving meanwhile go out together.
-    if (!backlog_.empty() || !caught_up_ || swept_while_writing_ ||
-        bookmark_due_ || pending_status_) {
-      swept_while_writing_ = false;
+    // Carry on with what is queued, a catch-up, events the ring already
+    // held past the last page read or a sweep this stream missed, a due
+    // bookmark or an end; a live stream otherwise waits for the next sweep,
+    // so events arriving meanwhile go out together.
+    if (!backlog_.empty() || !caught_up_ || look_again_ || bookmark_due_ ||
+        pending_status_) {
       PumpLocked();
     }
   }
@@ -198,9 +198,12 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   // there is nothing to send now (after writing a due bookmark, if any).
   bool Refill() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     constexpr int kPage = 256;
+    // Whatever a missed sweep announced is read now.
+    look_again_ = false;
     // Segments only serve a stream that may take every event.
     RingRead read = hub_->ReadRing(
-        next_ - 1, kPage, batches_ && queues_.empty() && gang_ids_.empty());
+        next_ - 1, kPage,
+        batches_ && queues_.empty() && gang_ids_.empty() && !scope_);
     if (caught_up_ && read.head - next_ + 1 > read.max_lag) {
       EndLocked(grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -247,9 +250,15 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     reserved_ += bytes;
     backlog_bytes_ += bytes;
     next_ = next;
+    // The page (or the byte bound) stopped short of the head: the rest goes
+    // out after this write, not at the next sweep.
+    look_again_ = next_ <= read.head;
     for (HubEventPtr& event : taken) backlog_.push_back(std::move(event));
+    // Only segments of events taken: what a stream pins stays within what
+    // it queues.
     for (SegmentPtr& segment : read.segments) {
-      if (segments_.empty() || segment->first > segments_.back()->last) {
+      if (segment->last < next_ &&
+          (segments_.empty() || segment->first > segments_.back()->last)) {
         segments_.push_back(std::move(segment));
       }
     }
@@ -392,8 +401,9 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool bookmark_due_ ABSL_GUARDED_BY(mu_) = false;
   bool caught_up_ ABSL_GUARDED_BY(mu_) = false;  // has been live once
-  // A sweep found a write in flight: look again when it completes.
-  bool swept_while_writing_ ABSL_GUARDED_BY(mu_) = false;
+  // Look for new events when the write in flight completes: a sweep found
+  // it writing, or the last read stopped short of the ring's head.
+  bool look_again_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> pending_status_ ABSL_GUARDED_BY(mu_);
   // Set by EndWithBookmark: a last bookmark goes out before the status.
   bool bookmark_before_end_ ABSL_GUARDED_BY(mu_) = false;
@@ -683,6 +693,14 @@ void WatchHub::Seal() {
   if (ring_.empty()) return;
   const int64_t front = ring_.front()->revision;
   size_t i = static_cast<size_t>(std::max<int64_t>(sealed_ + 1 - front, 0));
+  // After a burst only the newest kSegmentsBytes are worth copying (under
+  // mu_): the older ones would be dropped below straight away.
+  size_t newest = ring_.size();
+  for (int64_t bytes = 0; newest > i; --newest) {
+    bytes += static_cast<int64_t>(ring_[newest - 1]->framed.size());
+    if (bytes > kSegmentsBytes) break;
+  }
+  i = newest;
   while (i < ring_.size()) {
     auto segment = std::make_shared<Segment>();
     const size_t begin = i;

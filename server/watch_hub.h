@@ -94,8 +94,9 @@ struct WatchFlush {
 
 class WatchHub : public BatchObserver {
  public:
+  static constexpr size_t kDefaultRingCapacity = 65536;
   WatchHub(core::StateStore* store, int64_t start_revision,
-           size_t ring_capacity = 65536, WatchFlush flush = {});
+           size_t ring_capacity = kDefaultRingCapacity, WatchFlush flush = {});
   ~WatchHub() override;
 
   // Starts a stream for `request` (a serialized v1::WatchGangsRequest)
@@ -140,8 +141,10 @@ class WatchHub : public BatchObserver {
   // back to back into one slice, so a stream that sends all of them adds one
   // slice to its GangEventBatch instead of one per event (fewer references
   // to take and drop, one iovec). At most kSegmentEvents events and (beyond
-  // the first) kSegmentBytes; all segments together at most kSegmentsBytes,
-  // and none outlives its events in the ring.
+  // the first) kSegmentBytes; the hub keeps at most kSegmentsBytes of them,
+  // none past its events' time in the ring. A stream keeps only segments of
+  // events it has queued, so what it pins stays within its buffer bound
+  // (twice over: the events and their copy).
   struct Segment {
     int64_t first = 0;  // the revisions of its first and last event
     int64_t last = 0;

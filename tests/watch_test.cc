@@ -1,6 +1,9 @@
 // WatchGangs and WatchGangBatches: list-then-watch semantics over a real
 // daemon.
+#include <chrono>
 #include <map>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -14,9 +17,13 @@ class WatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
     daemon_ = StartDemoDaemon();
+    AddArgs(*daemon_);
     ASSERT_TRUE(daemon_->Start()) << daemon_->output();
     scheduler_ = daemon_->Scheduler();
   }
+
+  // Flags a derived fixture adds to the demo daemon's.
+  virtual void AddArgs(DaemonProcess&) {}
 
   std::string Submit(const std::string& queue) {
     grpc::ClientContext context;
@@ -338,6 +345,87 @@ TEST_F(WatchTest, LiveBatchedStreamsAgreeWithAndWithoutAFilter) {
   }
   all_context.TryCancel();
   b_context.TryCancel();
+  single_context.TryCancel();
+}
+
+// Sweeps 2 s apart and bookmarks an hour apart: a burst coalesces into one
+// sweep, and nothing but the stream's own writes moves it on afterwards.
+class WatchSweepTest : public WatchTest {
+ protected:
+  void AddArgs(DaemonProcess& daemon) override {
+    daemon.AddArgs(
+        {"--watch_sweep_interval=2s", "--watch_sweep_quiet=2s",
+         "--config=" +
+             daemon.WriteFile(
+                 "sweep_config.json",
+                 R"({"topologyLevels":["block","rack"],"cycleInterval":"0.2s",)"
+                 R"("watch":{"bookmarkInterval":"3600s"}})")});
+  }
+
+  int64_t HeadRevision() {
+    grpc::ClientContext context;
+    v1::ListGangsRequest request;
+    request.set_page_size(1);
+    v1::ListGangsResponse response;
+    EXPECT_TRUE(scheduler_->ListGangs(&context, request, &response).ok());
+    return response.revision();
+  }
+
+  // Reads events up to revision `head`: every revision from `expected` on
+  // once, in order.
+  template <typename Next>
+  static void ExpectEverything(int64_t expected, int64_t head, Next next) {
+    while (expected <= head) {
+      std::optional<v1::GangEvent> event = next();
+      ASSERT_TRUE(event.has_value())
+          << "stream ended before revision " << expected << " of " << head;
+      if (event->type() == v1::EVENT_TYPE_BOOKMARK) continue;
+      ASSERT_EQ(event->revision(), expected);
+      ++expected;
+    }
+  }
+};
+
+// Found in review: a live stream handed more events in one sweep than it
+// reads at once (a page of 256) sent the first page and then waited for
+// the next sweep or bookmark; and a WatchGangs stream that was writing when
+// a sweep came forgot it once its queue ran dry. Every event of a burst
+// must follow the first page without another commit.
+TEST_F(WatchSweepTest, ABurstLargerThanAPageArrivesWithoutAnotherSweep) {
+  v1::WatchGangsRequest request;
+  request.set_after_revision(0);
+  grpc::ClientContext batched_context, single_context;
+  for (grpc::ClientContext* context : {&batched_context, &single_context}) {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::seconds(30));
+  }
+  auto batched = scheduler_->WatchGangBatches(&batched_context, request);
+  auto single = scheduler_->WatchGangs(&single_context, request);
+  v1::GangEventBatch batch;
+  int in_batch = 0;
+  auto next_batched = [&]() -> std::optional<v1::GangEvent> {
+    while (in_batch == batch.events_size()) {
+      if (!batched->Read(&batch)) return std::nullopt;
+      in_batch = 0;
+    }
+    return batch.events(in_batch++);
+  };
+  auto next_single = [&]() -> std::optional<v1::GangEvent> {
+    v1::GangEvent event;
+    if (!single->Read(&event)) return std::nullopt;
+    return event;
+  };
+  // Both streams live and caught up: revision 1 was swept to them at once.
+  Submit("a");
+  ExpectEverything(1, 1, next_batched);
+  ExpectEverything(1, 1, next_single);
+  // The next sweep is 2 s after that one: the burst waits for it.
+  SubmitConcurrently(8, 40);  // 320 gangs, 64 of them admitted
+  const int64_t head = HeadRevision();
+  ASSERT_GT(head, 300);
+  ExpectEverything(2, head, next_batched);
+  ExpectEverything(2, head, next_single);
+  batched_context.TryCancel();
   single_context.TryCancel();
 }
 
