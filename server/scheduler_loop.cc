@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -219,7 +218,6 @@ bool SchedulerLoop::RunBatch() {
       return !queue_.empty() || stopping_;
     };
     mu_.AwaitWithDeadline(absl::Condition(&ready), next_cycle_);
-    GatherLocked();
     batch.swap(queue_);
     exit = stopping_;
   }
@@ -268,20 +266,10 @@ bool SchedulerLoop::RunBatch() {
       observer->OnIdleCycle(*scheduler_);
     }
   }
-  gather_target_ = batch.size();
   batch.clear();  // keeps its capacity for the next swap
   if (!exit) return true;
   absl::MutexLock lock(&mu_);
   return !queue_.empty();  // drain what arrived before Stop
-}
-
-void SchedulerLoop::GatherLocked() {
-  if (queue_.empty() || queue_.size() >= gather_target_ || stopping_) return;
-  auto gathered = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return queue_.size() >= gather_target_ || stopping_;
-  };
-  mu_.AwaitWithDeadline(absl::Condition(&gathered),
-                        std::min(absl::Now() + kGatherWindow, next_cycle_));
 }
 
 absl::Duration SchedulerLoop::CommitAndPublish(const core::Mutation& mutation) {

@@ -12,14 +12,6 @@
 // its batch is durable and its view published. A failed commit leaves memory
 // ahead of disk: the loop logs it and aborts (fail-stop).
 //
-// Group commit across callers: when fewer commands are queued than the last
-// batch held, the loop waits up to kGatherWindow for as many before it
-// starts the next batch (closed-loop callers answered by the last batch
-// come back within that time), so one fsync, one cycle and one view serve
-// them all. A lone caller (last batch of one) never waits; a load that
-// shrinks costs at most one window before the target follows it, and after
-// an idle spell (a timer cycle with no command) nothing waits.
-//
 // (A two-thread pipeline — applying batch N+1 while batch N's fsync runs —
 // was measured and not kept: see bench/README.md.)
 //
@@ -150,10 +142,6 @@ class SchedulerLoop {
   // Runs one durable batch's replies: on the reply thread when a next batch
   // is waiting (or earlier replies are still running there), else here.
   void Answer(std::vector<Reply> replies);
-  // With mu_ held and commands queued: waits (at most kGatherWindow, and
-  // not past the cycle timer or Stop) until as many commands are queued as
-  // the last batch held.
-  void GatherLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies one batch; returns false when it is time to exit.
   bool RunBatch();
   // Commits `mutation` (fail-stop) and publishes the view; returns the
@@ -171,11 +159,6 @@ class SchedulerLoop {
   absl::Time next_cycle_;
 
   std::thread reply_thread_;
-
-  // How long a batch waits for commands to gather (GatherLocked).
-  static constexpr absl::Duration kGatherWindow = absl::Microseconds(500);
-  // Commands the last batch held (loop thread only).
-  size_t gather_target_ = 0;
 
   // Replies of durable batches not yet run, oldest first; their own lock,
   // so answering calls never contends with Enqueue.

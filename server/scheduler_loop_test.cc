@@ -1,9 +1,8 @@
 // SchedulerLoop's batches: replies wait for their batch's durable write,
-// commands that arrive during a write share the next one, fewer commands
-// than the last batch held are not held back, a reply being sent does not
-// hold up the next batch, Stop answers what was queued. The store is core's
-// MemoryStore behind a gate that holds a commit "in fsync" until the test
-// opens it.
+// commands that arrive during a write share the next one, a reply being
+// sent does not hold up the next batch, Stop answers what was queued. The store
+// is core's MemoryStore behind a gate that holds a commit "in fsync" until the
+// test opens it.
 #include "server/scheduler_loop.h"
 
 #include <cstdio>
@@ -172,23 +171,6 @@ TEST_F(SchedulerLoopTest, CommandsArrivingDuringACommitShareTheNext) {
   EXPECT_GE(replies[0], 1);
   EXPECT_EQ(std::vector<int>(replies.begin() + 1, replies.end()),
             (std::vector<int>{2, 2, 2}));
-  loop_.Stop();
-}
-
-TEST_F(SchedulerLoopTest, FewerCommandsThanTheLastBatchAreNotHeldBack) {
-  store_.Close();
-  loop_.Start();
-  ASSERT_TRUE(PutQueue("a"));
-  ASSERT_TRUE(store_.AwaitEntered(1));
-  for (const char* name : {"b", "c", "d"}) ASSERT_TRUE(PutQueue(name));
-  store_.Open();
-  ASSERT_TRUE(tally_.AwaitReplies(4));
-  // The loop waits a moment for three commands to gather again; one comes,
-  // and it is committed and answered on its own all the same.
-  ASSERT_TRUE(PutQueue("e"));
-  ASSERT_TRUE(tally_.AwaitReplies(5));
-  EXPECT_EQ(store_.batch_queues(), (std::vector<int>{1, 3, 1}));
-  EXPECT_EQ(tally_.replies().back(), 3);
   loop_.Stop();
 }
 
