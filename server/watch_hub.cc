@@ -737,12 +737,15 @@ void WatchHub::TickBookmarks() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      auto stop = [this]()
-                      ABSL_SHARED_LOCKS_REQUIRED(mu_) { return shutdown_; };
-      // Tick at a tenth of the interval so idle streams hear from us on time.
-      if (mu_.AwaitWithTimeout(absl::Condition(&stop),
-                               bookmark_interval_ / 10)) {
-        return;
+      // Tick at a tenth of the interval so idle streams hear from us on
+      // time; a new interval (UpdateConfig) restarts the wait by it.
+      const absl::Duration interval = bookmark_interval_;
+      auto woken = [this, interval]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return shutdown_ || bookmark_interval_ != interval;
+      };
+      if (mu_.AwaitWithTimeout(absl::Condition(&woken), interval / 10)) {
+        if (shutdown_) return;
+        continue;
       }
     }
     for (const auto& watcher : Watchers()) {

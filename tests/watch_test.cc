@@ -429,5 +429,37 @@ TEST_F(WatchSweepTest, ABurstLargerThanAPageArrivesWithoutAnotherSweep) {
   single_context.TryCancel();
 }
 
+// The bookmark ticker waits a tenth of the interval (here 6 minutes); a
+// shorter interval set meanwhile must apply at once, not after that wait.
+TEST_F(WatchSweepTest, AShorterBookmarkIntervalAppliesWithoutWaitingOutTheOld) {
+  // Past the ticker's first wait, which began before the config file's
+  // interval was applied (it made the test pass without the fix).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  Submit("a");
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
+  v1::WatchGangsRequest request;
+  request.set_after_revision(HeadRevision());
+  auto reader = scheduler_->WatchGangs(&context, request);
+  {
+    grpc::ClientContext get_context, update_context;
+    v1::Config config;
+    ASSERT_TRUE(daemon_->Admin()->GetConfig(&get_context, {}, &config).ok());
+    config.mutable_watch()->mutable_bookmark_interval()->set_seconds(0);
+    config.mutable_watch()->mutable_bookmark_interval()->set_nanos(200'000'000);
+    v1::UpdateConfigRequest update;
+    *update.mutable_config() = config;
+    update.set_expected_version(config.version());
+    v1::Config updated;
+    ASSERT_TRUE(
+        daemon_->Admin()->UpdateConfig(&update_context, update, &updated).ok());
+  }
+  v1::GangEvent event;
+  ASSERT_TRUE(reader->Read(&event)) << "no bookmark before the deadline";
+  EXPECT_EQ(event.type(), v1::EVENT_TYPE_BOOKMARK);
+  context.TryCancel();
+}
+
 }  // namespace
 }  // namespace phalanx::testing
