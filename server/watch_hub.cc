@@ -200,10 +200,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     constexpr int kPage = 256;
     // Whatever a missed sweep announced is read now.
     look_again_ = false;
-    // Segments only serve a stream that may take every event.
-    RingRead read = hub_->ReadRing(
-        next_ - 1, kPage,
-        batches_ && queues_.empty() && gang_ids_.empty() && !scope_);
+    RingRead read = hub_->ReadRing(next_ - 1, kPage);
     if (caught_up_ && read.head - next_ + 1 > read.max_lag) {
       EndLocked(grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -254,15 +251,6 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     // out after this write, not at the next sweep.
     look_again_ = next_ <= read.head;
     for (HubEventPtr& event : taken) backlog_.push_back(std::move(event));
-    // Only segments of events taken: what a stream pins stays within what
-    // it queues.
-    for (SegmentPtr& segment : read.segments) {
-      if (segment->last < next_ &&
-          (segments_.empty() || segment->first > segments_.back()->last)) {
-        segments_.push_back(std::move(segment));
-      }
-    }
-    DropStaleSegments();
     return true;
   }
 
@@ -280,58 +268,22 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     return out;
   }
 
-  // Drops the segments that start before the backlog (all of them when it
-  // is empty): what a stream holds stays bounded by what it queues.
-  void DropStaleSegments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    while (!segments_.empty() &&
-           (backlog_.empty() ||
-            segments_.front()->first < backlog_.front()->revision)) {
-      segments_.pop_front();
-    }
-  }
-
-  // Whether the queued events start with every event of `segment`: the
-  // backlog is an increasing run of ring revisions, so holding its first and
-  // last revision `events` apart means holding all of them.
-  bool Covers(const Segment& segment) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return backlog_.front()->revision == segment.first &&
-           backlog_.size() >= static_cast<size_t>(segment.events) &&
-           backlog_[segment.events - 1]->revision == segment.last;
-  }
-
   // Sends the queued events, oldest first, as one GangEventBatch (bounded
-  // by kMaxBatchEvents and kMaxBatchBytes): a sealed segment's slice for
-  // each run of events that is one whole segment, else each event's framed
-  // slice — references to bytes shared by every stream; nothing is copied
-  // or serialized again.
+  // by kMaxBatchEvents and kMaxBatchBytes): each event's framed slice, a
+  // reference to bytes shared by every stream; nothing is copied or
+  // serialized again.
   void WriteBatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<grpc::Slice> slices;
+    slices.reserve(std::min<size_t>(backlog_.size(), kMaxBatchEvents));
     int64_t bytes = 0;
     int events = 0;
-    auto fits = [&](int more_events, int64_t more_bytes) {
-      return events == 0 || (events + more_events <= kMaxBatchEvents &&
-                             bytes + more_bytes <= kMaxBatchBytes);
-    };
-    while (!backlog_.empty()) {
-      DropStaleSegments();
-      int take = 1;
-      const Segment* segment = nullptr;
-      if (!segments_.empty() && Covers(*segments_.front())) {
-        segment = segments_.front().get();
-        take = segment->events;
-      }
-      if (!fits(take, segment != nullptr ? segment->bytes
-                                         : backlog_.front()->bytes)) {
-        break;
-      }
-      slices.push_back(segment != nullptr ? segment->framed
-                                          : backlog_.front()->framed);
-      if (segment != nullptr) segments_.pop_front();  // after its last use
-      for (int i = 0; i < take; ++i) {
-        bytes += backlog_.front()->bytes;
-        backlog_.pop_front();
-      }
-      events += take;
+    while (!backlog_.empty() && events < kMaxBatchEvents &&
+           (events == 0 || bytes + backlog_.front()->bytes <= kMaxBatchBytes)) {
+      HubEventPtr event = std::move(backlog_.front());
+      backlog_.pop_front();
+      slices.push_back(event->framed);
+      bytes += event->bytes;
+      ++events;
     }
     backlog_bytes_ -= bytes;
     in_flight_bytes_ = bytes;
@@ -393,8 +345,6 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   absl::Mutex mu_;
   int64_t next_ ABSL_GUARDED_BY(mu_);  // next revision to look at
   std::deque<HubEventPtr> backlog_ ABSL_GUARDED_BY(mu_);
-  // Sealed segments of ring events from the backlog on (kBatches only).
-  std::deque<SegmentPtr> segments_ ABSL_GUARDED_BY(mu_);
   grpc::ByteBuffer current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool wrote_once_ ABSL_GUARDED_BY(mu_) = false;
@@ -443,8 +393,7 @@ WatchHub::WatchHub(core::StateStore* store, int64_t start_revision,
     : store_(store),
       ring_capacity_(ring_capacity),
       flush_(flush),
-      revision_(start_revision),
-      sealed_(start_revision) {
+      revision_(start_revision) {
   for (int shard = 0; shard < kFanOutThreads; ++shard) {
     fan_out_.emplace_back([this, shard] {
       pthread_setname_np(pthread_self(), "phalanx-fanout");
@@ -576,8 +525,7 @@ bool WatchHub::Reserve(int64_t bytes) {
 
 void WatchHub::Release(int64_t bytes) { buffered_bytes_.fetch_sub(bytes); }
 
-WatchHub::RingRead WatchHub::ReadRing(int64_t after, int limit,
-                                      bool segments) const {
+WatchHub::RingRead WatchHub::ReadRing(int64_t after, int limit) const {
   absl::MutexLock lock(&mu_);
   RingRead out;
   out.head = revision_;
@@ -589,16 +537,6 @@ WatchHub::RingRead WatchHub::ReadRing(int64_t after, int limit,
   for (size_t i = after + 1 - first;
        i < ring_.size() && static_cast<int>(out.events.size()) < limit; ++i) {
     out.events.push_back(ring_[i]);
-  }
-  if (!segments || out.events.empty()) return out;
-  // The sealed segments within the events read.
-  auto it = std::lower_bound(segments_.begin(), segments_.end(), after + 1,
-                             [](const SegmentPtr& s, int64_t revision) {
-                               return s->first < revision;
-                             });
-  for (; it != segments_.end() && (*it)->last <= out.events.back()->revision;
-       ++it) {
-    out.segments.push_back(*it);
   }
   return out;
 }
@@ -629,10 +567,7 @@ void WatchHub::OnDurable(const core::Mutation& mutation, absl::Duration, int) {
     if (watchers_.empty()) {
       ring_.clear();
       ring_bytes_ = 0;
-      segments_.clear();
-      segment_bytes_ = 0;
       revision_ = mutation.events.back().revision;
-      sealed_ = revision_;
       return;
     }
   }
@@ -679,57 +614,12 @@ void WatchHub::FanOut(int shard) {
       }
       if (shutdown_) return;
       seen = generation_;
-      Seal();
       for (const auto& watcher : watchers_) {
         if (watcher->shard() == shard) watchers.push_back(watcher);
       }
     }
     last_sweep = absl::Now();
     for (const auto& watcher : watchers) watcher->Sweep();
-  }
-}
-
-void WatchHub::Seal() {
-  if (ring_.empty()) return;
-  const int64_t front = ring_.front()->revision;
-  size_t i = static_cast<size_t>(std::max<int64_t>(sealed_ + 1 - front, 0));
-  // After a burst only the newest kSegmentsBytes are worth copying (under
-  // mu_): the older ones would be dropped below straight away.
-  size_t newest = ring_.size();
-  for (int64_t bytes = 0; newest > i; --newest) {
-    bytes += static_cast<int64_t>(ring_[newest - 1]->framed.size());
-    if (bytes > kSegmentsBytes) break;
-  }
-  i = newest;
-  while (i < ring_.size()) {
-    auto segment = std::make_shared<Segment>();
-    const size_t begin = i;
-    size_t size = 0;
-    for (; i < ring_.size() && i - begin < kSegmentEvents &&
-           (i == begin || size + ring_[i]->framed.size() <= kSegmentBytes);
-         ++i) {
-      size += ring_[i]->framed.size();
-      segment->bytes += ring_[i]->bytes;
-    }
-    segment->first = ring_[begin]->revision;
-    segment->last = ring_[i - 1]->revision;
-    segment->events = static_cast<int>(i - begin);
-    grpc_slice framed = grpc_slice_malloc(size);
-    uint8_t* out = GRPC_SLICE_START_PTR(framed);
-    for (size_t j = begin; j < i; ++j) {
-      std::memcpy(out, ring_[j]->framed.begin(), ring_[j]->framed.size());
-      out += ring_[j]->framed.size();
-    }
-    segment->framed = grpc::Slice(framed, grpc::Slice::STEAL_REF);
-    segment_bytes_ += static_cast<int64_t>(size);
-    segments_.push_back(std::move(segment));
-  }
-  sealed_ = ring_.back()->revision;
-  // Bounded; a segment whose events left the ring is of no use either.
-  while (!segments_.empty() && (segments_.front()->first < front ||
-                                segment_bytes_ > kSegmentsBytes)) {
-    segment_bytes_ -= static_cast<int64_t>(segments_.front()->framed.size());
-    segments_.pop_front();
   }
 }
 

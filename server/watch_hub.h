@@ -5,10 +5,9 @@
 // half of them), at most every WatchFlush::interval while events keep
 // coming, so events that arrive close together go out in one message (or
 // one burst of writes). Streams share the serialized bytes (slices are
-// reference counted, never copied; each sweep also seals the new events
-// into one slice a caught-up stream sends whole). A WatchGangs stream with
-// several events queued sends them back to back as buffered writes, flushed by
-// the last; a WatchGangBatches stream sends everything queued as ONE message (a
+// reference counted, never copied). A WatchGangs stream with several events
+// queued sends them back to back as buffered writes, flushed by the last; a
+// WatchGangBatches stream sends everything queued as ONE message (a
 // GangEventBatch framed from the same bytes), so its cost per wake-up, not
 // per event, is what grows with the event rate.
 // A watcher that resumes from an older revision reads pages from the
@@ -137,25 +136,6 @@ class WatchHub : public BatchObserver {
 
  private:
   friend class Watcher;
-  // Consecutive ring events sealed by a sweep: their framed slices copied
-  // back to back into one slice, so a stream that sends all of them adds one
-  // slice to its GangEventBatch instead of one per event (fewer references
-  // to take and drop, one iovec). At most kSegmentEvents events and (beyond
-  // the first) kSegmentBytes; the hub keeps at most kSegmentsBytes of them,
-  // none past its events' time in the ring. A stream keeps only segments of
-  // events it has queued, so what it pins stays within its buffer bound
-  // (twice over: the events and their copy).
-  struct Segment {
-    int64_t first = 0;  // the revisions of its first and last event
-    int64_t last = 0;
-    int events = 0;
-    int64_t bytes = 0;  // its events' `bytes`, summed
-    grpc::Slice framed;
-  };
-  using SegmentPtr = std::shared_ptr<const Segment>;
-  static constexpr size_t kSegmentEvents = 256;
-  static constexpr size_t kSegmentBytes = size_t{256} << 10;
-  static constexpr int64_t kSegmentsBytes = int64_t{16} << 20;
   // What a watcher needs to refill, read under one lock.
   struct RingRead {
     std::vector<HubEventPtr> events;  // after `after`, at most `limit`
@@ -163,8 +143,6 @@ class WatchHub : public BatchObserver {
     int64_t head = 0;                 // the newest revision in the ring
     int64_t max_lag = 0;
     int64_t stream_bytes = 0;  // what one stream may queue
-    // With `segments`: the sealed segments within `events`, in order.
-    std::vector<SegmentPtr> segments;
   };
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Start(
       const v1::WatchGangsRequest& parsed, WatchAccess access,
@@ -175,9 +153,7 @@ class WatchHub : public BatchObserver {
   // Takes `bytes` from the total buffer budget; false when it is spent.
   bool Reserve(int64_t bytes);
   void Release(int64_t bytes);
-  RingRead ReadRing(int64_t after, int limit, bool segments) const;
-  // Seals the ring's events after sealed_ into segments; trims segments.
-  void Seal() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  RingRead ReadRing(int64_t after, int limit) const;
   void Remove(Watcher* watcher);
   void FanOut(int shard);
   void TickBookmarks();
@@ -191,9 +167,6 @@ class WatchHub : public BatchObserver {
   mutable absl::Mutex mu_;
   std::deque<HubEventPtr> ring_ ABSL_GUARDED_BY(mu_);
   int64_t revision_ ABSL_GUARDED_BY(mu_);
-  std::deque<SegmentPtr> segments_ ABSL_GUARDED_BY(mu_);
-  int64_t segment_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t sealed_ ABSL_GUARDED_BY(mu_);          // the last revision sealed
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped when the ring grows
   absl::Duration bookmark_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(10);
   int64_t max_lag_ ABSL_GUARDED_BY(mu_) = 100000;
