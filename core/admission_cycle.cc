@@ -1,0 +1,474 @@
+// The admission cycle (docs/design.md §4) and its helpers.
+#include "core/admission_cycle.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/domain_score.h"
+#include "core/housekeeping.h"
+#include "core/preemptor.h"
+
+namespace phalanx::core {
+namespace {
+
+// The level at which every pod set of `spec` is REQUIRED, or -1.
+int CommonRequiredLevel(const GangSpec& spec, const Fleet& fleet) {
+  int level = -1;
+  for (const PodSetSpec& set : spec.pod_sets) {
+    if (set.topology.mode != TopologyMode::kRequired) return -1;
+    const int l = fleet.LevelIndex(set.topology.level);
+    if (l < 0 || l >= static_cast<int>(fleet.levels().size()) ||
+        (level >= 0 && l != level)) {
+      return -1;
+    }
+    level = l;
+  }
+  return level;
+}
+
+}  // namespace
+
+void AdmissionCycle::Run() {
+  // 1. Housekeeping: expire idempotency keys, apply retention, sample the
+  //    fair-share ledger at least every sample interval, fire lifecycle
+  //    timers, fail gangs whose lease lapsed, heartbeat timeouts and drain
+  //    deadlines (their gangs are repaired or evicted), wake up for time-based
+  //    eligibility. Reservations are kept while nothing changed; when the
+  //    capacity epoch moved they are re-estimated on their own nodes, and
+  //    re-planned from scratch at most every few seconds.
+  Housekeeping(s_, now_).Run();
+  if (s_.preemptions_.TakeWakeup(now_)) s_.BumpEpoch();
+  const std::vector<Reservation> previous = s_.reservations_.all();
+  if (s_.reservations_.KeepOrReplan(s_.config_.reservation, s_.capacity_epoch_,
+                                    s_.fleet_, s_.gangs_, now_)) {
+    s_.fits_.ForgetRestricted();
+  }
+
+  // 2. Preemptors whose victims have all stopped take the capacity held for
+  //    them first (their holds set them apart from their groups); one that
+  //    still does not fit lets it go.
+  AdmitPreemptors();
+
+  // 3. Order: priority, fair-share score, submit time, id (or as configured);
+  //    a queue is re-scored after each admission from it. Gangs known to
+  //    fail at this epoch (5b) are passed over, a whole group at a time,
+  //    unless one of them could still make a reservation.
+  const int64_t& epoch = s_.capacity_epoch_;
+  const Config& config = s_.config_;
+  CycleOrder order(s_.gangs_, s_.quotas_, config.admission, epoch,
+                   CouldReserveNow());
+  GangPtr blocker;
+  std::string stopped_because;
+  int64_t free_gpus = FreeReadyGpus();
+  for (auto offer = order.Next(); offer.gang != nullptr; offer = order.Next()) {
+    const GangPtr& gang = offer.gang;
+    PendingGroup& group = *offer.group;
+    // 4. Stop early when nothing further can change: a strict-FIFO head
+    //    blocks everyone behind it; with no free GPU, no reservation left
+    //    to make and no preemption, no later gang can be admitted. The
+    //    gangs not reached get the shared cause as their reason (4b).
+    if (blocker != nullptr) {
+      stopped_because =
+          absl::StrCat("WAITING: strict FIFO: behind gang ",
+                       blocker->id.value(), ", which does not fit");
+      break;
+    }
+    if (free_gpus == 0 && !MayPreemptFrom(*gang) &&
+        s_.reservations_.size() >= config.reservation.depth &&
+        gang->spec.TotalGpus() > 0) {
+      stopped_because = kNoFreeGpuReason;
+      break;
+    }
+    // 5. Gate (held queue), quota, then place all pod sets at once — all or
+    //    nothing; nodes reserved for others only for gangs that end before.
+    //    5b. A member of a group that failed at this epoch with an estimate
+    //    no longer than its own fails alike, without trying.
+    //    5c. With accept_unfit_gangs, a gang that can never fit the fleet
+    //    as built is not tried (the answer is cached per shape until the
+    //    nodes change).
+    const bool known = group.KnownToFail(epoch, offer.estimate);
+    std::string never = known ? "" : s_.NeverFitsPending(gang->spec);
+    Attempt attempt = known           ? Attempt{group.reason}
+                      : never.empty() ? TryAdmit(gang)
+                                      : Attempt{std::move(never)};
+    std::string& reason = attempt.reason;
+    const bool never_fits = reason.starts_with(kNeverFitsPrefix);
+    // 6. Preempt: cheapest sufficient victims of lower priority (or
+    //    borrowing beyond nominal in the cohort), only on a fresh attempt.
+    bool preempting = false;
+    if (!reason.empty() && !known && !never_fits &&
+        !reason.starts_with("QUEUE_HELD")) {
+      if (auto started = Preemptor(s_, now_).TryPreempt(gang)) {
+        reason = *started;
+        preempting = true;
+      }
+    }
+    // Unless reserved nodes were what it lacked, a shorter estimate would
+    // not have helped: the whole group fails alike.
+    if (!reason.empty() && !preempting) {
+      group.RecordFailure(
+          epoch,
+          attempt.backfill_matters ? offer.estimate : -absl::InfiniteDuration(),
+          reason);
+    }
+    // 7. Reserve: a head gang that does not fit reserves the domain where
+    //    it can start soonest.
+    if (!reason.empty() && !preempting && !never_fits &&
+        !reason.starts_with("QUOTA") && !reason.starts_with("QUEUE_HELD")) {
+      if (auto reserved = ReserveFor(gang)) {
+        reason = absl::StrCat(*reserved, " (", reason, ")");
+      }
+    }
+    // 8. Every gang left pending carries its reason.
+    if (!reason.empty()) {
+      s_.SetReason(gang, std::move(reason));
+      if (config.admission.strict_fifo) blocker = gang;
+    } else {
+      free_gpus -= gang->spec.TotalGpus();
+    }
+    // A group known to fail is left for this cycle, unless this gang now
+    // holds a reservation and more may be made (depth > 1): its next
+    // member may reserve too (at most `depth` members are offered so).
+    const bool reserve_more =
+        s_.reservations_.Of(gang->id) != nullptr && MayReserve(*gang);
+    order.Advance(group.AllKnownToFail(epoch) &&
+                  !config.admission.strict_fifo && !reserve_more);
+  }
+  // 4b. The gangs an early stop did not reach: the shared cause, once per
+  //     group whose members do not all carry it yet (so a stalled cycle
+  //     still costs the number of groups).
+  if (!stopped_because.empty()) StampUnreached(stopped_because);
+  // 9. New reservations are events; a changed set may let others fit.
+  //    Gangs that joined a group known to fail get its reason; gangs whose
+  //    reservation went (a config change, a re-plan) lose its reason.
+  AnnounceReservations(previous);
+  s_.reservations_.PlannedAt(s_.capacity_epoch_);
+  SettleJoinedGangs();
+  ClearLostReservations(previous);
+}
+
+AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
+  const Queue& queue = s_.quotas_.queues().at(gang->spec.queue);
+  if (queue.held) {
+    return {absl::StrCat("QUEUE_HELD: queue ", queue.name.value(), " is held")};
+  }
+  PlacementOptions options = s_.OptionsFor(queue);
+  options.node_rank = NodeRanker(*gang);
+  const ReservationBook& reservations = s_.reservations_;
+  const PreemptionBook& holds = s_.preemptions_;
+  if (!reservations.empty() || !holds.held_for().empty()) {
+    options.node_allowed = [this, &gang, &reservations, &holds](int slot) {
+      const Reservation* r = reservations.AtSlot(slot);
+      return (r == nullptr || ReservationBook::MayBackfill(*gang, *r, now_)) &&
+             !holds.HeldForOther(slot, gang->id, s_.fleet_);
+    };
+    options.restricted_slots = &s_.RestrictedSlots();
+  }
+  PlacementResult placement = PlaceGang(gang->spec, s_.fleet_, options);
+  if (!placement.placed) {
+    // With rights to every reservation it was offered all the nodes.
+    const bool may_use_all =
+        std::all_of(reservations.all().begin(), reservations.all().end(),
+                    [&](const Reservation& r) {
+                      return ReservationBook::MayBackfill(*gang, r, now_);
+                    });
+    if (!may_use_all && !placement.reason.starts_with("QUOTA")) {
+      if (auto why = BlockedByReservation(gang, queue)) {
+        return {*std::move(why), /*backfill_matters=*/true};
+      }
+    }
+    return {std::move(placement.reason)};
+  }
+  if (s_.config_.placement.domain_end_time_packing) {
+    PackByDomainEnd(*gang, options, placement);
+  }
+  s_.Admit(gang, std::move(placement.pods), now_);
+  return {};
+}
+
+absl::Time AdmissionCycle::LatestEndIn(int domain) const {
+  const Fleet& fleet = s_.fleet_;
+  const Fleet::Domain& d = fleet.domains()[domain];
+  absl::Time latest = absl::InfinitePast();
+  for (int i = d.node_begin; i < d.node_end; ++i) {
+    for (const auto& [id, pods] : fleet.slots()[i].gang_pods) {
+      if (const Gang* holder = s_.gangs_.Peek(id)) {
+        latest = std::max(latest, ExpectedEnd(*holder, now_));
+      }
+    }
+  }
+  return latest;
+}
+
+void AdmissionCycle::PackByDomainEnd(const Gang& gang,
+                                     const PlacementOptions& options,
+                                     PlacementResult& placement) {
+  const Fleet& fleet = s_.fleet_;
+  if (gang.spec.estimated_runtime <= absl::ZeroDuration() ||
+      s_.config_.placement.first_fit) {
+    return;
+  }
+  const int level = CommonRequiredLevel(gang.spec, fleet);
+  if (level < 0 || placement.pods.empty()) return;
+  const int first = fleet.Find(placement.pods.front().node);
+  const absl::Time end = now_ + gang.spec.estimated_runtime;
+  // Rank every domain of the level (best fit's choice first among equals,
+  // the others in fleet order), then take the best-ranked one the gang
+  // fits in: best fit's own placement when that is its domain.
+  std::vector<std::pair<DomainRank, int>> ranked;
+  int order = 1;
+  for (int domain : fleet.DomainsAtLevel(level)) {
+    const Fleet::Domain& d = fleet.domains()[domain];
+    const bool chosen = first >= d.node_begin && first < d.node_end;
+    ranked.emplace_back(
+        RankDomain(LatestEndIn(domain), end, now_, chosen ? 0 : order++),
+        domain);
+  }
+  std::sort(ranked.begin(), ranked.end());
+  for (const auto& [rank, domain] : ranked) {
+    if (rank.best_fit_order == 0) return;  // best fit's placement stands
+    PlacementOptions inside = options;
+    inside.within_domain = domain;
+    PlacementResult there = PlaceGang(gang.spec, s_.fleet_, inside);
+    if (!there.placed) continue;
+    placement = std::move(there);
+    return;
+  }
+}
+
+std::function<NodeRank(int, int)> AdmissionCycle::NodeRanker(
+    const Gang& gang) const {
+  const PlacementConfig& config = s_.config_.placement;
+  if (!config.end_time_packing && !config.fragmentation_scoring) return {};
+  const absl::Time end = gang.spec.estimated_runtime > absl::ZeroDuration()
+                             ? now_ + gang.spec.estimated_runtime
+                             : absl::InfiniteFuture();
+  const Fleet& fleet = s_.fleet_;
+  const GangTable& gangs = s_.gangs_;
+  return [&fleet, &gangs, end, now = now_, config](int slot, int gpus) {
+    const Fleet::Slot& s = fleet.slots()[slot];
+    ScoredNode node{s.node.spec.gpu_count, s.FreeGpus(), absl::InfinitePast()};
+    if (config.end_time_packing) {
+      for (const auto& [id, pods] : s.gang_pods) {
+        if (const Gang* holder = gangs.Peek(id)) {
+          node.latest_end =
+              std::max(node.latest_end, ExpectedEnd(*holder, now));
+        }
+      }
+    }
+    return RankNode(node, ScoredPod{gpus, end}, config.fragmentation_scoring,
+                    config.end_time_packing);
+  };
+}
+
+int64_t AdmissionCycle::FreeReadyGpus() const {
+  const FreeIndex& index = s_.fleet_.free_index();
+  int64_t free = 0;
+  for (int gpus = 1; gpus <= index.max_gpus(); ++gpus) {
+    free += gpus * index.Nodes(/*domain=*/0, index.any_model(), gpus);
+  }
+  return free;
+}
+
+void AdmissionCycle::AdmitPreemptors() {
+  if (s_.preemptions_.held_for().empty()) return;
+  for (const GangId& id : s_.preemptions_.ReadyPreemptors()) {
+    const GangPtr gang = s_.gangs_.Find(id);
+    if (gang == nullptr || gang->state != GangState::kPending) {
+      s_.DropHolds(id);
+      continue;
+    }
+    Attempt attempt = TryAdmit(gang);
+    if (attempt.reason.empty()) continue;
+    s_.DropHolds(id);  // it did not fit even so; it may try again
+    s_.SetReason(gang, std::move(attempt.reason));
+  }
+}
+
+bool AdmissionCycle::MayReserve(const Gang& gang) const {
+  return s_.reservations_.MayReserve(s_.config_.reservation, gang.spec.priority,
+                                     gang.submit_time, now_);
+}
+
+std::optional<std::string> AdmissionCycle::ReserveFor(const GangPtr& gang) {
+  if (const Reservation* held = s_.reservations_.Of(gang->id)) {
+    return ReservedReason(*held);
+  }
+  if (!MayReserve(*gang)) return std::nullopt;
+  return Reserve(gang);
+}
+
+std::optional<std::string> AdmissionCycle::Reserve(const GangPtr& gang) {
+  std::vector<char> taken = s_.reservations_.TakenSlots();
+  for (size_t i = 0; i < taken.size(); ++i) {
+    taken[i] = taken[i] || s_.preemptions_.HeldForOther(static_cast<int>(i),
+                                                        gang->id, s_.fleet_);
+  }
+  // No running gang is expected to end before the earliest of their ends:
+  // a bound that lets the plan skip domains that cannot win.
+  const GangTable& gangs = s_.gangs_;
+  std::optional<Reservation> reservation = PlanReservation(
+      *gang, s_.fleet_, taken,
+      [&gangs](const GangId& id) { return gangs.Peek(id); }, now_,
+      gangs.EarliestEnd(), s_.config_.reservation.choose_by_stranding);
+  if (!reservation || !ReservationBook::WithinWindow(s_.config_.reservation,
+                                                     *reservation, now_)) {
+    return std::nullopt;
+  }
+  std::string reason = ReservedReason(*reservation);
+  s_.reservations_.Add(*std::move(reservation), s_.fleet_);
+  s_.fits_.ForgetRestricted();
+  return reason;
+}
+
+std::string ReservedReason(const Reservation& reservation) {
+  return absl::StrCat("RESERVED: ", reservation.nodes.size(), " nodes in ",
+                      reservation.path.empty() ? "the fleet" : reservation.path,
+                      " are held for it until ", reservation.gpus_to_release,
+                      " GPUs are released");
+}
+
+std::optional<std::string> AdmissionCycle::BlockedByReservation(
+    const GangPtr& gang, const Queue& queue) {
+  PlacementResult free_for_all =
+      PlaceGang(gang->spec, s_.fleet_, s_.OptionsFor(queue));
+  if (!free_for_all.placed) return std::nullopt;
+  for (const PodPlacement& pod : free_for_all.pods) {
+    const Reservation* reservation =
+        s_.reservations_.AtSlot(s_.fleet_.Find(pod.node));
+    if (reservation == nullptr) continue;
+    // The reason names no gang: it is shown to this gang's owner, who may
+    // not see the queue of the gang the nodes are held for.
+    return absl::StrCat(
+        "RESERVED_FOR: it would fit in ",
+        reservation->path.empty() ? "the fleet" : reservation->path,
+        ", held for a gang ahead of it in line; ",
+        gang->spec.estimated_runtime > absl::ZeroDuration()
+            ? "it is not expected to end before that gang starts"
+            : "without estimated_runtime it cannot backfill");
+  }
+  return std::nullopt;
+}
+
+bool AdmissionCycle::MayPreemptFrom(const Gang& gang) const {
+  const Config& config = s_.config_;
+  if (!config.preemption.enabled) return false;
+  // In priority order every later gang has at most this one's priority: below
+  // the preemptors' tier, none of them may preempt either. With a fair-share
+  // tier, a later gang of that tier may have a higher priority than this
+  // one, but stays below the tier's bound.
+  const AdmissionConfig& admission = config.admission;
+  const int min_priority = config.preemption.min_preemptor_priority;
+  if (admission.ordering != Ordering::kPriorityFairShareAge ||
+      gang.spec.priority >= min_priority) {
+    return true;
+  }
+  return gang.spec.priority < admission.fair_share_first_below_priority &&
+         admission.fair_share_first_below_priority > min_priority;
+}
+
+CycleOrder::CouldReserve AdmissionCycle::CouldReserveNow() const {
+  if (s_.config_.admission.strict_fifo) return nullptr;
+  return [this](const PendingKey& key) {
+    return s_.reservations_.MayReserve(s_.config_.reservation, key.priority,
+                                       key.submit_time, now_);
+  };
+}
+
+void AdmissionCycle::StampUnreached(const std::string& reason) {
+  PendingIndex& pending = s_.gangs_.pending();
+  for (auto& [key, group] : pending.groups()) {
+    // A group that failed at this epoch was reached (or is known to fail):
+    // its reasons are true. A group stamped with this reason already needs
+    // only the members that joined or changed since.
+    const bool again = group.keeps_any_stamp || group.stamped == reason;
+    if (group.members.empty() || group.failed_epoch == s_.capacity_epoch_ ||
+        (again && group.unstamped.empty())) {
+      continue;
+    }
+    // A gang holding a reservation keeps saying so, and one an attempt
+    // found not to fit keeps its NO_FIT reason (both still true; rewriting
+    // them every time the cycle stops at another place would only churn
+    // writes). The group counts as stamped all the same: a holder that
+    // loses its reservation gets another reason through SetReason
+    // (ClearLostReservations), which lists it in `unstamped`, so the next
+    // stamp visits it then — and the group is not walked again on every
+    // stalled cycle while the reservation stands.
+    auto stamp = [&](const GangId& id) {
+      // A preemptor waiting for its victims was reached: PREEMPTING holds.
+      if (s_.reservations_.Of(id) != nullptr || s_.preemptions_.HoldsFor(id)) {
+        return;
+      }
+      const GangPtr& gang = s_.gangs_.At(id);
+      if (gang->reason.starts_with("NO_FIT")) return;
+      s_.SetReason(gang, reason);
+    };
+    const std::vector<GangId> unstamped = std::move(group.unstamped);
+    group.unstamped.clear();
+    if (again) {
+      for (const GangId& id : unstamped) {
+        if (pending.GroupOf(id) == &group) stamp(id);
+      }
+    } else {
+      for (const PendingKey& member : group.members) stamp(member.id);
+    }
+    group.unstamped.clear();
+    group.stamped = reason;
+    group.keeps_any_stamp = false;
+  }
+}
+
+void AdmissionCycle::ClearLostReservations(
+    const std::vector<Reservation>& previous) {
+  for (const Reservation& lost : previous) {
+    if (s_.reservations_.Of(lost.gang) != nullptr) continue;
+    const GangPtr gang = s_.gangs_.Find(lost.gang);
+    if (gang == nullptr || gang->state != GangState::kPending ||
+        !gang->reason.starts_with("RESERVED: ")) {
+      continue;
+    }
+    // "RESERVED: … (why it did not fit)": keep the cause, drop the hold.
+    std::string reason = kWaitingReason;
+    if (const size_t open = gang->reason.find(" (");
+        open != std::string::npos && gang->reason.ends_with(")")) {
+      reason = gang->reason.substr(open + 2, gang->reason.size() - open - 3);
+    }
+    s_.SetReason(gang, std::move(reason));
+  }
+}
+
+void AdmissionCycle::SettleJoinedGangs() {
+  PendingIndex& pending = s_.gangs_.pending();
+  for (auto& [key, group] : pending.groups()) {
+    const bool known = group.failed_epoch == s_.capacity_epoch_;
+    for (const GangId& id : group.joined) {
+      if (!known || pending.GroupOf(id) != &group) continue;
+      const GangPtr& gang = s_.gangs_.At(id);
+      if (gang->reason == kWaitingReason &&
+          group.KnownToFail(s_.capacity_epoch_, PendingKeyOf(*gang).estimate)) {
+        s_.SetReason(gang, group.reason);
+      }
+    }
+    group.joined.clear();
+  }
+  pending.DropEmptyGroups();
+}
+
+void AdmissionCycle::AnnounceReservations(
+    const std::vector<Reservation>& previous) {
+  const std::vector<Reservation>& now_held = s_.reservations_.all();
+  bool changed = previous.size() != now_held.size();
+  for (const Reservation& reservation : now_held) {
+    const bool known = std::any_of(
+        previous.begin(), previous.end(), [&](const Reservation& p) {
+          return p.gang == reservation.gang && p.domain == reservation.domain;
+        });
+    if (known) continue;
+    changed = true;
+    s_.Transition(*s_.gangs_.At(reservation.gang), EventType::kReserved, now_);
+  }
+  if (changed) s_.BumpEpoch();
+}
+
+}  // namespace phalanx::core

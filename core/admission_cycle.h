@@ -1,0 +1,88 @@
+// AdmissionCycle: one run of the admission cycle (docs/design.md §4) over a
+// Scheduler's owners — housekeeping, preemptors onto their held nodes, then
+// every pending gang in cycle order: gate, quota, placement all or nothing,
+// preemption, reservation, and a reason for each gang left pending.
+//
+// Lives for one Scheduler::RunCycle call and holds no state of its own
+// beyond it; not thread-safe.
+#ifndef PHALANX_CORE_ADMISSION_CYCLE_H_
+#define PHALANX_CORE_ADMISSION_CYCLE_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/cycle_order.h"
+#include "core/node_score.h"
+#include "core/scheduler.h"
+
+namespace phalanx::core {
+
+class AdmissionCycle {
+ public:
+  AdmissionCycle(Scheduler& s, absl::Time now) : s_(s), now_(now) {}
+  // Runs the cycle's phases, in the order their comments number them.
+  void Run();
+
+  // The result of trying to admit one gang.
+  struct Attempt {
+    std::string reason;             // "" when admitted
+    bool backfill_matters = false;  // it would fit on nodes reserved for
+                                    // others it may not backfill into
+  };
+  // Tries to place `gang` all or nothing on the nodes it may use, and
+  // admits it when it fits.
+  Attempt TryAdmit(const GangPtr& gang);
+
+ private:
+  // Admits preemptors whose victims have stopped onto the capacity held for
+  // them; drops the holds of those that still do not fit.
+  void AdmitPreemptors();
+  // The node order of the configured placement scorers for `gang`'s
+  // unconstrained pods (core/node_score.h); empty when none is on.
+  std::function<NodeRank(int, int)> NodeRanker(const Gang& gang) const;
+  // With placement.domain_end_time_packing: moves the placement of a gang
+  // REQUIRED at one level into the domain of that level it fits in that
+  // ranks best by core/domain_score.h (best fit's own when that ties).
+  void PackByDomainEnd(const Gang& gang, const PlacementOptions& options,
+                       PlacementResult& placement);
+  // The latest expected end of the gangs with pods in `domain`.
+  absl::Time LatestEndIn(int domain) const;
+  int64_t FreeReadyGpus() const;
+  // Whether `gang`, or a gang after it in this cycle's order, may preempt.
+  bool MayPreemptFrom(const Gang& gang) const;
+  // Whether a pending gang known to fail must still be offered, to make a
+  // reservation; null in strict FIFO (every failure blocks).
+  CycleOrder::CouldReserve CouldReserveNow() const;
+  bool MayReserve(const Gang& gang) const;
+  // Why a gang that failed with reservations in force waits, if the
+  // reservations are the cause.
+  std::optional<std::string> BlockedByReservation(const GangPtr& gang,
+                                                  const Queue& queue);
+  // The reservation `gang` holds, or a new one if it may reserve; returns
+  // the reason prefix it then has.
+  std::optional<std::string> ReserveFor(const GangPtr& gang);
+  // Reserves a domain for `gang`; nothing beyond reservation.window.
+  std::optional<std::string> Reserve(const GangPtr& gang);
+  // Gives every pending gang of a group the cycle did not reach `reason`.
+  void StampUnreached(const std::string& reason);
+  // Gives gangs that joined a group known to fail the group's reason.
+  void SettleJoinedGangs();
+  // Pending gangs that held one of `previous` and hold none now drop the
+  // "RESERVED: …" part of their reason.
+  void ClearLostReservations(const std::vector<Reservation>& previous);
+  // Emits RESERVED events for new reservations; bumps the epoch on change.
+  void AnnounceReservations(const std::vector<Reservation>& previous);
+
+  Scheduler& s_;
+  const absl::Time now_;
+};
+
+// "RESERVED: <n> nodes in <domain> are held for it until …".
+std::string ReservedReason(const Reservation& reservation);
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_ADMISSION_CYCLE_H_

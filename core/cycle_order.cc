@@ -1,0 +1,94 @@
+#include "core/cycle_order.h"
+
+#include <tuple>
+
+namespace phalanx::core {
+
+bool CycleOrder::HeadKey::operator<(const HeadKey& o) const {
+  return std::tie(before_score, score, after_score, submit_time, seq, queue) <
+         std::tie(o.before_score, o.score, o.after_score, o.submit_time, o.seq,
+                  o.queue);
+}
+
+bool CycleOrder::CursorLess::operator()(const Cursor* a,
+                                        const Cursor* b) const {
+  if (submit_order) return SubmitOrderLess(*a->it, *b->it);
+  return *a->it < *b->it;
+}
+
+CycleOrder::CycleOrder(const GangTable& gangs, const QuotaBook& quotas,
+                       const AdmissionConfig& admission, const int64_t& epoch,
+                       CouldReserve could_reserve)
+    : gangs_(gangs),
+      quotas_(quotas),
+      admission_(admission),
+      epoch_(epoch),
+      submit_order_(admission.ordering == Ordering::kSubmitOrder),
+      could_reserve_(std::move(could_reserve)) {
+  const auto& groups = gangs.pending().groups();
+  cursors_.reserve(groups.size());
+  for (const auto& [key, group] : groups) {
+    if (group.members.empty()) continue;
+    cursors_.push_back({&group, group.members.begin()});
+    auto [bucket, added] =
+        buckets_.try_emplace(BucketOf(group), CursorLess{submit_order_});
+    bucket->second.insert(&cursors_.back());
+  }
+  for (const auto& [name, bucket] : buckets_) PushHead(name);
+}
+
+CycleOrder::Offer CycleOrder::Next() {
+  while (!heads_.empty()) {
+    const QueueName name = heads_.begin()->queue;
+    heads_.erase(heads_.begin());
+    Bucket& bucket = buckets_.at(name);
+    Cursor* cursor = *bucket.begin();
+    bucket.erase(bucket.begin());
+    if (PassOverKnownFailures(*cursor)) {
+      if (cursor->it != cursor->group->members.end()) bucket.insert(cursor);
+      PushHead(name);
+      continue;
+    }
+    last_ = {name, cursor};
+    const PendingKey& key = *cursor->it++;
+    return Offer{gangs_.At(key.id), const_cast<PendingGroup*>(cursor->group),
+                 key.estimate};
+  }
+  return Offer{};
+}
+
+void CycleOrder::Advance(bool drop_group) {
+  auto [name, cursor] = last_;
+  if (!drop_group && cursor->it != cursor->group->members.end()) {
+    buckets_.at(name).insert(cursor);
+  }
+  PushHead(name);
+}
+
+QueueName CycleOrder::BucketOf(const PendingGroup& group) const {
+  return submit_order_ ? QueueName() : group.queue;
+}
+
+// The oldest member left may still reserve: then nothing is passed over (the
+// younger ones of the group can reserve only if it can).
+bool CycleOrder::PassOverKnownFailures(Cursor& cursor) const {
+  if (!could_reserve_ || could_reserve_(*cursor.it)) return false;
+  const auto start = cursor.it;
+  cursor.it = cursor.group->FirstNotKnownToFail(epoch_, start);
+  return cursor.it != start;
+}
+
+void CycleOrder::PushHead(const QueueName& name) {
+  const Bucket& bucket = buckets_.at(name);
+  if (bucket.empty()) return;
+  const PendingKey& key = *(*bucket.begin())->it;
+  if (submit_order_) {
+    heads_.insert(HeadKey{0, {}, 0, key.submit_time, key.seq, name});
+    return;
+  }
+  const auto [before, after] = TierKeys(admission_, key.priority);
+  heads_.insert(HeadKey{before, quotas_.Score(name), after, key.submit_time,
+                        key.seq, name});
+}
+
+}  // namespace phalanx::core

@@ -1,0 +1,142 @@
+#include "core/node_vacator.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/check.h"
+#include "core/repair.h"
+
+namespace phalanx::core {
+namespace {
+
+const char* CauseName(NodeVacator::Cause cause) {
+  return cause == NodeVacator::Cause::kDrainDeadline ? "drain_deadline"
+                                                     : "unhealthy";
+}
+
+// Which slots' pods must move: `slots` and every UNHEALTHY node.
+std::vector<char> VacateMask(const Fleet& fleet,
+                             const std::vector<int>& slots) {
+  std::vector<char> vacate(fleet.slots().size());
+  for (size_t i = 0; i < vacate.size(); ++i) {
+    vacate[i] = fleet.slots()[i].node.state == NodeState::kUnhealthy;
+  }
+  for (int slot : slots) vacate[slot] = true;
+  return vacate;
+}
+
+// The gangs with pods on `slots`, each once with the first such node it is
+// on; highest priority first (it has the first pick of the free capacity),
+// then by id.
+std::vector<std::pair<GangId, NodeId>> GangsOn(const Fleet& fleet,
+                                               const GangTable& gangs,
+                                               const std::vector<int>& slots) {
+  std::vector<std::tuple<int, GangId, NodeId>> found;
+  for (int slot : slots) {
+    for (const auto& [id, pods] : fleet.slots()[slot].gang_pods) {
+      found.emplace_back(-gangs.At(id)->spec.priority, id,
+                         fleet.slots()[slot].node.spec.id);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::pair<GangId, NodeId>> out;
+  for (const auto& [priority, id, node] : found) {
+    if (out.empty() || out.back().first != id) out.emplace_back(id, node);
+  }
+  return out;
+}
+
+}  // namespace
+
+void NodeVacator::Vacate(const std::vector<int>& slots, Cause cause) {
+  const bool drained = cause == Cause::kDrainDeadline;
+  const std::vector<char> vacate = VacateMask(s_.fleet_, slots);
+  for (const auto& [id, node] : GangsOn(s_.fleet_, s_.gangs_, slots)) {
+    const GangPtr gang = s_.gangs_.At(id);
+    const absl::Status repair =
+        gang->state == GangState::kPreempting
+            ? absl::FailedPreconditionError("it is being preempted")
+            : TryRepair(gang, vacate);
+    ++s_.vacate_counts_[{repair.ok() ? "repaired" : "evicted",
+                         CauseName(cause)}];
+    if (repair.ok()) continue;
+    Gang evicted = *gang;
+    s_.ReleaseCapacity(evicted, now_);
+    evicted.state = GangState::kPending;
+    evicted.reason =
+        absl::StrCat("EVICTED: node ", node.value(),
+                     drained ? " passed its drain deadline" : " is unhealthy",
+                     "; not repaired: ", repair.message());
+    s_.Transition(std::move(evicted), EventType::kEvicted, now_);
+  }
+}
+
+absl::Status NodeVacator::TryRepair(const GangPtr& current,
+                                    const std::vector<char>& vacate) {
+  Fleet& fleet = s_.fleet_;
+  RepairOptions options;
+  options.vacate = vacate;
+  options.allowed = RepairTargets(*current);
+  options.first_fit = s_.config_.placement.first_fit;
+  std::vector<PodPlacement> moved;
+  for (const PodPlacement& pod : current->placement) {
+    if (vacate[fleet.Find(pod.node)]) moved.push_back(pod);
+  }
+  options.model_gate = RepairQuotaGate(*current, moved);
+  RepairResult plan = PlanRepair(*current, fleet, options);
+  if (!plan.repaired) return absl::FailedPreconditionError(plan.reason);
+  if (plan.moved_pods == 0) return absl::OkStatus();
+  Gang gang = *current;
+  s_.quotas_.Accrue(gang.spec.queue, now_);
+  s_.quotas_.Charge(gang, fleet, -1);
+  fleet.Release(gang, gang.placement);
+  gang.placement = std::move(plan.placement);
+  PHALANX_CHECK(fleet.Allocate(gang, gang.placement).ok());
+  s_.quotas_.Charge(gang, fleet, +1);
+  s_.Transition(std::move(gang), EventType::kRepaired, now_);
+  return absl::OkStatus();
+}
+
+std::vector<char> NodeVacator::RepairTargets(const Gang& gang) const {
+  const Fleet& fleet = s_.fleet_;
+  std::vector<char> allowed(fleet.slots().size(), 1);
+  for (size_t slot = 0; slot < allowed.size(); ++slot) {
+    if (s_.preemptions_.HeldForOther(static_cast<int>(slot), gang.id, fleet)) {
+      allowed[slot] = 0;
+    }
+  }
+  // A reservation's nodes only for a gang expected to end before it starts.
+  for (const Reservation& reservation : s_.reservations_.all()) {
+    if (gang.spec.estimated_runtime > absl::ZeroDuration() &&
+        ExpectedEnd(gang, now_) <= reservation.start) {
+      continue;
+    }
+    for (int slot : ReservationBook::SlotsOf(reservation, fleet)) {
+      allowed[slot] = 0;
+    }
+  }
+  return allowed;
+}
+
+ModelGate NodeVacator::RepairQuotaGate(
+    const Gang& gang, const std::vector<PodPlacement>& moved) const {
+  const Fleet& fleet = s_.fleet_;
+  std::map<std::string, int64_t> freed;
+  for (const PodPlacement& pod : moved) {
+    const std::string& model =
+        fleet.slots()[fleet.Find(pod.node)].node.spec.gpu_model;
+    freed[model] += static_cast<int64_t>(pod.gpu_indices.size());
+  }
+  const Queue& queue = s_.quotas_.queues().at(gang.spec.queue);
+  const QuotaBook& quotas = s_.quotas_;
+  return [&quotas, &queue, freed = std::move(freed)](const std::string& model,
+                                                     int64_t gpus) {
+    auto it = freed.find(model);
+    const int64_t grow = gpus - (it == freed.end() ? 0 : it->second);
+    return grow <= 0 ? std::string() : quotas.QuotaReason(queue, model, grow);
+  };
+}
+
+}  // namespace phalanx::core

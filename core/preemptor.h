@@ -1,0 +1,77 @@
+// Preemptor: picks and starts preemptions for a gang that does not fit
+// (docs/design.md §4 step 6). A gang that does not fit may preempt
+// lower-priority gangs of its own queue, or reclaim its nominal quota from
+// gangs of sibling queues that borrow. Victims are chosen by the work they
+// would lose (GPU-seconds since their last checkpoint), gangs younger than
+// min_runtime are spared, victims that turn out unnecessary are dropped, and
+// no preemption throws away more GPU-seconds than the preemptor would wait
+// for capacity to free up on its own (so one that is due soon just waits).
+// Two optional limits: only gangs of a priority tier preempt
+// (min_preemptor_priority), and only victims that checkpointed recently are
+// taken (max_victim_loss). Victims go to PREEMPTING for a grace period while
+// their GPUs stay held for the preemptor (PreemptionBook).
+//
+// No loops: a victim has strictly lower priority than its preemptor in the
+// same queue, or belongs to a queue above its nominal quota while the
+// preemptor's queue stays within its own — so a victim can never preempt its
+// preemptor back.
+//
+// Lives for one call on a Scheduler's owners; not thread-safe.
+#ifndef PHALANX_CORE_PREEMPTOR_H_
+#define PHALANX_CORE_PREEMPTOR_H_
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/scheduler.h"
+
+namespace phalanx::core {
+
+class Preemptor {
+ public:
+  Preemptor(Scheduler& s, absl::Time now) : s_(s), now_(now) {}
+
+  // Picks the cheapest sufficient set of victims for `gang` and moves them
+  // to PREEMPTING; returns the gang's pending reason, or nullopt (nothing
+  // changed).
+  std::optional<std::string> TryPreempt(const GangPtr& gang);
+
+ private:
+  // Which gangs a preemptor may take capacity from: its own queue's lower
+  // priorities, and sibling queues above nominal when it reclaims.
+  struct VictimRules {
+    QueueName queue;
+    int priority = 0;
+    std::set<QueueName> reclaim_from;
+  };
+  VictimRules RulesFor(const Gang& preemptor) const;
+  // Whether `victim` is of a kind the rules allow (min_runtime aside).
+  static bool IsVictim(const Gang& victim, const VictimRules& rules);
+  // The candidates of `rules`, with the work each would lose; sets the
+  // wake-up for the first one min_runtime still guards.
+  std::vector<std::pair<double, GangPtr>> Candidates(const VictimRules& rules);
+  // GPU-seconds of work a preemption for `gang` may throw away: its GPUs
+  // times how long it would wait for capacity to free up on its own,
+  // capped at preemption.horizon; none when it is due within the grace
+  // period.
+  double Budget(const Gang& gang);
+  // Whether `gang` fits once `victims` are gone (tentatively released).
+  bool FitsWithout(const GangPtr& gang, const std::vector<GangPtr>& victims);
+  void SetAside(const Gang& victim);   // its capacity freed, tentatively
+  void PutBack(const Gang& victim);    // undoes SetAside
+  bool FitsAsIs(const GangPtr& gang);  // holds for others respected
+  // Moves `victims` to PREEMPTING, holding their nodes for `gang`; returns
+  // their ids.
+  std::vector<std::string> Start(const GangPtr& gang,
+                                 const std::vector<GangPtr>& victims);
+
+  Scheduler& s_;
+  const absl::Time now_;
+};
+
+}  // namespace phalanx::core
+
+#endif  // PHALANX_CORE_PREEMPTOR_H_
