@@ -12,13 +12,13 @@
 # CANDIDATE_SIM defaults to build/bench/phalanx-sim of this tree (built
 # first). Exits 0 when every file matches, 1 naming the first that differs.
 # Environment: SIM_IDENTICAL_KEEP=1 keeps the work folder; SIM_JOBS (default
-# 2000) bounds each replay to the first N jobs.
+# 20000; 0 = all) bounds each replay to the first N jobs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 base_ref="${1:?usage: bench/sim_identical.sh BASE_REF [CANDIDATE_SIM]}"
 candidate="${2:-}"
-jobs="${SIM_JOBS:-2000}"
+jobs="${SIM_JOBS:-20000}"
 work="$(mktemp -d /tmp/sim-identical.XXXXXX)"
 cleanup() {
   git -C "$root" worktree remove --force "$work/base-src" >/dev/null 2>&1 || true
@@ -48,8 +48,8 @@ fi
 # lab with node failures (repairs and evictions).
 cells=(
   "philly|--trace $root/bench/traces/philly.csv --nodes 48"
-  "synthetic|--synthetic 1 --days 3"
-  "failures|--synthetic 2 --days 3 --node-mtbf-hours 300 --node-repair-hours 4"
+  "synthetic|--synthetic 1 --days 7 --load 1.1"
+  "failures|--synthetic 2 --days 7 --load 1.1 --node-mtbf-hours 200 --node-repair-hours 4"
 )
 
 status=0
