@@ -59,6 +59,7 @@ void AdmissionCycle::Run() {
   CycleOrder order(s_.gangs_, s_.quotas_, config.admission, epoch,
                    CouldReserveNow());
   GangPtr blocker;
+  ReasonCode stopped_code = ReasonCode::kNone;
   std::string stopped_because;
   int64_t free_gpus = FreeReadyGpus();
   for (auto offer = order.Next(); offer.gang != nullptr; offer = order.Next()) {
@@ -69,6 +70,7 @@ void AdmissionCycle::Run() {
     //    to make and no preemption, no later gang can be admitted. The
     //    gangs not reached get the shared cause as their reason (4b).
     if (blocker != nullptr) {
+      stopped_code = ReasonCode::kStrictFifo;
       stopped_because =
           absl::StrCat("WAITING: strict FIFO: behind gang ",
                        blocker->id.value(), ", which does not fit");
@@ -77,6 +79,7 @@ void AdmissionCycle::Run() {
     if (free_gpus == 0 && !MayPreemptFrom(*gang) &&
         s_.reservations_.size() >= config.reservation.depth &&
         gang->spec.TotalGpus() > 0) {
+      stopped_code = ReasonCode::kNoFit;
       stopped_because = kNoFreeGpuReason;
       break;
     }
@@ -89,17 +92,20 @@ void AdmissionCycle::Run() {
     //    nodes change).
     const bool known = group.KnownToFail(epoch, offer.estimate);
     std::string never = known ? "" : s_.NeverFitsPending(gang->spec);
-    Attempt attempt = known           ? Attempt{group.reason}
-                      : never.empty() ? TryAdmit(gang)
-                                      : Attempt{std::move(never)};
+    Attempt attempt = known ? Attempt{group.reason_code, group.reason}
+                      : never.empty()
+                          ? TryAdmit(gang)
+                          : Attempt{ReasonCode::kNeverFits, std::move(never)};
+    ReasonCode& code = attempt.code;
     std::string& reason = attempt.reason;
-    const bool never_fits = reason.starts_with(kNeverFitsPrefix);
+    const bool never_fits = code == ReasonCode::kNeverFits;
     // 6. Preempt: cheapest sufficient victims of lower priority (or
     //    borrowing beyond nominal in the cohort), only on a fresh attempt.
     bool preempting = false;
     if (!reason.empty() && !known && !never_fits &&
-        !reason.starts_with("QUEUE_HELD")) {
+        code != ReasonCode::kQueueHeld) {
       if (auto started = Preemptor(s_, now_).TryPreempt(gang)) {
+        code = ReasonCode::kPreempting;
         reason = *started;
         preempting = true;
       }
@@ -110,19 +116,20 @@ void AdmissionCycle::Run() {
       group.RecordFailure(
           epoch,
           attempt.backfill_matters ? offer.estimate : -absl::InfiniteDuration(),
-          reason);
+          code, reason);
     }
     // 7. Reserve: a head gang that does not fit reserves the domain where
     //    it can start soonest.
     if (!reason.empty() && !preempting && !never_fits &&
-        !reason.starts_with("QUOTA") && !reason.starts_with("QUEUE_HELD")) {
-      if (auto reserved = ReserveFor(gang)) {
+        code != ReasonCode::kQuota && code != ReasonCode::kQueueHeld) {
+      if (auto reserved = ReserveFor(gang, {code, reason})) {
+        code = ReasonCode::kReserved;
         reason = absl::StrCat(*reserved, " (", reason, ")");
       }
     }
     // 8. Every gang left pending carries its reason.
     if (!reason.empty()) {
-      s_.SetReason(gang, std::move(reason));
+      s_.SetReason(gang, code, std::move(reason));
       if (config.admission.strict_fifo) blocker = gang;
     } else {
       free_gpus -= gang->spec.TotalGpus();
@@ -138,7 +145,7 @@ void AdmissionCycle::Run() {
   // 4b. The gangs an early stop did not reach: the shared cause, once per
   //     group whose members do not all carry it yet (so a stalled cycle
   //     still costs the number of groups).
-  if (!stopped_because.empty()) StampUnreached(stopped_because);
+  if (!stopped_because.empty()) StampUnreached(stopped_code, stopped_because);
   // 9. New reservations are events; a changed set may let others fit.
   //    Gangs that joined a group known to fail get its reason; gangs whose
   //    reservation went (a config change, a re-plan) lose its reason.
@@ -151,7 +158,8 @@ void AdmissionCycle::Run() {
 AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
   const Queue& queue = s_.quotas_.queues().at(gang->spec.queue);
   if (queue.held) {
-    return {absl::StrCat("QUEUE_HELD: queue ", queue.name.value(), " is held")};
+    return {ReasonCode::kQueueHeld,
+            absl::StrCat("QUEUE_HELD: queue ", queue.name.value(), " is held")};
   }
   PlacementOptions options = s_.OptionsFor(queue);
   options.node_rank = NodeRanker(*gang);
@@ -173,12 +181,13 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
                     [&](const Reservation& r) {
                       return ReservationBook::MayBackfill(*gang, r, now_);
                     });
-    if (!may_use_all && !placement.reason.starts_with("QUOTA")) {
+    if (!may_use_all && placement.code != ReasonCode::kQuota) {
       if (auto why = BlockedByReservation(gang, queue)) {
-        return {*std::move(why), /*backfill_matters=*/true};
+        return {ReasonCode::kBlockedByReservation, *std::move(why),
+                /*backfill_matters=*/true};
       }
     }
-    return {std::move(placement.reason)};
+    return {placement.code, std::move(placement.reason)};
   }
   if (s_.config_.placement.domain_end_time_packing) {
     PackByDomainEnd(*gang, options, placement);
@@ -282,7 +291,7 @@ void AdmissionCycle::AdmitPreemptors() {
     Attempt attempt = TryAdmit(gang);
     if (attempt.reason.empty()) continue;
     s_.DropHolds(id);  // it did not fit even so; it may try again
-    s_.SetReason(gang, std::move(attempt.reason));
+    s_.SetReason(gang, attempt.code, std::move(attempt.reason));
   }
 }
 
@@ -291,12 +300,16 @@ bool AdmissionCycle::MayReserve(const Gang& gang) const {
                                      gang.submit_time, now_);
 }
 
-std::optional<std::string> AdmissionCycle::ReserveFor(const GangPtr& gang) {
+std::optional<std::string> AdmissionCycle::ReserveFor(
+    const GangPtr& gang, const ReservationBook::Cause& cause) {
+  std::optional<std::string> reserved;
   if (const Reservation* held = s_.reservations_.Of(gang->id)) {
-    return ReservedReason(*held);
+    reserved = ReservedReason(*held);
+  } else if (MayReserve(*gang)) {
+    reserved = Reserve(gang);
   }
-  if (!MayReserve(*gang)) return std::nullopt;
-  return Reserve(gang);
+  if (reserved) s_.reservations_.NoteCause(gang->id, cause);
+  return reserved;
 }
 
 std::optional<std::string> AdmissionCycle::Reserve(const GangPtr& gang) {
@@ -376,7 +389,8 @@ CycleOrder::CouldReserve AdmissionCycle::CouldReserveNow() const {
   };
 }
 
-void AdmissionCycle::StampUnreached(const std::string& reason) {
+void AdmissionCycle::StampUnreached(ReasonCode code,
+                                    const std::string& reason) {
   PendingIndex& pending = s_.gangs_.pending();
   for (auto& [key, group] : pending.groups()) {
     // A group that failed at this epoch was reached (or is known to fail):
@@ -401,8 +415,8 @@ void AdmissionCycle::StampUnreached(const std::string& reason) {
         return;
       }
       const GangPtr& gang = s_.gangs_.At(id);
-      if (gang->reason.starts_with("NO_FIT")) return;
-      s_.SetReason(gang, reason);
+      if (gang->reason_code == ReasonCode::kNoFit) return;
+      s_.SetReason(gang, code, reason);
     };
     const std::vector<GangId> unstamped = std::move(group.unstamped);
     group.unstamped.clear();
@@ -423,18 +437,17 @@ void AdmissionCycle::ClearLostReservations(
     const std::vector<Reservation>& previous) {
   for (const Reservation& lost : previous) {
     if (s_.reservations_.Of(lost.gang) != nullptr) continue;
+    ReservationBook::Cause cause = s_.reservations_.TakeCause(lost.gang);
     const GangPtr gang = s_.gangs_.Find(lost.gang);
     if (gang == nullptr || gang->state != GangState::kPending ||
-        !gang->reason.starts_with("RESERVED: ")) {
+        gang->reason_code != ReasonCode::kReserved) {
       continue;
     }
-    // "RESERVED: … (why it did not fit)": keep the cause, drop the hold.
-    std::string reason = kWaitingReason;
-    if (const size_t open = gang->reason.find(" (");
-        open != std::string::npos && gang->reason.ends_with(")")) {
-      reason = gang->reason.substr(open + 2, gang->reason.size() - open - 3);
+    // Keep the cause, drop the hold.
+    if (cause.code == ReasonCode::kNone) {
+      cause = {ReasonCode::kWaiting, kWaitingReason};
     }
-    s_.SetReason(gang, std::move(reason));
+    s_.SetReason(gang, cause.code, std::move(cause.reason));
   }
 }
 
@@ -445,9 +458,9 @@ void AdmissionCycle::SettleJoinedGangs() {
     for (const GangId& id : group.joined) {
       if (!known || pending.GroupOf(id) != &group) continue;
       const GangPtr& gang = s_.gangs_.At(id);
-      if (gang->reason == kWaitingReason &&
+      if (gang->reason_code == ReasonCode::kWaiting &&
           group.KnownToFail(s_.capacity_epoch_, PendingKeyOf(*gang).estimate)) {
-        s_.SetReason(gang, group.reason);
+        s_.SetReason(gang, group.reason_code, group.reason);
       }
     }
     group.joined.clear();

@@ -28,9 +28,10 @@ class AdmissionCycle {
 
   // The result of trying to admit one gang.
   struct Attempt {
-    std::string reason;             // "" when admitted
-    bool backfill_matters = false;  // it would fit on nodes reserved for
-                                    // others it may not backfill into
+    ReasonCode code = ReasonCode::kNone;  // kNone when admitted
+    std::string reason;                   // "" when admitted
+    bool backfill_matters = false;        // it would fit on nodes reserved for
+                                          // others it may not backfill into
   };
   // Tries to place `gang` all or nothing on the nodes it may use, and
   // admits it when it fits.
@@ -62,16 +63,19 @@ class AdmissionCycle {
   std::optional<std::string> BlockedByReservation(const GangPtr& gang,
                                                   const Queue& queue);
   // The reservation `gang` holds, or a new one if it may reserve; returns
-  // the reason prefix it then has.
-  std::optional<std::string> ReserveFor(const GangPtr& gang);
+  // the reason prefix it then has. `cause` (why it did not fit) is kept for
+  // when the reservation goes.
+  std::optional<std::string> ReserveFor(const GangPtr& gang,
+                                        const ReservationBook::Cause& cause);
   // Reserves a domain for `gang`; nothing beyond reservation.window.
   std::optional<std::string> Reserve(const GangPtr& gang);
   // Gives every pending gang of a group the cycle did not reach `reason`.
-  void StampUnreached(const std::string& reason);
+  void StampUnreached(ReasonCode code, const std::string& reason);
   // Gives gangs that joined a group known to fail the group's reason.
   void SettleJoinedGangs();
   // Pending gangs that held one of `previous` and hold none now drop the
-  // "RESERVED: …" part of their reason.
+  // "RESERVED: …" part of their reason: they wait for the cause they
+  // reserved for.
   void ClearLostReservations(const std::vector<Reservation>& previous);
   // Emits RESERVED events for new reservations; bumps the epoch on change.
   void AnnounceReservations(const std::vector<Reservation>& previous);

@@ -526,14 +526,14 @@ TEST(PendingGroupTest, PassesOverMembersWithEstimatesNoShorterThanAFailure) {
   ASSERT_EQ(group.members.size(), 5u);
   EXPECT_EQ(group.FirstNotKnownToFail(1, group.members.begin())->id,
             gangs[0].id);  // nothing known at epoch 1 yet
-  group.RecordFailure(1, absl::Hours(5), "NO_FIT");
+  group.RecordFailure(1, absl::Hours(5), ReasonCode::kNoFit, "NO_FIT");
   EXPECT_EQ(group.FirstNotKnownToFail(1, group.members.begin())->id,
             gangs[2].id);  // 2 h is the first shorter than 5 h
-  group.RecordFailure(1, absl::Hours(2), "NO_FIT");
+  group.RecordFailure(1, absl::Hours(2), ReasonCode::kNoFit, "NO_FIT");
   EXPECT_EQ(group.FirstNotKnownToFail(1, group.members.begin())->id,
             gangs[4].id);
   EXPECT_FALSE(group.AllKnownToFail(1));
-  group.RecordFailure(1, absl::Hours(1), "NO_FIT");
+  group.RecordFailure(1, absl::Hours(1), ReasonCode::kNoFit, "NO_FIT");
   EXPECT_TRUE(group.AllKnownToFail(1));
   EXPECT_EQ(group.FirstNotKnownToFail(1, group.members.begin()),
             group.members.end());

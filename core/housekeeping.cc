@@ -62,6 +62,7 @@ void Housekeeping::ExpireTimers() {
     if (max_runtime > absl::ZeroDuration() && admitted + max_runtime <= now_) {
       s_.ReleaseCapacity(gang, now_);
       gang.state = GangState::kFailed;
+      gang.reason_code = ReasonCode::kMaxRuntime;
       gang.reason = "MAX_RUNTIME";
       gang.message = absl::StrCat("ran longer than max_runtime ",
                                   absl::FormatDuration(max_runtime));
@@ -72,6 +73,7 @@ void Housekeeping::ExpireTimers() {
                admitted + start_timeout <= now_) {
       s_.ReleaseCapacity(gang, now_);
       gang.state = GangState::kPending;
+      gang.reason_code = ReasonCode::kStartTimeout;
       gang.reason = absl::StrCat("REQUEUED: not reported RUNNING within ",
                                  absl::FormatDuration(start_timeout));
       s_.Transition(std::move(gang), EventType::kRequeued, now_);
@@ -89,6 +91,7 @@ void Housekeeping::ExpireLeases() {
     Gang gang = *current;
     s_.ReleaseCapacity(gang, now_);
     gang.state = GangState::kFailed;
+    gang.reason_code = ReasonCode::kLeaseExpired;
     gang.reason = "LEASE_EXPIRED";
     gang.message =
         absl::StrCat("lease not renewed since ",

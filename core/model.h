@@ -15,6 +15,7 @@
 
 #include "absl/time/time.h"
 #include "core/ids.h"
+#include "core/reason.h"
 
 namespace phalanx::core {
 
@@ -100,6 +101,9 @@ struct Gang {
   GangId id;
   GangSpec spec;
   GangState state = GangState::kPending;
+  // Why the gang waits or how it ended: the code clients switch on, and
+  // the human detail (core/reason.h).
+  ReasonCode reason_code = ReasonCode::kNone;
   std::string reason;
   absl::Time submit_time;
   std::optional<absl::Time> admit_time;

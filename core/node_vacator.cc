@@ -65,6 +65,7 @@ void NodeVacator::Vacate(const std::vector<int>& slots, Cause cause) {
     Gang evicted = *gang;
     s_.ReleaseCapacity(evicted, now_);
     evicted.state = GangState::kPending;
+    evicted.reason_code = ReasonCode::kEvicted;
     evicted.reason =
         absl::StrCat("EVICTED: node ", node.value(),
                      drained ? " passed its drain deadline" : " is unhealthy",

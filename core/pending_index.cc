@@ -66,10 +66,11 @@ std::set<PendingKey>::const_iterator PendingGroup::FirstNotKnownToFail(
 }
 
 void PendingGroup::RecordFailure(int64_t epoch, absl::Duration estimate,
-                                 const std::string& why) {
+                                 ReasonCode code, const std::string& why) {
   if (failed_epoch != epoch || estimate < failed_estimate) {
     failed_epoch = epoch;
     failed_estimate = estimate;
+    reason_code = code;
     reason = why;
   }
 }

@@ -64,6 +64,7 @@ struct PendingGroup {
   // estimate is >= `failed_estimate` stays pending with `reason`.
   int64_t failed_epoch = -1;
   absl::Duration failed_estimate;
+  ReasonCode reason_code = ReasonCode::kNone;
   std::string reason;
   // When not empty, the cycle stamped this reason on every member it
   // stopped before reaching (members with a NO_FIT reason kept theirs),
@@ -104,8 +105,9 @@ struct PendingGroup {
   // and the members short enough to try.
   std::set<PendingKey>::const_iterator FirstNotKnownToFail(
       int64_t epoch, std::set<PendingKey>::const_iterator from) const;
-  // Records that a member with `estimate` failed at `epoch`.
-  void RecordFailure(int64_t epoch, absl::Duration estimate,
+  // Records that a member with `estimate` failed at `epoch`, with `code`
+  // and the detail `why`.
+  void RecordFailure(int64_t epoch, absl::Duration estimate, ReasonCode code,
                      const std::string& why);
 };
 

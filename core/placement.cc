@@ -918,6 +918,12 @@ std::string GateMixed(const ModelGate& gate, const Fleet& fleet,
   return "";
 }
 
+// The code of a placement that found no room.
+ReasonCode FitFailure(CapacityBasis basis) {
+  return basis == CapacityBasis::kTotal ? ReasonCode::kNeverFits
+                                        : ReasonCode::kNoFit;
+}
+
 }  // namespace
 
 std::string PlacementShapeKey(const GangSpec& spec) {
@@ -944,7 +950,10 @@ PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
     if (model != nullptr && options.model_gate) {
       std::string why = options.model_gate(*model, spec.TotalGpus());
       if (!why.empty()) {
-        if (first_failure.reason.empty()) first_failure.reason = why;
+        if (first_failure.reason.empty()) {
+          first_failure.reason = why;
+          first_failure.code = ReasonCode::kQuota;
+        }
         continue;
       }
     }
@@ -952,9 +961,13 @@ PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
     if (result.placed && model == nullptr && options.model_gate) {
       result.reason = GateMixed(options.model_gate, fleet, result.pods);
       result.placed = result.reason.empty();
-      if (!result.placed) result.pods.clear();
+      if (!result.placed) {
+        result.pods.clear();
+        result.code = ReasonCode::kQuota;
+      }
     }
     if (result.placed) return result;
+    if (result.code == ReasonCode::kNone) result.code = FitFailure(basis);
     if (first_failure.reason.empty()) {
       first_failure = std::move(result);
       if (model != nullptr && fleet_models.size() > 1) {
@@ -963,6 +976,7 @@ PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,
     }
   }
   if (first_failure.reason.empty()) {
+    first_failure.code = FitFailure(basis);
     first_failure.reason = basis == CapacityBasis::kTotal
                                ? "can never fit: no node has an acceptable "
                                  "GPU model"

@@ -24,6 +24,9 @@ struct PlacementResult {
   bool placed = false;
   std::vector<PodPlacement> pods;  // in pod-set order when placed
   std::string reason;              // why not, when not placed
+  // Why not, as a code: kQuota when the model gate refused it, else kNoFit
+  // (kNeverFits on the total-capacity basis).
+  ReasonCode code = ReasonCode::kNone;
 };
 
 // Says whether a gang may use `gpus` GPUs of `model` (for example, whether

@@ -199,6 +199,7 @@ std::vector<std::string> Preemptor::Start(const GangPtr& gang,
   for (const GangPtr& victim : victims) {
     Gang preempting = *victim;
     preempting.state = GangState::kPreempting;
+    preempting.reason_code = ReasonCode::kPreempted;
     preempting.reason = absl::StrCat("PREEMPTED by ", gang->id.value());
     const absl::Time deadline = now_ + s_.config_.preemption.grace_period;
     preempting.grace_deadline = deadline;

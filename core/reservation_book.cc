@@ -22,6 +22,18 @@ const Reservation* ReservationBook::Of(const GangId& gang) const {
   return nullptr;
 }
 
+void ReservationBook::NoteCause(const GangId& gang, Cause cause) {
+  causes_[gang] = std::move(cause);
+}
+
+ReservationBook::Cause ReservationBook::TakeCause(const GangId& gang) {
+  auto it = causes_.find(gang);
+  if (it == causes_.end()) return {};
+  Cause cause = std::move(it->second);
+  causes_.erase(it);
+  return cause;
+}
+
 std::vector<char> ReservationBook::TakenSlots() const {
   std::vector<char> taken(reserved_slot_.size());
   for (size_t i = 0; i < taken.size(); ++i) taken[i] = reserved_slot_[i] >= 0;

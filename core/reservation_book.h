@@ -9,6 +9,7 @@
 #define PHALANX_CORE_RESERVATION_BOOK_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,13 @@ class GangTable;
 
 class ReservationBook {
  public:
+  // Why a gang holding a reservation did not fit: the reason it waits for
+  // once the reservation goes.
+  struct Cause {
+    ReasonCode code = ReasonCode::kNone;
+    std::string reason;
+  };
+
   // Reservations in force, in the order they were made.
   const std::vector<Reservation>& all() const { return reservations_; }
   bool empty() const { return reservations_.empty(); }
@@ -51,6 +59,11 @@ class ReservationBook {
                     Fleet& fleet, const GangTable& gangs, absl::Time now);
   // Notes that the reservations now stand for capacity epoch `epoch`.
   void PlannedAt(int64_t epoch) { planned_epoch_ = epoch; }
+  // Records why `gang`, which holds a reservation, did not fit.
+  void NoteCause(const GangId& gang, Cause cause);
+  // Removes and returns the cause noted for `gang` (a default Cause when
+  // none was); for a gang whose reservation went.
+  Cause TakeCause(const GangId& gang);
 
   // The slots of the nodes `reservation` holds (those still in `fleet`).
   static std::vector<int> SlotsOf(const Reservation& reservation,
@@ -76,6 +89,9 @@ class ReservationBook {
   // Whether kept reservations were re-estimated since that plan (a full
   // plan then follows once the interval has passed, changes or not).
   bool refreshed_ = false;
+  // The noted causes of the gangs holding reservations (or whose
+  // reservation went this cycle).
+  std::map<GangId, Cause> causes_;
 };
 
 }  // namespace phalanx::core

@@ -140,6 +140,9 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
             absl::StrCat("gang ", gang.id.value(), ": ", st.message()));
       }
     }
+    if (gang.reason_code == ReasonCode::kNone && !gang.reason.empty()) {
+      gang.reason_code = ReasonCodeOfStoredText(gang.reason);
+    }
     if (absl::Status st = CheckStoredShape(gang); !st.ok()) {
       return Refuse(absl::StrCat("gang ", gang.id.value(), ": ", st.message()));
     }
@@ -174,7 +177,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
       s.deadlines_.AddGangTimer(deadline, stored->id);
     }
     if (stored->state == GangState::kPending &&
-        !stored->reason.starts_with("NO_FIT")) {
+        stored->reason_code != ReasonCode::kNoFit) {
       restamp.insert(s.gangs_.pending().GroupOf(stored->id));
     }
   }
@@ -240,6 +243,7 @@ void Scheduler::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
   admitted.placement = std::move(pods);
   PHALANX_CHECK(fleet_.Allocate(admitted, admitted.placement).ok());
   admitted.state = GangState::kAdmitted;
+  admitted.reason_code = ReasonCode::kNone;
   admitted.reason.clear();
   admitted.admit_time = now;
   if (admitted.spec.lease_duration > absl::ZeroDuration()) {
@@ -252,9 +256,11 @@ void Scheduler::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
   Transition(std::move(admitted), EventType::kAdmitted, now);
 }
 
-void Scheduler::SetReason(const GangPtr& gang, std::string reason) {
-  if (gang->reason == reason) return;
+void Scheduler::SetReason(const GangPtr& gang, ReasonCode code,
+                          std::string reason) {
+  if (gang->reason_code == code && gang->reason == reason) return;
   Gang copy = *gang;
+  copy.reason_code = code;
   copy.reason = std::move(reason);
   if (gang->state == GangState::kPending) {
     PendingGroup* group = gangs_.pending().GroupOf(gang->id);
@@ -274,6 +280,7 @@ void Scheduler::SetReason(const GangPtr& gang, std::string reason) {
 }
 
 void Scheduler::FinishPreemption(Gang victim, absl::Time now) {
+  victim.reason_code = ReasonCode::kRequeued;
   victim.reason = preemptions_.RequeuedReason(victim.id);
   ReleaseCapacity(victim, now);
   victim.state = GangState::kPending;
@@ -343,8 +350,9 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
     return absl::NotFoundError(
         absl::StrCat("gang_id: no gang ", QuoteForError(id.value())));
   }
-  Explanation explanation{gang, "", 0, 0, std::nullopt};
+  Explanation explanation{gang, ReasonCode::kNone, "", 0, 0, std::nullopt};
   if (gang->state != GangState::kPending) return explanation;
+  explanation.reason_code = gang->reason_code;
   explanation.reason = gang->reason;
   // Where it stands in the order a cycle would consider pending gangs now.
   CycleOrder order(gangs_, quotas_, config_.admission, capacity_epoch_,

@@ -139,7 +139,7 @@ class Scheduler {
   void ReleaseCapacity(Gang& gang, absl::Time now);
   void Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
              absl::Time now);
-  void SetReason(const GangPtr& gang, std::string reason);
+  void SetReason(const GangPtr& gang, ReasonCode code, std::string reason);
   void FinishPreemption(Gang victim, absl::Time now);  // requeues it
   void DeleteGang(const GangId& id);
   // Moves the capacity epoch: pending gangs may newly fit.

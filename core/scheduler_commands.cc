@@ -200,8 +200,12 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now,
   gang.spec = std::move(spec);
   gang.owner = std::move(owner);
   gang.state = GangState::kPending;
+  gang.reason_code = ReasonCode::kNeverFits;
   gang.reason = NeverFitsPending(gang.spec);
-  if (gang.reason.empty()) gang.reason = kWaitingReason;
+  if (gang.reason.empty()) {
+    gang.reason_code = ReasonCode::kWaiting;
+    gang.reason = kWaitingReason;
+  }
   gang.submit_time = now;
   if (!gang.spec.request_id.empty()) {
     RequestRecord record{key.first, key.second, gang.id, fingerprint,
@@ -224,6 +228,7 @@ absl::StatusOr<GangPtr> Scheduler::Cancel(const GangId& id,
   Gang gang = *current;
   ReleaseCapacity(gang, now);
   gang.state = GangState::kCancelled;
+  gang.reason_code = ReasonCode::kCancelled;
   gang.reason = "CANCELLED";
   gang.message = std::string(reason);
   gang.finish_time = now;
@@ -273,6 +278,9 @@ absl::StatusOr<GangPtr> Scheduler::Report(const GangReport& report,
     }
     ReleaseCapacity(gang, now);
     gang.state = *report.state;
+    gang.reason_code = *report.state == GangState::kSucceeded
+                           ? ReasonCode::kSucceeded
+                           : ReasonCode::kFailed;
     gang.reason = GangStateName(*report.state);
     gang.finish_time = now;
     event = *report.state == GangState::kSucceeded ? EventType::kSucceeded
@@ -282,6 +290,7 @@ absl::StatusOr<GangPtr> Scheduler::Report(const GangReport& report,
         "state: only RUNNING, SUCCEEDED or FAILED can be reported");
   }
   if (report.preemption_acknowledged && !event) {
+    gang.reason_code = ReasonCode::kRequeued;
     gang.reason = preemptions_.RequeuedReason(gang.id);
     ReleaseCapacity(gang, now);
     gang.state = GangState::kPending;

@@ -40,6 +40,7 @@ struct GangReport {
 
 struct Explanation {
   GangPtr gang;
+  ReasonCode reason_code = ReasonCode::kNone;  // while pending
   std::string reason;
   int position = 0;           // among all pending gangs, 1-based; 0 = n/a
   int position_in_queue = 0;  // among its queue's pending gangs
