@@ -1,6 +1,7 @@
 #include "clients/ctl_args.h"
 
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -64,7 +65,7 @@ TEST(ParseCommandLineTest, OutputFormats) {
 TEST(ParseCommandLineTest, AliasesAndChoicesInHelp) {
   Invocation inv = Parse({"watch", "--after-revision", "12"});
   ASSERT_TRUE(inv.error.ok()) << inv.error;
-  EXPECT_EQ(inv.flags.Get("after"), "12");
+  EXPECT_EQ(inv.options.watch.after_revision, 12);
   EXPECT_THAT(CommandHelp(*FindCommand("watch")),
               HasSubstr("(also --after-revision)"));
   EXPECT_THAT(GlobalHelp(), HasSubstr("table|json|yaml|wide"));
@@ -81,22 +82,22 @@ TEST(ParseCommandLineTest, AuditAndTheNewFlags) {
   Invocation audit = Parse({"audit", "--all", "--page-size", "50"});
   ASSERT_TRUE(audit.error.ok()) << audit.error;
   EXPECT_EQ(audit.command->path, "audit");
-  EXPECT_EQ(audit.flags.Get("all"), "true");
-  EXPECT_EQ(audit.flags.Get("page-size"), "50");
+  EXPECT_TRUE(audit.options.audit.all);
+  EXPECT_EQ(audit.options.audit.page_size, 50);
   EXPECT_EQ(Parse({"audit", "extra"}).error.code(),
             absl::StatusCode::kInvalidArgument);
 
   Invocation submit = Parse({"submit", "--queue", "a", "--pods", "1", "--gpus",
                              "8", "--priority-class", "batch"});
   ASSERT_TRUE(submit.error.ok()) << submit.error;
-  EXPECT_EQ(submit.flags.Get("priority-class"), "batch");
+  EXPECT_EQ(submit.options.spec.priority_class, "batch");
   Invocation dryrun = Parse({"dryrun", "--priority-class", "batch"});
   EXPECT_TRUE(dryrun.error.ok()) << dryrun.error;
 
   Invocation put =
       Parse({"queues", "put", "--name", "a", "--max-priority", "-5"});
   ASSERT_TRUE(put.error.ok()) << put.error;
-  EXPECT_EQ(put.flags.Get("max-priority"), "-5");
+  EXPECT_EQ(put.options.queue_put.max_priority, -5);
 }
 
 TEST(ParseCommandLineTest, SubcommandWithArgumentAndFlag) {
@@ -104,33 +105,30 @@ TEST(ParseCommandLineTest, SubcommandWithArgumentAndFlag) {
   ASSERT_TRUE(inv.error.ok()) << inv.error;
   EXPECT_EQ(inv.command->path, "nodes cordon");
   EXPECT_THAT(inv.args, ElementsAre("n-1"));
-  EXPECT_EQ(inv.flags.Get("reason"), "maint");
+  EXPECT_EQ(inv.options.node_state.reason, "maint");
 }
 
 TEST(ParseCommandLineTest, RepeatedFlagsAndCommaLists) {
   Invocation inv = Parse({"watch", "--queue", "a", "--queue=b,c", "--gang",
                           "g-1", "--after", "7"});
   ASSERT_TRUE(inv.error.ok()) << inv.error;
-  EXPECT_THAT(inv.flags.GetList("queue"), ElementsAre("a", "b", "c"));
-  EXPECT_THAT(inv.flags.GetList("gang"), ElementsAre("g-1"));
-  EXPECT_EQ(inv.flags.Get("after"), "7");
-  EXPECT_FALSE(inv.flags.Has("missing"));
-  EXPECT_EQ(inv.flags.Get("missing", "fallback"), "fallback");
+  EXPECT_THAT(inv.options.watch.queues, ElementsAre("a", "b", "c"));
+  EXPECT_THAT(inv.options.watch.gangs, ElementsAre("g-1"));
+  EXPECT_EQ(inv.options.watch.after_revision, 7);
+  EXPECT_FALSE(Parse({"watch"}).options.watch.after_revision.has_value());
 }
 
 TEST(ParseCommandLineTest, ShortFileFlagAndLongForm) {
-  EXPECT_EQ(Parse({"submit", "-f", "a.json"}).flags.Get("file"), "a.json");
-  EXPECT_EQ(Parse({"submit", "--file=b.json"}).flags.Get("file"), "b.json");
-  EXPECT_EQ(Parse({"submit", "-f", "-"}).flags.Get("file"), "-");
+  EXPECT_EQ(Parse({"submit", "-f", "a.json"}).options.spec.file, "a.json");
+  EXPECT_EQ(Parse({"submit", "--file=b.json"}).options.spec.file, "b.json");
+  EXPECT_EQ(Parse({"submit", "-f", "-"}).options.spec.file, "-");
 }
 
 TEST(ParseCommandLineTest, Switches) {
-  EXPECT_EQ(
-      Parse({"report", "g", "--ack-preemption"}).flags.Get("ack-preemption"),
-      "true");
-  EXPECT_EQ(
-      Parse({"report", "g", "--ack-preemption=no"}).flags.Get("ack-preemption"),
-      "false");
+  EXPECT_TRUE(
+      Parse({"report", "g", "--ack-preemption"}).options.report.ack_preemption);
+  EXPECT_FALSE(Parse({"report", "g", "--ack-preemption=no"})
+                   .options.report.ack_preemption);
 }
 
 TEST(ParseCommandLineTest, DoubleDashEndsFlags) {
@@ -142,7 +140,7 @@ TEST(ParseCommandLineTest, DoubleDashEndsFlags) {
 TEST(ParseCommandLineTest, ValueMayLookLikeANegativeNumber) {
   Invocation inv = Parse({"submit", "--queue", "q", "--priority", "-5"});
   ASSERT_TRUE(inv.error.ok()) << inv.error;
-  EXPECT_EQ(inv.flags.Get("priority"), "-5");
+  EXPECT_EQ(inv.options.spec.priority, -5);
 }
 
 TEST(ParseCommandLineTest, Help) {
@@ -156,6 +154,117 @@ TEST(ParseCommandLineTest, Help) {
   ASSERT_NE(command.command, nullptr);
   EXPECT_EQ(command.command->path, "nodes upsert");
   EXPECT_TRUE(command.error.ok()) << "a missing -f does not matter for help";
+}
+
+TEST(TypedOptionsTest, SubmitFillsSpecOptions) {
+  Invocation inv = Parse(
+      {"submit", "--queue", "llm", "--pods", "32", "--gpus", "8", "--level",
+       "rack", "--mode", "Preferred", "--models", "H100, H200", "--slice",
+       "8@rack", "--estimated-runtime", "1h30m", "--max-runtime", "7200"});
+  ASSERT_TRUE(inv.error.ok()) << inv.error;
+  const SpecOptions& spec = inv.options.spec;
+  EXPECT_EQ(spec.queue, "llm");
+  EXPECT_EQ(spec.pods, 32);
+  EXPECT_EQ(spec.gpus, 8);
+  EXPECT_EQ(spec.level, "rack");
+  EXPECT_EQ(spec.mode, v1::TOPOLOGY_MODE_PREFERRED);
+  ASSERT_TRUE(spec.models.has_value());
+  EXPECT_THAT(*spec.models, ElementsAre("H100", "H200"));
+  ASSERT_TRUE(spec.slice.has_value());
+  EXPECT_EQ(spec.slice->size, 8);
+  EXPECT_EQ(spec.slice->level, "rack");
+  EXPECT_EQ(spec.estimated_runtime, absl::Minutes(90));
+  EXPECT_EQ(spec.max_runtime, absl::Hours(2));
+  EXPECT_FALSE(spec.file.has_value());
+  EXPECT_FALSE(spec.priority.has_value());
+}
+
+TEST(TypedOptionsTest, RunQueuesReportAndDrain) {
+  Invocation run =
+      Parse({"run", "--queue", "a", "--pods", "1", "--gpus", "0", "--lease",
+             "60s", "--requeue", "--hostfile", "h", "--", "./train.sh"});
+  ASSERT_TRUE(run.error.ok()) << run.error;
+  EXPECT_EQ(run.options.run.spec.queue, "a");
+  EXPECT_EQ(run.options.run.lease, absl::Seconds(60));
+  EXPECT_TRUE(run.options.run.requeue);
+  EXPECT_EQ(run.options.run.hostfile, "h");
+  EXPECT_EQ(run.options.run.exec, kDefaultExec);
+  EXPECT_EQ(run.options.run.master_port, kDefaultMasterPort);
+
+  Invocation put =
+      Parse({"queues", "put", "--name", "q", "--weight", "2.5", "--nominal",
+             "H100=64", "--held", "yes", "--borrowing-limit", "-1"});
+  ASSERT_TRUE(put.error.ok()) << put.error;
+  const QueuePutOptions& queue = put.options.queue_put;
+  EXPECT_EQ(queue.weight, 2.5);
+  ASSERT_TRUE(queue.nominal.has_value());
+  EXPECT_EQ(queue.nominal->at("H100"), 64);
+  EXPECT_EQ(queue.held, true);
+  EXPECT_EQ(queue.borrowing_limit, -1);
+  EXPECT_FALSE(queue.lending_limit.has_value());
+
+  Invocation report = Parse({"report", "g", "--state", "FAILED", "--checkpoint",
+                             "2024-05-01T12:00:03Z"});
+  ASSERT_TRUE(report.error.ok()) << report.error;
+  EXPECT_EQ(report.options.report.state, v1::GANG_STATE_FAILED);
+  ASSERT_TRUE(report.options.report.checkpoint.has_value());
+  EXPECT_EQ(std::get<absl::Time>(*report.options.report.checkpoint),
+            absl::FromUnixSeconds(1714564803));
+  Invocation now = Parse({"report", "g", "--checkpoint", "now"});
+  ASSERT_TRUE(now.options.report.checkpoint.has_value());
+  EXPECT_TRUE(std::holds_alternative<ReportOptions::Now>(
+      *now.options.report.checkpoint));
+
+  Invocation drain = Parse({"nodes", "drain", "n", "--deadline", "90m"});
+  ASSERT_TRUE(drain.error.ok()) << drain.error;
+  ASSERT_TRUE(drain.options.node_state.deadline.has_value());
+  EXPECT_EQ(std::get<absl::Duration>(*drain.options.node_state.deadline),
+            absl::Minutes(90));
+}
+
+TEST(TypedOptionsTest, ListStatesAndNodeState) {
+  Invocation list = Parse({"list", "--state", "pending,ADMITTED"});
+  ASSERT_TRUE(list.error.ok()) << list.error;
+  EXPECT_THAT(list.options.list.states,
+              ElementsAre(v1::GANG_STATE_PENDING, v1::GANG_STATE_ADMITTED));
+  Invocation nodes = Parse({"nodes", "list", "--state", "draining"});
+  ASSERT_TRUE(nodes.error.ok()) << nodes.error;
+  EXPECT_EQ(nodes.options.nodes_list.state, v1::NODE_STATE_DRAINING);
+}
+
+TEST(TypedOptionsTest, AGlobalFlagRepeatedTakesTheLastValue) {
+  Invocation inv = Parse({"--server", "a:1", "-o", "json", "topology",
+                          "--server", "b:2", "-o", "yaml"});
+  ASSERT_TRUE(inv.error.ok()) << inv.error;
+  EXPECT_EQ(inv.global.connection.server, "b:2");
+  EXPECT_EQ(inv.global.output, OutputFormat::kYaml);
+  // Every value is still checked.
+  EXPECT_THAT(
+      std::string(
+          Parse({"topology", "-o", "xml", "-o", "json"}).error.message()),
+      HasSubstr("--output: want table, json, yaml or wide"));
+}
+
+TEST(TypedOptionsTest, OnlyDashSpellingsAreFlags) {
+  // As before the options were typed: "--page_size" is not "--page-size".
+  EXPECT_THAT(std::string(Parse({"audit", "--page_size", "5"}).error.message()),
+              HasSubstr("unknown flag --page_size for \"audit\""));
+}
+
+TEST(HelpTest, ComesFromCli11WithEachCommandsFlags) {
+  const std::string submit = CommandHelp(*FindCommand("submit"));
+  EXPECT_THAT(submit, HasSubstr("usage: phalanxctl submit (-f SPEC.json"));
+  EXPECT_THAT(submit, HasSubstr("-f,--file FILE"));
+  EXPECT_THAT(submit, HasSubstr("--pods N"));
+  EXPECT_THAT(submit, HasSubstr("Global flags:"));
+  EXPECT_THAT(submit, HasSubstr("-o,--output FORMAT:table|json|yaml|wide"));
+  EXPECT_THAT(submit, ::testing::Not(HasSubstr("--page-size")));
+  const std::string upsert = CommandHelp(*FindCommand("nodes upsert"));
+  EXPECT_THAT(upsert, HasSubstr("-f,--file FILE REQUIRED"));
+  const std::string global = GlobalHelp();
+  EXPECT_THAT(global, HasSubstr("usage: phalanxctl [global flags] COMMAND"));
+  EXPECT_THAT(global, HasSubstr("  nodes cordon "));
+  EXPECT_THAT(global, ::testing::Not(HasSubstr("--pods")));
 }
 
 struct ErrorCase {

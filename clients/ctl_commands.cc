@@ -8,6 +8,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -117,10 +118,13 @@ class Session {
     return kExitOk;
   }
 
-  // The text of --file ("-" = stdin), or "" when --file was not given.
-  absl::StatusOr<std::string> ReadFileFlag() const {
-    if (!inv_.flags.Has("file")) return std::string();
-    const std::string path = inv_.flags.Get("file");
+  // The text of the file `path` of -f ("-" = stdin); "" without a path.
+  static absl::StatusOr<std::string> ReadInput(
+      const std::optional<std::string>& path) {
+    if (!path.has_value()) return std::string();
+    return ReadInput(*path);
+  }
+  static absl::StatusOr<std::string> ReadInput(const std::string& path) {
     if (path == "-") {
       return std::string(std::istreambuf_iterator<char>(std::cin), {});
     }
@@ -135,6 +139,7 @@ class Session {
   }
 
   const Invocation& inv() const { return inv_; }
+  const CommandOptions& options() const { return inv_.options; }
   const Connection& connection() const { return connection_; }
   std::ostream& out() const { return out_; }
   std::ostream& err() const { return err_; }
@@ -168,9 +173,10 @@ grpc::Status Call(const Session& s, Stub* /*stub*/,
 
 // The spec of submit/dryrun, from -f or from flags.
 absl::StatusOr<v1::GangSpec> SpecInput(const Session& s) {
-  absl::StatusOr<std::string> text = s.ReadFileFlag();
+  const SpecOptions& spec = s.options().spec;
+  absl::StatusOr<std::string> text = Session::ReadInput(spec.file);
   if (!text.ok()) return text.status();
-  return BuildSpec(s.inv().flags, *text);
+  return BuildSpec(spec, *text);
 }
 
 int Submit(Session& s) {
@@ -225,14 +231,13 @@ grpc::Status FetchGangs(Session& s, const ListQuery& query,
 }
 
 int List(Session& s) {
-  absl::StatusOr<ListQuery> query = BuildListQuery(s.inv().flags);
-  if (!query.ok()) return s.UsageError(query.status());
+  const ListQuery query = BuildListQuery(s.options().list);
   v1::ListGangsResponse all;
-  grpc::Status status = FetchGangs(s, *query, &all);
+  grpc::Status status = FetchGangs(s, query, &all);
   if (!status.ok()) return s.RpcError(status);
   if (!s.json() && all.gangs().empty()) s.err() << "No gangs found.\n";
   if (!s.json() && !all.next_page_token().empty()) {
-    s.err() << "(more gangs than --limit " << query->limit << ")\n";
+    s.err() << "(more gangs than --limit " << query.limit << ")\n";
   }
   if (!s.json() && all.gangs().empty()) return kExitOk;
   return s.Print(all, GangsTable(all.gangs(), s.now(), s.wide()));
@@ -241,7 +246,7 @@ int List(Session& s) {
 int Cancel(Session& s) {
   v1::CancelGangRequest request;
   request.set_gang_id(s.arg(0));
-  request.set_reason(s.inv().flags.Get("reason"));
+  request.set_reason(s.options().cancel.reason);
   v1::CancelGangResponse response;
   grpc::Status status = Call(s, s.scheduler(), &v1::Scheduler::Stub::CancelGang,
                              request, &response);
@@ -259,10 +264,8 @@ void PrintEvent(Session& s, const v1::GangEvent& event) {
 }
 
 int Watch(Session& s) {
-  absl::StatusOr<v1::WatchGangsRequest> request =
-      BuildWatchRequest(s.inv().flags);
-  if (!request.ok()) return s.UsageError(request.status());
-  if (request->has_after_revision()) {
+  const v1::WatchGangsRequest request = BuildWatchRequest(s.options().watch);
+  if (request.has_after_revision()) {
     // A revision the daemon has not reached would wait silently for events
     // that may never come: refuse it, as etcd does.
     v1::ListGangsRequest probe;
@@ -271,18 +274,18 @@ int Watch(Session& s) {
     grpc::Status status = Call(
         s, s.scheduler(), &v1::Scheduler::Stub::ListGangs, probe, &current);
     if (!status.ok()) return s.RpcError(status);
-    if (request->after_revision() > current.revision()) {
+    if (request.after_revision() > current.revision()) {
       return s.UsageError(absl::InvalidArgumentError(absl::StrFormat(
           "--after-revision %d: required revision is a future revision "
           "(current revision %d)",
-          request->after_revision(), current.revision())));
+          request.after_revision(), current.revision())));
     }
   }
   if (!s.json()) s.out() << WatchHeader() << std::flush;
   bool batches = true;  // WatchGangBatches, unless the daemon predates it
   // No deadline: runs until Ctrl-C or the end.
   grpc::Status status = ReadWatchStream(
-      *s.scheduler(), *request,
+      *s.scheduler(), request,
       [&s](grpc::ClientContext* context) {
         if (context != nullptr) s.Prepare(context);
         return true;
@@ -294,7 +297,7 @@ int Watch(Session& s) {
 
 int Report(Session& s) {
   absl::StatusOr<v1::ReportGangRequest> request =
-      BuildReportRequest(s.arg(0), s.inv().flags, s.now());
+      BuildReportRequest(s.arg(0), s.options().report, s.now());
   if (!request.ok()) return s.UsageError(request.status());
   v1::ReportGangResponse response;
   grpc::Status status = Call(s, s.scheduler(), &v1::Scheduler::Stub::ReportGang,
@@ -326,12 +329,11 @@ int DryRun(Session& s) {
 }
 
 int NodesList(Session& s) {
-  absl::StatusOr<v1::ListNodesRequest> request =
-      BuildListNodesRequest(s.inv().flags);
-  if (!request.ok()) return s.UsageError(request.status());
+  const v1::ListNodesRequest request =
+      BuildListNodesRequest(s.options().nodes_list);
   v1::ListNodesResponse response;
   grpc::Status status =
-      Call(s, s.fleet(), &v1::Fleet::Stub::ListNodes, *request, &response);
+      Call(s, s.fleet(), &v1::Fleet::Stub::ListNodes, request, &response);
   if (!status.ok()) return s.RpcError(status);
   if (!s.json() && response.nodes().empty()) {
     s.err() << "No nodes found.\n";
@@ -341,10 +343,11 @@ int NodesList(Session& s) {
 }
 
 int NodesUpsert(Session& s) {
-  absl::StatusOr<std::string> text = s.ReadFileFlag();
+  const std::string& path = s.options().file.file;
+  absl::StatusOr<std::string> text = Session::ReadInput(path);
   if (!text.ok()) return s.UsageError(text.status());
   absl::StatusOr<v1::UpsertNodesRequest> request =
-      ParseJson<v1::UpsertNodesRequest>(*text, s.inv().flags.Get("file"));
+      ParseJson<v1::UpsertNodesRequest>(*text, path);
   if (!request.ok()) return s.UsageError(request.status());
   v1::UpsertNodesResponse response;
   grpc::Status status =
@@ -358,7 +361,7 @@ int NodesSetState(Session& s) {
   absl::string_view verb = s.inv().command->path;
   verb.remove_prefix(verb.rfind(' ') + 1);
   absl::StatusOr<v1::SetNodeStateRequest> request =
-      BuildSetNodeStateRequest(verb, s.arg(0), s.inv().flags, s.now());
+      BuildSetNodeStateRequest(verb, s.arg(0), s.options().node_state, s.now());
   if (!request.ok()) return s.UsageError(request.status());
   v1::SetNodeStateResponse response;
   grpc::Status status =
@@ -401,9 +404,10 @@ int QueuesList(Session& s) {
 }
 
 int QueuesPut(Session& s) {
-  absl::StatusOr<std::string> text = s.ReadFileFlag();
+  const QueuePutOptions& put = s.options().queue_put;
+  absl::StatusOr<std::string> text = Session::ReadInput(put.file);
   if (!text.ok()) return s.UsageError(text.status());
-  absl::StatusOr<v1::Queue> queue = BuildQueue(s.inv().flags, *text);
+  absl::StatusOr<v1::Queue> queue = BuildQueue(put, *text);
   if (!queue.ok()) return s.UsageError(queue.status());
   v1::PutQueueRequest request;
   *request.mutable_queue() = *std::move(queue);
@@ -416,7 +420,7 @@ int QueuesPut(Session& s) {
 
 int QueuesSet(Session& s) {
   absl::StatusOr<v1::PutQueueRequest> request =
-      BuildQueueUpdate(s.arg(0), s.inv().flags);
+      BuildQueueUpdate(s.arg(0), s.options().queue_set);
   if (!request.ok()) return s.UsageError(request.status());
   v1::ListQueuesResponse one;
   grpc::Status status = Call(s, s.admin(), &v1::Admin::Stub::PutQueue, *request,
@@ -446,10 +450,11 @@ int ConfigGet(Session& s) {
 }
 
 int ConfigSet(Session& s) {
-  absl::StatusOr<std::string> text = s.ReadFileFlag();
+  const ConfigSetOptions& set = s.options().config_set;
+  absl::StatusOr<std::string> text = Session::ReadInput(set.file);
   if (!text.ok()) return s.UsageError(text.status());
   absl::StatusOr<v1::UpdateConfigRequest> request =
-      BuildUpdateConfigRequest(s.inv().flags, *text);
+      BuildUpdateConfigRequest(set, *text);
   if (!request.ok()) return s.UsageError(request.status());
   v1::Config config;
   grpc::Status status =
@@ -485,22 +490,21 @@ grpc::Status FetchAudit(Session& s, const AuditQuery& query,
 }
 
 int Audit(Session& s) {
-  absl::StatusOr<AuditQuery> query = BuildAuditQuery(s.inv().flags);
-  if (!query.ok()) return s.UsageError(query.status());
+  const AuditQuery query = BuildAuditQuery(s.options().audit);
   v1::ListAuditRecordsResponse all;
   PageFollower::Next stop = PageFollower::Next::kDone;
-  grpc::Status status = FetchAudit(s, *query, &all, &stop);
+  grpc::Status status = FetchAudit(s, query, &all, &stop);
   if (!status.ok()) return s.RpcError(status);
   if (!s.json() && all.records().empty()) s.err() << "No audit records.\n";
   const int code = s.Print(all, AuditText(all));
-  if (!query->all && !all.next_page_token().empty()) {
+  if (!query.all && !all.next_page_token().empty()) {
     s.err() << "(more records: --all, or --page-token "
             << SafeText(all.next_page_token()) << ")\n";
-  } else if (query->all && stop == PageFollower::Next::kPageLimit) {
+  } else if (query.all && stop == PageFollower::Next::kPageLimit) {
     s.err() << "phalanxctl: stopped after " << kMaxAuditPages
             << " pages; more records remain (--page-token "
             << SafeText(all.next_page_token()) << ")\n";
-  } else if (query->all && stop == PageFollower::Next::kNoProgress) {
+  } else if (query.all && stop == PageFollower::Next::kNoProgress) {
     s.err() << "phalanxctl: the server repeated a page token or sent an "
                "empty page with one; stopped\n";
     return kExitRpcError;

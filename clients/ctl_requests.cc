@@ -1,89 +1,42 @@
 #include "clients/ctl_requests.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <limits>
-#include <map>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "clients/ctl_format.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace phalanx::ctl {
 namespace {
 
-constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
-constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-
 absl::Status FlagError(absl::string_view flag, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", problem));
 }
 
-// The integer value of flag `name`, which must lie in [min, max].
-absl::StatusOr<int64_t> IntFlag(const FlagValues& flags, absl::string_view name,
-                                int64_t min, int64_t max) {
-  const std::string text = flags.Get(name);
-  int64_t value = 0;
-  if (!absl::SimpleAtoi(text, &value) || value < min || value > max) {
-    return FlagError(name, absl::StrFormat("want an integer in [%d, %d], got "
-                                           "\"%s\"",
-                                           min, max, text));
-  }
-  return value;
-}
-
-// The value of the required flag `name`; fails when missing or empty.
-absl::StatusOr<std::string> RequiredFlag(const FlagValues& flags,
-                                         absl::string_view name) {
-  std::string value = flags.Get(name);
-  if (value.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("flag --%s is required (or use -f FILE)", name));
-  }
-  return value;
-}
-
-// Fails when --file and any of `others` were both given.
-absl::Status CheckFileAlone(const FlagValues& flags,
-                            const std::vector<absl::string_view>& others) {
-  for (absl::string_view other : others) {
-    if (flags.Has(other)) {
+// Fails when -f and any of `given` (flag name, whether given) were both
+// given.
+absl::Status CheckFileAlone(
+    const std::vector<std::pair<absl::string_view, bool>>& given) {
+  for (const auto& [flag, was_given] : given) {
+    if (was_given) {
       return absl::InvalidArgumentError(
-          absl::StrFormat("-f cannot be combined with --%s", other));
+          absl::StrFormat("-f cannot be combined with --%s", flag));
     }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::TopologyMode> ParseMode(absl::string_view text) {
-  const std::string lower = absl::AsciiStrToLower(text);
-  if (lower == "required") return v1::TOPOLOGY_MODE_REQUIRED;
-  if (lower == "preferred") return v1::TOPOLOGY_MODE_PREFERRED;
-  if (lower == "unconstrained") return v1::TOPOLOGY_MODE_UNCONSTRAINED;
-  return FlagError("mode", absl::StrFormat("want required, preferred or "
-                                           "unconstrained, got \"%s\"",
-                                           text));
-}
-
 // Sets the pod set's topology from --level and --mode, if given.
-absl::Status SetTopology(const FlagValues& flags, v1::PodSet* pod_set) {
-  if (!flags.Has("level") && !flags.Has("mode")) return absl::OkStatus();
-  const std::string level = flags.Get("level");
-  v1::TopologyMode mode = v1::TOPOLOGY_MODE_REQUIRED;
-  if (flags.Has("mode")) {
-    absl::StatusOr<v1::TopologyMode> parsed = ParseMode(flags.Get("mode"));
-    if (!parsed.ok()) return parsed.status();
-    mode = *parsed;
-  }
+absl::Status SetTopology(const SpecOptions& o, v1::PodSet* pod_set) {
+  if (!o.level.has_value() && !o.mode.has_value()) return absl::OkStatus();
+  const std::string level = o.level.value_or("");
+  const v1::TopologyMode mode = o.mode.value_or(v1::TOPOLOGY_MODE_REQUIRED);
   if (level.empty() && mode != v1::TOPOLOGY_MODE_UNCONSTRAINED) {
     return FlagError("mode", "required and preferred need --level");
   }
@@ -92,193 +45,77 @@ absl::Status SetTopology(const FlagValues& flags, v1::PodSet* pod_set) {
   return absl::OkStatus();
 }
 
-// Sets the pod set's slices from --slice SIZE@LEVEL, if given.
-absl::Status SetSlice(const FlagValues& flags, v1::PodSet* pod_set) {
-  if (!flags.Has("slice")) return absl::OkStatus();
-  const std::string text = flags.Get("slice");
-  const std::vector<std::string> parts = absl::StrSplit(text, '@');
-  int size = 0;
-  if (parts.size() != 2 || parts[1].empty() ||
-      !absl::SimpleAtoi(parts[0], &size) || size < 1) {
-    return FlagError("slice", absl::StrFormat("want SIZE@LEVEL with SIZE >= "
-                                              "1, e.g. 18@nvl, got \"%s\"",
-                                              text));
-  }
-  pod_set->mutable_slice()->set_size(size);
-  pod_set->mutable_slice()->set_level(parts[1]);
-  return absl::OkStatus();
-}
-
 // Fills the one pod set from --pods, --gpus, --models, --slice, --level and
 // --mode.
-absl::Status FillPodSet(const FlagValues& flags, v1::PodSet* pod_set) {
+absl::Status FillPodSet(const SpecOptions& o, v1::PodSet* pod_set) {
   pod_set->set_name("workers");
-  if (!flags.Has("pods") || !flags.Has("gpus")) {
+  if (!o.pods.has_value() || !o.gpus.has_value()) {
     return absl::InvalidArgumentError(
         "flags --queue, --pods and --gpus are required (or use -f FILE)");
   }
-  absl::StatusOr<int64_t> pods = IntFlag(flags, "pods", 1, kInt32Max);
-  if (!pods.ok()) return pods.status();
-  absl::StatusOr<int64_t> gpus = IntFlag(flags, "gpus", 0, kInt32Max);
-  if (!gpus.ok()) return gpus.status();
-  pod_set->set_count(static_cast<int32_t>(*pods));
-  pod_set->set_gpus(static_cast<int32_t>(*gpus));
-  for (const std::string& model : flags.GetList("models")) {
+  pod_set->set_count(*o.pods);
+  pod_set->set_gpus(*o.gpus);
+  for (const std::string& model :
+       o.models.value_or(std::vector<std::string>{})) {
     pod_set->add_gpu_models(model);
   }
-  absl::Status status = SetSlice(flags, pod_set);
-  if (!status.ok()) return status;
-  return SetTopology(flags, pod_set);
-}
-
-// Sets the spec's Duration `field` from the flag `name`, if given.
-absl::Status SetDuration(const FlagValues& flags, absl::string_view name,
-                         google::protobuf::Duration* (v1::GangSpec::*field)(),
-                         v1::GangSpec* spec) {
-  if (!flags.Has(name)) return absl::OkStatus();
-  absl::StatusOr<absl::Duration> duration =
-      ParseDurationFlag(name, flags.Get(name));
-  if (!duration.ok()) return duration.status();
-  *(spec->*field)() = ToProto(*duration);
-  return absl::OkStatus();
+  if (o.slice.has_value()) {
+    pod_set->mutable_slice()->set_size(o.slice->size);
+    pod_set->mutable_slice()->set_level(o.slice->level);
+  }
+  return SetTopology(o, pod_set);
 }
 
 // Fills priority, priority class, request id, name label and run times.
-absl::Status FillSpecOptions(const FlagValues& flags, v1::GangSpec* spec) {
-  if (flags.Has("priority")) {
-    absl::StatusOr<int64_t> priority =
-        IntFlag(flags, "priority", kInt32Min, kInt32Max);
-    if (!priority.ok()) return priority.status();
-    spec->set_priority(static_cast<int32_t>(*priority));
+void FillSpecOptions(const SpecOptions& o, v1::GangSpec* spec) {
+  if (o.priority.has_value()) spec->set_priority(*o.priority);
+  spec->set_priority_class(o.priority_class.value_or(""));
+  spec->set_request_id(o.request_id.value_or(""));
+  if (o.name.has_value()) (*spec->mutable_labels())["name"] = *o.name;
+  if (o.estimated_runtime.has_value()) {
+    *spec->mutable_estimated_runtime() = ToProto(*o.estimated_runtime);
   }
-  spec->set_priority_class(flags.Get("priority-class"));
-  spec->set_request_id(flags.Get("request-id"));
-  if (flags.Has("name")) (*spec->mutable_labels())["name"] = flags.Get("name");
-  absl::Status status =
-      SetDuration(flags, "estimated-runtime",
-                  &v1::GangSpec::mutable_estimated_runtime, spec);
-  if (!status.ok()) return status;
-  return SetDuration(flags, "max-runtime", &v1::GangSpec::mutable_max_runtime,
-                     spec);
+  if (o.max_runtime.has_value()) {
+    *spec->mutable_max_runtime() = ToProto(*o.max_runtime);
+  }
 }
 
-// Parses "NAME" or "PREFIX_NAME" (any case) with the enum's Parse function.
-template <typename Enum, typename ParseFn>
-absl::StatusOr<Enum> ParseEnumName(absl::string_view flag,
-                                   absl::string_view text,
-                                   absl::string_view prefix, ParseFn parse) {
-  std::string upper = absl::AsciiStrToUpper(text);
-  if (!absl::StartsWith(upper, prefix)) upper = absl::StrCat(prefix, upper);
-  Enum value{};
-  if (!parse(upper, &value) || static_cast<int>(value) == 0) {
-    return FlagError(flag, absl::StrFormat("unknown state \"%s\"", text));
-  }
-  return value;
-}
-
-absl::StatusOr<std::map<std::string, int64_t>> ParseNominal(
-    const FlagValues& flags) {
-  std::map<std::string, int64_t> out;
-  for (const std::string& item : flags.GetList("nominal")) {
-    std::vector<std::string> parts = absl::StrSplit(item, '=');
-    int64_t gpus = 0;
-    if (parts.size() != 2 || parts[0].empty() ||
-        !absl::SimpleAtoi(parts[1], &gpus) || gpus < 0) {
-      return FlagError("nominal",
-                       absl::StrFormat("want MODEL=GPUS, got \"%s\"", item));
-    }
-    out[parts[0]] = gpus;
-  }
-  return out;
-}
-
-// Sets the queue's optional numeric and boolean fields from flags.
-absl::Status FillQueueOptions(const FlagValues& flags, v1::Queue* queue) {
-  if (flags.Has("weight")) {
-    double weight = 0;
-    if (!absl::SimpleAtod(flags.Get("weight"), &weight) ||
-        !std::isfinite(weight) || weight < 0) {
-      return FlagError("weight", absl::StrFormat("want a number >= 0, got "
-                                                 "\"%s\"",
-                                                 flags.Get("weight")));
-    }
-    queue->set_weight(weight);
-  }
-  if (flags.Has("held")) {
-    const std::string held = absl::AsciiStrToLower(flags.Get("held"));
-    if (held != "true" && held != "false") {
-      return FlagError("held", "want true or false");
-    }
-    queue->set_held(held == "true");
-  }
-  for (absl::string_view name : {"borrowing-limit", "lending-limit"}) {
-    if (!flags.Has(name)) continue;
-    absl::StatusOr<int64_t> limit = IntFlag(flags, name, -1, kInt64Max);
-    if (!limit.ok()) return limit.status();
-    if (name == "borrowing-limit") queue->set_borrowing_limit_gpus(*limit);
-    if (name == "lending-limit") queue->set_lending_limit_gpus(*limit);
-  }
-  if (flags.Has("max-priority")) {
-    absl::StatusOr<int64_t> max =
-        IntFlag(flags, "max-priority", kInt32Min, kInt32Max);
-    if (!max.ok()) return max.status();
-    queue->set_max_priority(static_cast<int32_t>(*max));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<v1::Queue> QueueFromFlags(const FlagValues& flags) {
+absl::StatusOr<v1::Queue> QueueFromFlags(const QueuePutOptions& o) {
   v1::Queue queue;
-  absl::StatusOr<std::string> name = RequiredFlag(flags, "name");
-  if (!name.ok()) return name.status();
-  queue.set_name(*name);
-  queue.set_parent(flags.Get("parent"));
-  absl::StatusOr<std::map<std::string, int64_t>> nominal = ParseNominal(flags);
-  if (!nominal.ok()) return nominal.status();
-  queue.mutable_nominal_gpus()->insert(nominal->begin(), nominal->end());
-  absl::Status status = FillQueueOptions(flags, &queue);
-  if (!status.ok()) return status;
+  if (o.name.value_or("").empty()) {
+    return absl::InvalidArgumentError(
+        "flag --name is required (or use -f FILE)");
+  }
+  queue.set_name(*o.name);
+  queue.set_parent(o.parent.value_or(""));
+  if (o.nominal.has_value()) {
+    queue.mutable_nominal_gpus()->insert(o.nominal->begin(), o.nominal->end());
+  }
+  if (o.weight.has_value()) queue.set_weight(*o.weight);
+  if (o.held.has_value()) queue.set_held(*o.held);
+  if (o.borrowing_limit.has_value()) {
+    queue.set_borrowing_limit_gpus(*o.borrowing_limit);
+  }
+  if (o.lending_limit.has_value()) {
+    queue.set_lending_limit_gpus(*o.lending_limit);
+  }
+  if (o.max_priority.has_value()) queue.set_max_priority(*o.max_priority);
   return queue;
 }
 
-absl::StatusOr<absl::Time> ParseCheckpoint(absl::string_view text,
-                                           absl::Time now) {
-  if (absl::AsciiStrToLower(text) == "now") return now;
-  absl::Time time;
-  std::string error;
-  if (!absl::ParseTime(absl::RFC3339_full, text, &time, &error)) {
-    return FlagError(
-        "checkpoint",
-        absl::StrFormat("want now or an RFC3339 time, got \"%s\"", text));
-  }
-  return time;
+// The time --checkpoint names: `now` for "now".
+absl::Time CheckpointTime(
+    const std::variant<ReportOptions::Now, absl::Time>& at, absl::Time now) {
+  return std::holds_alternative<absl::Time>(at) ? std::get<absl::Time>(at)
+                                                : now;
 }
 
-// A drain deadline: a positive duration from `now`, or an RFC3339 time.
-absl::StatusOr<absl::Time> ParseDeadline(absl::string_view text,
-                                         absl::Time now) {
-  absl::Time time;
-  std::string error;
-  if (absl::ParseTime(absl::RFC3339_full, text, &time, &error)) return time;
-  absl::StatusOr<absl::Duration> after = ParseDurationFlag("deadline", text);
-  if (!after.ok()) {
-    return FlagError(
-        "deadline",
-        absl::StrFormat("want a duration such as 90m or an RFC3339 time, "
-                        "got \"%s\"",
-                        text));
-  }
-  return now + *after;
-}
-
-absl::StatusOr<v1::GangState> ParseReportState(absl::string_view text) {
-  const std::string lower = absl::AsciiStrToLower(text);
-  if (lower == "running") return v1::GANG_STATE_RUNNING;
-  if (lower == "succeeded") return v1::GANG_STATE_SUCCEEDED;
-  if (lower == "failed") return v1::GANG_STATE_FAILED;
-  return FlagError("state", absl::StrFormat("want running, succeeded or "
-                                            "failed, got \"%s\"",
-                                            text));
+// The time --deadline names: a duration from `now`, or a time.
+absl::Time DeadlineTime(const std::variant<absl::Duration, absl::Time>& at,
+                        absl::Time now) {
+  return std::holds_alternative<absl::Time>(at)
+             ? std::get<absl::Time>(at)
+             : now + std::get<absl::Duration>(at);
 }
 
 }  // namespace
@@ -297,76 +134,47 @@ absl::Status ParseJsonInto(absl::string_view text, absl::string_view what,
                       std::string(detail.data(), detail.size())));
 }
 
-absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag,
-                                                 absl::string_view text) {
-  absl::Duration duration = absl::ZeroDuration();
-  double seconds = 0;
-  if (absl::SimpleAtod(text, &seconds)) {
-    if (std::isfinite(seconds)) duration = absl::Seconds(seconds);
-  } else if (!absl::ParseDuration(text, &duration)) {
-    duration = absl::ZeroDuration();
-  }
-  if (duration <= absl::ZeroDuration() ||
-      duration == absl::InfiniteDuration()) {
-    return FlagError(flag, absl::StrFormat("want a positive duration such as "
-                                           "3600s or 90m, got \"%s\"",
-                                           text));
-  }
-  return duration;
-}
-
-absl::StatusOr<std::vector<v1::GangState>> ParseGangStates(
-    const std::vector<std::string>& names) {
-  std::vector<v1::GangState> states;
-  for (const std::string& name : names) {
-    absl::StatusOr<v1::GangState> state = ParseEnumName<v1::GangState>(
-        "state", name, "GANG_STATE_", &v1::GangState_Parse);
-    if (!state.ok()) return state.status();
-    states.push_back(*state);
-  }
-  return states;
-}
-
-absl::StatusOr<v1::NodeState> ParseNodeState(absl::string_view name) {
-  return ParseEnumName<v1::NodeState>("state", name, "NODE_STATE_",
-                                      &v1::NodeState_Parse);
-}
-
-absl::StatusOr<v1::GangSpec> BuildSpec(const FlagValues& flags,
+absl::StatusOr<v1::GangSpec> BuildSpec(const SpecOptions& options,
                                        absl::string_view file_text) {
-  if (!flags.Has("file")) return SpecFromFlags(flags);
-  absl::Status status = CheckFileAlone(
-      flags, {"queue", "pods", "gpus", "level", "mode", "priority",
-              "priority-class", "request-id", "name", "models", "slice",
-              "estimated-runtime", "max-runtime"});
+  if (!options.file.has_value()) return SpecFromFlags(options);
+  const SpecOptions& o = options;
+  absl::Status status = CheckFileAlone({
+      {"queue", o.queue.has_value()},
+      {"pods", o.pods.has_value()},
+      {"gpus", o.gpus.has_value()},
+      {"level", o.level.has_value()},
+      {"mode", o.mode.has_value()},
+      {"priority", o.priority.has_value()},
+      {"priority-class", o.priority_class.has_value()},
+      {"request-id", o.request_id.has_value()},
+      {"name", o.name.has_value()},
+      {"models", o.models.has_value()},
+      {"slice", o.slice.has_value()},
+      {"estimated-runtime", o.estimated_runtime.has_value()},
+      {"max-runtime", o.max_runtime.has_value()},
+  });
   if (!status.ok()) return status;
-  return ParseJson<v1::GangSpec>(file_text, flags.Get("file"));
+  return ParseJson<v1::GangSpec>(file_text, *options.file);
 }
 
-absl::StatusOr<v1::GangSpec> SpecFromFlags(const FlagValues& flags) {
+absl::StatusOr<v1::GangSpec> SpecFromFlags(const SpecOptions& options) {
   v1::GangSpec spec;
-  absl::StatusOr<std::string> queue = RequiredFlag(flags, "queue");
-  if (!queue.ok()) return queue.status();
-  spec.set_queue(*queue);
-  absl::Status status = FillPodSet(flags, spec.add_pod_sets());
+  if (options.queue.value_or("").empty()) {
+    return absl::InvalidArgumentError(
+        "flag --queue is required (or use -f FILE)");
+  }
+  spec.set_queue(*options.queue);
+  absl::Status status = FillPodSet(options, spec.add_pod_sets());
   if (!status.ok()) return status;
-  status = FillSpecOptions(flags, &spec);
-  if (!status.ok()) return status;
+  FillSpecOptions(options, &spec);
   return spec;
 }
 
-absl::StatusOr<ListQuery> BuildListQuery(const FlagValues& flags) {
+ListQuery BuildListQuery(const ListOptions& options) {
   ListQuery query;
-  query.request.set_queue(flags.Get("queue"));
-  absl::StatusOr<std::vector<v1::GangState>> states =
-      ParseGangStates(flags.GetList("state"));
-  if (!states.ok()) return states.status();
-  for (v1::GangState state : *states) query.request.add_states(state);
-  if (flags.Has("limit")) {
-    absl::StatusOr<int64_t> limit = IntFlag(flags, "limit", 1, kInt64Max);
-    if (!limit.ok()) return limit.status();
-    query.limit = *limit;
-  }
+  query.request.set_queue(options.queue);
+  for (v1::GangState state : options.states) query.request.add_states(state);
+  query.limit = options.limit.value_or(0);
   query.request.set_page_size(NextPageSize(query.limit, 0));
   return query;
 }
@@ -377,63 +185,45 @@ int32_t NextPageSize(int64_t limit, int64_t fetched) {
       std::clamp<int64_t>(limit - fetched, 0, kMaxPageSize));
 }
 
-absl::StatusOr<v1::WatchGangsRequest> BuildWatchRequest(
-    const FlagValues& flags) {
+v1::WatchGangsRequest BuildWatchRequest(const WatchOptions& options) {
   v1::WatchGangsRequest request;
-  if (flags.Has("after")) {
-    absl::StatusOr<int64_t> after = IntFlag(flags, "after", 0, kInt64Max);
-    if (!after.ok()) return after.status();
-    request.set_after_revision(*after);
+  if (options.after_revision.has_value()) {
+    request.set_after_revision(*options.after_revision);
   }
-  for (const std::string& queue : flags.GetList("queue")) {
-    request.add_queues(queue);
-  }
-  for (const std::string& gang : flags.GetList("gang")) {
-    request.add_gang_ids(gang);
-  }
+  for (const std::string& queue : options.queues) request.add_queues(queue);
+  for (const std::string& gang : options.gangs) request.add_gang_ids(gang);
   return request;
 }
 
 absl::StatusOr<v1::ReportGangRequest> BuildReportRequest(
-    absl::string_view gang_id, const FlagValues& flags, absl::Time now) {
-  if (!flags.Has("state") && !flags.Has("checkpoint") &&
-      !flags.Has("ack-preemption")) {
+    absl::string_view gang_id, const ReportOptions& options, absl::Time now) {
+  if (!options.state.has_value() && !options.checkpoint.has_value() &&
+      !options.ack_preemption) {
     return absl::InvalidArgumentError(
         "give at least one of --state, --checkpoint and --ack-preemption");
   }
   v1::ReportGangRequest request;
   request.set_gang_id(std::string(gang_id));
-  if (flags.Has("state")) {
-    absl::StatusOr<v1::GangState> state = ParseReportState(flags.Get("state"));
-    if (!state.ok()) return state.status();
-    request.set_state(*state);
+  if (options.state.has_value()) request.set_state(*options.state);
+  if (options.checkpoint.has_value()) {
+    *request.mutable_last_checkpoint_time() =
+        ToProto(CheckpointTime(*options.checkpoint, now));
   }
-  if (flags.Has("checkpoint")) {
-    absl::StatusOr<absl::Time> time =
-        ParseCheckpoint(flags.Get("checkpoint"), now);
-    if (!time.ok()) return time.status();
-    *request.mutable_last_checkpoint_time() = ToProto(*time);
-  }
-  request.set_preemption_acknowledged(flags.Get("ack-preemption") == "true");
-  request.set_message(flags.Get("message"));
+  request.set_preemption_acknowledged(options.ack_preemption);
+  request.set_message(options.message);
   return request;
 }
 
-absl::StatusOr<v1::ListNodesRequest> BuildListNodesRequest(
-    const FlagValues& flags) {
+v1::ListNodesRequest BuildListNodesRequest(const NodesListOptions& options) {
   v1::ListNodesRequest request;
-  if (flags.Has("state")) {
-    absl::StatusOr<v1::NodeState> state = ParseNodeState(flags.Get("state"));
-    if (!state.ok()) return state.status();
-    request.set_state(*state);
-  }
-  request.set_gpu_model(flags.Get("model"));
+  if (options.state.has_value()) request.set_state(*options.state);
+  request.set_gpu_model(options.model);
   return request;
 }
 
 absl::StatusOr<v1::SetNodeStateRequest> BuildSetNodeStateRequest(
-    absl::string_view verb, absl::string_view node_id, const FlagValues& flags,
-    absl::Time now) {
+    absl::string_view verb, absl::string_view node_id,
+    const NodeStateOptions& options, absl::Time now) {
   v1::SetNodeStateRequest request;
   if (verb == "cordon") {
     request.set_state(v1::NODE_STATE_CORDONED);
@@ -448,43 +238,45 @@ absl::StatusOr<v1::SetNodeStateRequest> BuildSetNodeStateRequest(
         absl::StrFormat("unknown node verb \"%s\"", verb));
   }
   request.set_node_id(std::string(node_id));
-  request.set_reason(flags.Get("reason"));
-  if (flags.Has("deadline")) {
-    absl::StatusOr<absl::Time> deadline =
-        ParseDeadline(flags.Get("deadline"), now);
-    if (!deadline.ok()) return deadline.status();
-    *request.mutable_drain_deadline() = ToProto(*deadline);
+  request.set_reason(options.reason);
+  if (options.deadline.has_value()) {
+    *request.mutable_drain_deadline() =
+        ToProto(DeadlineTime(*options.deadline, now));
   }
   return request;
 }
 
-absl::StatusOr<v1::Queue> BuildQueue(const FlagValues& flags,
+absl::StatusOr<v1::Queue> BuildQueue(const QueuePutOptions& options,
                                      absl::string_view file_text) {
-  if (!flags.Has("file")) return QueueFromFlags(flags);
-  absl::Status status = CheckFileAlone(
-      flags, {"name", "parent", "weight", "nominal", "held", "borrowing-limit",
-              "lending-limit", "max-priority"});
+  if (!options.file.has_value()) return QueueFromFlags(options);
+  const QueuePutOptions& o = options;
+  absl::Status status = CheckFileAlone({
+      {"name", o.name.has_value()},
+      {"parent", o.parent.has_value()},
+      {"weight", o.weight.has_value()},
+      {"nominal", o.nominal.has_value()},
+      {"held", o.held.has_value()},
+      {"borrowing-limit", o.borrowing_limit.has_value()},
+      {"lending-limit", o.lending_limit.has_value()},
+      {"max-priority", o.max_priority.has_value()},
+  });
   if (!status.ok()) return status;
-  return ParseJson<v1::Queue>(file_text, flags.Get("file"));
+  return ParseJson<v1::Queue>(file_text, *options.file);
 }
 
-absl::StatusOr<v1::PutQueueRequest> BuildQueueUpdate(absl::string_view name,
-                                                     const FlagValues& flags) {
+absl::StatusOr<v1::PutQueueRequest> BuildQueueUpdate(
+    absl::string_view name, const QueueSetOptions& options) {
   v1::PutQueueRequest request;
   request.mutable_queue()->set_name(std::string(name));
-  if (flags.Has("held") && flags.Has("no-held")) {
+  if (options.held && options.no_held) {
     return FlagError("held", "give --held or --no-held, not both");
   }
-  if (flags.Has("held") || flags.Has("no-held")) {
-    request.mutable_queue()->set_held(flags.Has("held"));
+  if (options.held || options.no_held) {
+    request.mutable_queue()->set_held(options.held);
     request.mutable_update_mask()->add_paths("held");
   }
-  if (flags.Has("weight")) {
-    FlagValues weight_only;
-    weight_only.Add("weight", flags.Get("weight"));
-    absl::Status status =
-        FillQueueOptions(weight_only, request.mutable_queue());
-    if (!status.ok()) return status;
+  if (options.weight.has_value()) {
+    request.mutable_queue()->set_weight(*options.weight);
     request.mutable_update_mask()->add_paths("weight");
   }
   if (request.update_mask().paths_size() == 0) {
@@ -495,32 +287,26 @@ absl::StatusOr<v1::PutQueueRequest> BuildQueueUpdate(absl::string_view name,
 }
 
 absl::StatusOr<v1::UpdateConfigRequest> BuildUpdateConfigRequest(
-    const FlagValues& flags, absl::string_view file_text) {
+    const ConfigSetOptions& options, absl::string_view file_text) {
   v1::UpdateConfigRequest request;
   absl::Status status =
-      ParseJsonInto(file_text, flags.Get("file"), request.mutable_config());
+      ParseJsonInto(file_text, options.file, request.mutable_config());
   if (!status.ok()) return status;
-  if (flags.Has("expected-version")) {
-    absl::StatusOr<int64_t> version =
-        IntFlag(flags, "expected-version", 0, kInt64Max);
-    if (!version.ok()) return version.status();
-    request.set_expected_version(*version);
+  if (options.expected_version.has_value()) {
+    request.set_expected_version(*options.expected_version);
   }
   return request;
 }
 
-absl::StatusOr<AuditQuery> BuildAuditQuery(const FlagValues& flags) {
+AuditQuery BuildAuditQuery(const AuditOptions& options) {
   AuditQuery query;
-  query.all = flags.Get("all") == "true";
-  if (flags.Has("page-size")) {
-    absl::StatusOr<int64_t> size =
-        IntFlag(flags, "page-size", 1, kMaxAuditPageSize);
-    if (!size.ok()) return size.status();
-    query.request.set_page_size(static_cast<int32_t>(*size));
+  query.all = options.all;
+  if (options.page_size.has_value()) {
+    query.request.set_page_size(*options.page_size);
   } else if (query.all) {
     query.request.set_page_size(kMaxAuditPageSize);
   }
-  query.request.set_page_token(flags.Get("page-token"));
+  query.request.set_page_token(options.page_token);
   return query;
 }
 

@@ -1,7 +1,10 @@
-// Builds phalanx.v1 requests from parsed phalanxctl flags and JSON input.
-// Pure: no I/O and no clock (the caller passes the input file's text and the
-// current time). Every error is InvalidArgument naming the flag or the input,
-// which phalanxctl reports as a usage error. Thread-safe.
+// Builds phalanx.v1 requests from phalanxctl's typed options (ctl_options.h,
+// each value already checked by its flag's validator) and JSON input. What
+// is left to check here is how flags combine (-f with spec flags, --mode
+// without --level, …) and the JSON. Pure: no I/O and no clock (the caller
+// passes the input file's text and the current time). Every error is
+// InvalidArgument naming the flag or the input, which phalanxctl reports as
+// a usage error. Thread-safe.
 #ifndef PHALANX_CLIENTS_CTL_REQUESTS_H_
 #define PHALANX_CLIENTS_CTL_REQUESTS_H_
 
@@ -14,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "clients/ctl_args.h"
+#include "clients/ctl_options.h"
 #include "google/protobuf/duration.pb.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/timestamp.pb.h"
@@ -42,21 +45,9 @@ absl::StatusOr<T> ParseJson(absl::string_view text, absl::string_view what) {
   return message;
 }
 
-// Parses a duration flag: "3600s", "90m", "1h30m", or a bare number of
-// seconds. Fails unless it is positive.
-absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag,
-                                                 absl::string_view text);
-
-// Parses gang state names ("pending" or "GANG_STATE_PENDING", any case).
-absl::StatusOr<std::vector<v1::GangState>> ParseGangStates(
-    const std::vector<std::string>& names);
-
-// Parses a node state name ("cordoned" or "NODE_STATE_CORDONED", any case).
-absl::StatusOr<v1::NodeState> ParseNodeState(absl::string_view name);
-
 // The spec of `submit`/`dryrun`: the JSON GangSpec `file_text` when --file
 // was given (no other spec flag allowed then), else SpecFromFlags.
-absl::StatusOr<v1::GangSpec> BuildSpec(const FlagValues& flags,
+absl::StatusOr<v1::GangSpec> BuildSpec(const SpecOptions& options,
                                        absl::string_view file_text);
 
 // A one-pod-set GangSpec from --queue, --pods, --gpus (required) and the
@@ -64,54 +55,52 @@ absl::StatusOr<v1::GangSpec> BuildSpec(const FlagValues& flags,
 // --name (label "name"),
 // --models, --estimated-runtime and --max-runtime. The pod set is named
 // "workers"; --level without --mode means REQUIRED.
-absl::StatusOr<v1::GangSpec> SpecFromFlags(const FlagValues& flags);
+absl::StatusOr<v1::GangSpec> SpecFromFlags(const SpecOptions& options);
 
 // `list`: the first page's request and the total limit (0 = all).
 struct ListQuery {
   v1::ListGangsRequest request;
   int64_t limit = 0;
 };
-absl::StatusOr<ListQuery> BuildListQuery(const FlagValues& flags);
+ListQuery BuildListQuery(const ListOptions& options);
 
 // Page size for the next ListGangs call after `fetched` gangs.
 int32_t NextPageSize(int64_t limit, int64_t fetched);
 
 // `watch`: --after, --queue..., --gang...
-absl::StatusOr<v1::WatchGangsRequest> BuildWatchRequest(
-    const FlagValues& flags);
+v1::WatchGangsRequest BuildWatchRequest(const WatchOptions& options);
 
 // `report ID`: at least one of --state, --checkpoint ("now" = `now`, else
 // RFC3339) and --ack-preemption.
 absl::StatusOr<v1::ReportGangRequest> BuildReportRequest(
-    absl::string_view gang_id, const FlagValues& flags, absl::Time now);
+    absl::string_view gang_id, const ReportOptions& options, absl::Time now);
 
 // `nodes list`: --state, --model.
-absl::StatusOr<v1::ListNodesRequest> BuildListNodesRequest(
-    const FlagValues& flags);
+v1::ListNodesRequest BuildListNodesRequest(const NodesListOptions& options);
 
 // `nodes cordon|drain|uncordon|unhealthy NODE`; drain takes --deadline, a
 // duration from `now` or an RFC3339 time. Fails for another verb.
 absl::StatusOr<v1::SetNodeStateRequest> BuildSetNodeStateRequest(
-    absl::string_view verb, absl::string_view node_id, const FlagValues& flags,
-    absl::Time now);
+    absl::string_view verb, absl::string_view node_id,
+    const NodeStateOptions& options, absl::Time now);
 
 // `queues put`: the JSON Queue `file_text` when --file was given, else a
 // queue from --name (required), --parent, --weight, --nominal, --held,
 // --borrowing-limit, --lending-limit and --max-priority (left unset, i.e. no
 // limit, when not given). PutQueue replaces the whole queue: what is not
 // given takes its default.
-absl::StatusOr<v1::Queue> BuildQueue(const FlagValues& flags,
+absl::StatusOr<v1::Queue> BuildQueue(const QueuePutOptions& options,
                                      absl::string_view file_text);
 
 // `queues set NAME`: a PutQueue of only the fields given (--held or
 // --no-held, --weight), named in its update_mask. Fails when none is
 // given, or both --held and --no-held.
-absl::StatusOr<v1::PutQueueRequest> BuildQueueUpdate(absl::string_view name,
-                                                     const FlagValues& flags);
+absl::StatusOr<v1::PutQueueRequest> BuildQueueUpdate(
+    absl::string_view name, const QueueSetOptions& options);
 
 // `config set`: the JSON Config `file_text` and --expected-version.
 absl::StatusOr<v1::UpdateConfigRequest> BuildUpdateConfigRequest(
-    const FlagValues& flags, absl::string_view file_text);
+    const ConfigSetOptions& options, absl::string_view file_text);
 
 // Most audit records ListAuditRecords returns per page, and the most pages
 // `audit --all` fetches.
@@ -125,7 +114,7 @@ struct AuditQuery {
 };
 // --page-size (1..1000; default: the server's, or 1000 with --all),
 // --page-token and --all.
-absl::StatusOr<AuditQuery> BuildAuditQuery(const FlagValues& flags);
+AuditQuery BuildAuditQuery(const AuditOptions& options);
 
 // Decides, page after page, whether a paged listing goes on, so that a
 // server that repeats a token (or returns empty pages with tokens) cannot

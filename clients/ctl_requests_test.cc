@@ -19,11 +19,17 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// The flags of a command line, parsed by the real parser.
-FlagValues Flags(std::vector<std::string> argv) {
+// The typed options of a command line, parsed by the real parser.
+CommandOptions Flags(std::vector<std::string> argv) {
   Invocation inv = ParseCommandLine(argv, {});
   EXPECT_TRUE(inv.error.ok()) << inv.error;
-  return inv.flags;
+  return inv.options;
+}
+
+// The usage error of a command line whose flag values are checked by the
+// parser (its validators), before any request is built.
+absl::Status ParseError(std::vector<std::string> argv) {
+  return ParseCommandLine(argv, {}).error;
 }
 
 template <typename T>
@@ -55,7 +61,8 @@ TEST(SpecFromFlagsTest, EveryFlag) {
              "5",      "--request-id",     "r-1",       "--name",
              "llama",  "--models",         "H100,H200", "--estimated-runtime",
              "3600s",  "--max-runtime",    "2h",        "--slice",
-             "8@rack", "--priority-class", "production"}));
+             "8@rack", "--priority-class", "production"})
+          .spec);
   ASSERT_TRUE(spec.ok()) << spec.status();
   ExpectProtoEq(*spec, TextProto<v1::GangSpec>(R"pb(
     queue: "llm"
@@ -78,7 +85,7 @@ TEST(SpecFromFlagsTest, EveryFlag) {
 
 TEST(SpecFromFlagsTest, MinimalSpecHasNoTopology) {
   absl::StatusOr<v1::GangSpec> spec = SpecFromFlags(
-      Flags({"submit", "--queue", "q", "--pods", "1", "--gpus", "0"}));
+      Flags({"submit", "--queue", "q", "--pods", "1", "--gpus", "0"}).spec);
   ASSERT_TRUE(spec.ok()) << spec.status();
   ExpectProtoEq(*spec, TextProto<v1::GangSpec>(R"pb(
     queue: "q"
@@ -89,7 +96,8 @@ TEST(SpecFromFlagsTest, MinimalSpecHasNoTopology) {
 TEST(SpecFromFlagsTest, LevelAloneMeansRequired) {
   absl::StatusOr<v1::GangSpec> spec =
       SpecFromFlags(Flags({"submit", "--queue", "q", "--pods", "4", "--gpus",
-                           "8", "--level", "block"}));
+                           "8", "--level", "block"})
+                        .spec);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->pod_sets(0).topology().mode(), v1::TOPOLOGY_MODE_REQUIRED);
   EXPECT_EQ(spec->pod_sets(0).topology().level(), "block");
@@ -98,7 +106,8 @@ TEST(SpecFromFlagsTest, LevelAloneMeansRequired) {
 TEST(SpecFromFlagsTest, UnconstrainedNeedsNoLevel) {
   absl::StatusOr<v1::GangSpec> spec =
       SpecFromFlags(Flags({"submit", "--queue", "q", "--pods", "4", "--gpus",
-                           "8", "--mode", "unconstrained"}));
+                           "8", "--mode", "unconstrained"})
+                        .spec);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->pod_sets(0).topology().mode(),
             v1::TOPOLOGY_MODE_UNCONSTRAINED);
@@ -118,8 +127,11 @@ TEST(SpecFromFlagsTest, Errors) {
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   };
+  ExpectInvalid(
+      SpecFromFlags(Flags(with({"--mode", "required"})).spec).status(),
+      "need --level");
+  // A flag's own value is checked by the parser, from its declaration.
   const SpecErrorCase cases[] = {
-      {with({"--mode", "required"}), "need --level"},
       {with({"--priority", "high"}), "--priority: want an integer"},
       {with({"--estimated-runtime", "soon"}), "--estimated-runtime"},
       {with({"--max-runtime", "-5s"}), "--max-runtime: want a positive"},
@@ -128,39 +140,30 @@ TEST(SpecFromFlagsTest, Errors) {
       {with({"--slice", "0@rack"}), "--slice: want SIZE@LEVEL"},
   };
   for (const SpecErrorCase& c : cases) {
-    ExpectInvalid(SpecFromFlags(Flags(c.extra)).status(), c.message);
+    ExpectInvalid(ParseError(c.extra), c.message);
   }
-  // An enum flag's values are checked by the parser, from its declaration.
   ExpectInvalid(
       ParseCommandLine(with({"--mode", "strict", "--level", "rack"}), {}).error,
       "--mode: want required, preferred or unconstrained, got \"strict\"");
   ExpectInvalid(
-      SpecFromFlags(Flags({"submit", "--pods", "1", "--gpus", "1"})).status(),
+      SpecFromFlags(Flags({"submit", "--pods", "1", "--gpus", "1"}).spec)
+          .status(),
       "--queue is required");
   ExpectInvalid(
-      SpecFromFlags(Flags({"submit", "--queue", "q", "--gpus", "1"})).status(),
+      SpecFromFlags(Flags({"submit", "--queue", "q", "--gpus", "1"}).spec)
+          .status(),
       "--pods and --gpus are required");
-  ExpectInvalid(SpecFromFlags(Flags({"submit", "--queue", "q", "--pods", "0",
-                                     "--gpus", "1"}))
-                    .status(),
-                "--pods: want an integer in [1, 2147483647]");
-  ExpectInvalid(SpecFromFlags(Flags({"submit", "--queue", "q", "--pods", "1",
-                                     "--gpus", "-1"}))
-                    .status(),
-                "--gpus");
-}
-
-TEST(ParseDurationFlagTest, Forms) {
-  EXPECT_EQ(*ParseDurationFlag("d", "3600s"), absl::Hours(1));
-  EXPECT_EQ(*ParseDurationFlag("d", "90m"), absl::Minutes(90));
-  EXPECT_EQ(*ParseDurationFlag("d", "1h30m"), absl::Minutes(90));
-  EXPECT_EQ(*ParseDurationFlag("d", "7200"), absl::Hours(2));
-  ExpectInvalid(ParseDurationFlag("d", "inf").status(), "--d");
+  ExpectInvalid(
+      ParseError({"submit", "--queue", "q", "--pods", "0", "--gpus", "1"}),
+      "--pods: want an integer in [1, 2147483647]");
+  ExpectInvalid(
+      ParseError({"submit", "--queue", "q", "--pods", "1", "--gpus", "-1"}),
+      "--gpus");
 }
 
 TEST(BuildSpecTest, FromFile) {
   absl::StatusOr<v1::GangSpec> spec = BuildSpec(
-      Flags({"submit", "-f", "spec.json"}),
+      Flags({"submit", "-f", "spec.json"}).spec,
       R"({"queue": "llm", "pod_sets": [{"name": "w", "count": 2, "gpus": 8,
           "topology": {"mode": "TOPOLOGY_MODE_REQUIRED", "level": "rack"}}],
           "estimatedRuntime": "90s"})");
@@ -179,56 +182,36 @@ TEST(BuildSpecTest, FromFile) {
 
 TEST(BuildSpecTest, FileErrors) {
   ExpectInvalid(
-      BuildSpec(Flags({"submit", "-f", "s.json", "--queue", "q"}), "{}")
+      BuildSpec(Flags({"submit", "-f", "s.json", "--queue", "q"}).spec, "{}")
           .status(),
       "-f cannot be combined with --queue");
   ExpectInvalid(
-      BuildSpec(Flags({"submit", "-f", "s.json"}), "{not json").status(),
+      BuildSpec(Flags({"submit", "-f", "s.json"}).spec, "{not json").status(),
       "s.json: not a valid phalanx.v1.GangSpec in JSON");
-  ExpectInvalid(BuildSpec(Flags({"submit", "-f", "s.json"}),
+  ExpectInvalid(BuildSpec(Flags({"submit", "-f", "s.json"}).spec,
                           R"({"queue": "q", "bogus": 1})")
                     .status(),
                 "s.json");
 }
 
-TEST(ParseGangStatesTest, NamesInAnyForm) {
-  absl::StatusOr<std::vector<v1::GangState>> states =
-      ParseGangStates({"pending", "ADMITTED", "gang_state_running"});
-  ASSERT_TRUE(states.ok()) << states.status();
-  EXPECT_THAT(*states,
-              ElementsAre(v1::GANG_STATE_PENDING, v1::GANG_STATE_ADMITTED,
-                          v1::GANG_STATE_RUNNING));
-  ExpectInvalid(ParseGangStates({"bogus"}).status(),
-                "--state: unknown state \"bogus\"");
-  ExpectInvalid(ParseGangStates({"unspecified"}).status(), "unknown state");
-}
-
-TEST(ParseNodeStateTest, Names) {
-  EXPECT_EQ(*ParseNodeState("cordoned"), v1::NODE_STATE_CORDONED);
-  EXPECT_EQ(*ParseNodeState("NODE_STATE_READY"), v1::NODE_STATE_READY);
-  ExpectInvalid(ParseNodeState("cordon").status(), "unknown state");
-}
-
 TEST(BuildListQueryTest, FiltersAndLimit) {
-  absl::StatusOr<ListQuery> query =
+  const ListQuery query =
       BuildListQuery(Flags({"list", "--queue", "llm", "--state",
-                            "pending,admitted", "--limit", "5"}));
-  ASSERT_TRUE(query.ok()) << query.status();
-  EXPECT_EQ(query->limit, 5);
-  ExpectProtoEq(query->request, TextProto<v1::ListGangsRequest>(R"pb(
+                            "pending,admitted", "--limit", "5"})
+                         .list);
+  EXPECT_EQ(query.limit, 5);
+  ExpectProtoEq(query.request, TextProto<v1::ListGangsRequest>(R"pb(
                   queue: "llm"
                   states: [ GANG_STATE_PENDING, GANG_STATE_ADMITTED ]
                   page_size: 5
                 )pb"));
-  ExpectInvalid(BuildListQuery(Flags({"list", "--limit", "0"})).status(),
-                "--limit");
+  ExpectInvalid(ParseError({"list", "--limit", "0"}), "--limit");
 }
 
 TEST(BuildListQueryTest, NoLimitUsesFullPages) {
-  absl::StatusOr<ListQuery> query = BuildListQuery(Flags({"list"}));
-  ASSERT_TRUE(query.ok()) << query.status();
-  EXPECT_EQ(query->limit, 0);
-  EXPECT_EQ(query->request.page_size(), 1000);
+  const ListQuery query = BuildListQuery(Flags({"list"}).list);
+  EXPECT_EQ(query.limit, 0);
+  EXPECT_EQ(query.request.page_size(), 1000);
 }
 
 TEST(NextPageSizeTest, Cases) {
@@ -239,22 +222,19 @@ TEST(NextPageSizeTest, Cases) {
 }
 
 TEST(BuildWatchRequestTest, AfterIsOptional) {
-  absl::StatusOr<v1::WatchGangsRequest> live =
-      BuildWatchRequest(Flags({"watch"}));
-  ASSERT_TRUE(live.ok());
-  EXPECT_FALSE(live->has_after_revision());
+  const v1::WatchGangsRequest live = BuildWatchRequest(Flags({"watch"}).watch);
+  EXPECT_FALSE(live.has_after_revision());
 
-  absl::StatusOr<v1::WatchGangsRequest> replay = BuildWatchRequest(
-      Flags({"watch", "--after", "0", "--queue", "a,b", "--gang", "g-1"}));
-  ASSERT_TRUE(replay.ok()) << replay.status();
-  ExpectProtoEq(*replay, TextProto<v1::WatchGangsRequest>(R"pb(
-    after_revision: 0
-    queues: [ "a", "b" ]
-    gang_ids: [ "g-1" ]
-  )pb"));
-  EXPECT_TRUE(replay->has_after_revision());
-  ExpectInvalid(BuildWatchRequest(Flags({"watch", "--after", "-1"})).status(),
-                "--after");
+  const v1::WatchGangsRequest replay = BuildWatchRequest(
+      Flags({"watch", "--after", "0", "--queue", "a,b", "--gang", "g-1"})
+          .watch);
+  ExpectProtoEq(replay, TextProto<v1::WatchGangsRequest>(R"pb(
+                  after_revision: 0
+                  queues: [ "a", "b" ]
+                  gang_ids: [ "g-1" ]
+                )pb"));
+  EXPECT_TRUE(replay.has_after_revision());
+  ExpectInvalid(ParseError({"watch", "--after", "-1"}), "--after");
 }
 
 TEST(BuildReportRequestTest, StateCheckpointAck) {
@@ -262,7 +242,8 @@ TEST(BuildReportRequestTest, StateCheckpointAck) {
   absl::StatusOr<v1::ReportGangRequest> request = BuildReportRequest(
       "g-1",
       Flags({"report", "g-1", "--state", "RUNNING", "--checkpoint", "now",
-             "--ack-preemption", "--message", "ok"}),
+             "--ack-preemption", "--message", "ok"})
+          .report,
       now);
   ASSERT_TRUE(request.ok()) << request.status();
   ExpectProtoEq(*request, TextProto<v1::ReportGangRequest>(R"pb(
@@ -276,7 +257,8 @@ TEST(BuildReportRequestTest, StateCheckpointAck) {
 
 TEST(BuildReportRequestTest, Rfc3339CheckpointAlone) {
   absl::StatusOr<v1::ReportGangRequest> request = BuildReportRequest(
-      "g-1", Flags({"report", "g-1", "--checkpoint", "2024-05-01T12:00:03.5Z"}),
+      "g-1",
+      Flags({"report", "g-1", "--checkpoint", "2024-05-01T12:00:03.5Z"}).report,
       absl::UnixEpoch());
   ASSERT_TRUE(request.ok()) << request.status();
   EXPECT_EQ(request->state(), v1::GANG_STATE_UNSPECIFIED);
@@ -286,24 +268,22 @@ TEST(BuildReportRequestTest, Rfc3339CheckpointAlone) {
 
 TEST(BuildReportRequestTest, Errors) {
   const absl::Time now = absl::UnixEpoch();
-  ExpectInvalid(BuildReportRequest("g", Flags({"report", "g"}), now).status(),
-                "at least one of --state");
+  ExpectInvalid(
+      BuildReportRequest("g", Flags({"report", "g"}).report, now).status(),
+      "at least one of --state");
   ExpectInvalid(
       ParseCommandLine({"report", "g", "--state", "pending"}, {}).error,
       "--state: want running, succeeded or failed");
-  ExpectInvalid(
-      BuildReportRequest(
-          "g", Flags({"report", "g", "--checkpoint", "yesterday"}), now)
-          .status(),
-      "--checkpoint");
+  ExpectInvalid(ParseError({"report", "g", "--checkpoint", "yesterday"}),
+                "--checkpoint");
 }
 
 TEST(BuildListNodesRequestTest, Filters) {
-  absl::StatusOr<v1::ListNodesRequest> request = BuildListNodesRequest(
-      Flags({"nodes", "list", "--state", "draining", "--model", "H200"}));
-  ASSERT_TRUE(request.ok()) << request.status();
-  EXPECT_EQ(request->state(), v1::NODE_STATE_DRAINING);
-  EXPECT_EQ(request->gpu_model(), "H200");
+  const v1::ListNodesRequest request = BuildListNodesRequest(
+      Flags({"nodes", "list", "--state", "draining", "--model", "H200"})
+          .nodes_list);
+  EXPECT_EQ(request.state(), v1::NODE_STATE_DRAINING);
+  EXPECT_EQ(request.gpu_model(), "H200");
 }
 
 TEST(BuildSetNodeStateRequestTest, Verbs) {
@@ -314,41 +294,40 @@ TEST(BuildSetNodeStateRequestTest, Verbs) {
       {"unhealthy", v1::NODE_STATE_UNHEALTHY}};
   for (const auto& [verb, state] : verbs) {
     absl::StatusOr<v1::SetNodeStateRequest> request = BuildSetNodeStateRequest(
-        verb, "n-1", Flags({"nodes", verb, "n-1", "--reason", "maint"}),
+        verb, "n-1",
+        Flags({"nodes", verb, "n-1", "--reason", "maint"}).node_state,
         absl::UnixEpoch());
     ASSERT_TRUE(request.ok()) << verb;
     EXPECT_EQ(request->state(), state) << verb;
     EXPECT_EQ(request->node_id(), "n-1");
     EXPECT_EQ(request->reason(), "maint");
   }
-  ExpectInvalid(
-      BuildSetNodeStateRequest("melt", "n", FlagValues(), absl::UnixEpoch())
-          .status(),
-      "melt");
+  ExpectInvalid(BuildSetNodeStateRequest("melt", "n", NodeStateOptions(),
+                                         absl::UnixEpoch())
+                    .status(),
+                "melt");
 }
 
 TEST(BuildSetNodeStateRequestTest, DrainDeadlineFromNowOrRfc3339) {
   const absl::Time now = absl::FromUnixSeconds(1'700'000'000);
   absl::StatusOr<v1::SetNodeStateRequest> in_90m = BuildSetNodeStateRequest(
-      "drain", "n-1", Flags({"nodes", "drain", "n-1", "--deadline", "90m"}),
-      now);
+      "drain", "n-1",
+      Flags({"nodes", "drain", "n-1", "--deadline", "90m"}).node_state, now);
   ASSERT_TRUE(in_90m.ok()) << in_90m.status();
   EXPECT_EQ(in_90m->drain_deadline().seconds(), 1'700'000'000 + 90 * 60);
   absl::StatusOr<v1::SetNodeStateRequest> at = BuildSetNodeStateRequest(
       "drain", "n-1",
-      Flags({"nodes", "drain", "n-1", "--deadline", "2023-11-14T22:13:20Z"}),
+      Flags({"nodes", "drain", "n-1", "--deadline", "2023-11-14T22:13:20Z"})
+          .node_state,
       now);
   ASSERT_TRUE(at.ok()) << at.status();
   EXPECT_EQ(at->drain_deadline().seconds(), 1'700'000'000);
   absl::StatusOr<v1::SetNodeStateRequest> none = BuildSetNodeStateRequest(
-      "drain", "n-1", Flags({"nodes", "drain", "n-1"}), now);
+      "drain", "n-1", Flags({"nodes", "drain", "n-1"}).node_state, now);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_drain_deadline());
-  ExpectInvalid(BuildSetNodeStateRequest(
-                    "drain", "n-1",
-                    Flags({"nodes", "drain", "n-1", "--deadline", "soon"}), now)
-                    .status(),
-                "--deadline");
+  ExpectInvalid(ParseError({"nodes", "drain", "n-1", "--deadline", "soon"}),
+                "--deadline: want a duration");
 }
 
 TEST(BuildQueueTest, FromFlags) {
@@ -356,7 +335,8 @@ TEST(BuildQueueTest, FromFlags) {
       Flags({"queues", "put", "--name", "llm", "--parent", "research",
              "--weight", "2.5", "--nominal", "H100=64,H200=32", "--held",
              "true", "--borrowing-limit", "-1", "--lending-limit", "8",
-             "--max-priority", "-3"}),
+             "--max-priority", "-3"})
+          .queue_put,
       "");
   ASSERT_TRUE(queue.ok()) << queue.status();
   ExpectProtoEq(*queue, TextProto<v1::Queue>(R"pb(
@@ -374,40 +354,42 @@ TEST(BuildQueueTest, FromFlags) {
 
 TEST(BuildQueueTest, MaxPriorityStaysUnsetWithoutTheFlag) {
   absl::StatusOr<v1::Queue> queue =
-      BuildQueue(Flags({"queues", "put", "--name", "llm"}), "");
+      BuildQueue(Flags({"queues", "put", "--name", "llm"}).queue_put, "");
   ASSERT_TRUE(queue.ok()) << queue.status();
   EXPECT_FALSE(queue->has_max_priority());
 
   absl::StatusOr<v1::Queue> zero = BuildQueue(
-      Flags({"queues", "put", "--name", "llm", "--max-priority", "0"}), "");
+      Flags({"queues", "put", "--name", "llm", "--max-priority", "0"})
+          .queue_put,
+      "");
   ASSERT_TRUE(zero.ok()) << zero.status();
   EXPECT_TRUE(zero->has_max_priority());
   EXPECT_EQ(zero->max_priority(), 0);
 
   for (const char* bad : {"x", "1.5", "2147483648", ""}) {
-    ExpectInvalid(BuildQueue(Flags({"queues", "put", "--name", "llm",
-                                    "--max-priority", bad}),
-                             "")
-                      .status(),
-                  "--max-priority: want an integer");
+    ExpectInvalid(
+        ParseError({"queues", "put", "--name", "llm", "--max-priority", bad}),
+        "--max-priority: want an integer");
   }
   ExpectInvalid(
-      BuildQueue(
-          Flags({"queues", "put", "-f", "q.json", "--max-priority", "3"}), "{}")
+      BuildQueue(Flags({"queues", "put", "-f", "q.json", "--max-priority", "3"})
+                     .queue_put,
+                 "{}")
           .status(),
       "-f cannot be combined with --max-priority");
 }
 
 TEST(BuildQueueUpdateTest, NamesOnlyTheGivenFieldsInTheMask) {
-  absl::StatusOr<v1::PutQueueRequest> held =
-      BuildQueueUpdate("llm", Flags({"queues", "set", "llm", "--held"}));
+  absl::StatusOr<v1::PutQueueRequest> held = BuildQueueUpdate(
+      "llm", Flags({"queues", "set", "llm", "--held"}).queue_set);
   ASSERT_TRUE(held.ok()) << held.status();
   ExpectProtoEq(*held, TextProto<v1::PutQueueRequest>(R"pb(
     queue { name: "llm" held: true }
     update_mask { paths: "held" }
   )pb"));
   absl::StatusOr<v1::PutQueueRequest> both = BuildQueueUpdate(
-      "llm", Flags({"queues", "set", "llm", "--no-held", "--weight", "0"}));
+      "llm",
+      Flags({"queues", "set", "llm", "--no-held", "--weight", "0"}).queue_set);
   ASSERT_TRUE(both.ok()) << both.status();
   ExpectProtoEq(*both, TextProto<v1::PutQueueRequest>(R"pb(
     queue { name: "llm" held: false weight: 0 }
@@ -415,52 +397,51 @@ TEST(BuildQueueUpdateTest, NamesOnlyTheGivenFieldsInTheMask) {
   )pb"));
   EXPECT_TRUE(both->queue().has_weight());
   ExpectInvalid(
-      BuildQueueUpdate("llm", Flags({"queues", "set", "llm"})).status(),
-      "give what to change");
-  ExpectInvalid(BuildQueueUpdate("llm", Flags({"queues", "set", "llm", "--held",
-                                               "--no-held"}))
-                    .status(),
-                "not both");
-  ExpectInvalid(
-      BuildQueueUpdate("llm", Flags({"queues", "set", "llm", "--weight", "-1"}))
+      BuildQueueUpdate("llm", Flags({"queues", "set", "llm"}).queue_set)
           .status(),
-      "--weight");
+      "give what to change");
+  ExpectInvalid(
+      BuildQueueUpdate(
+          "llm",
+          Flags({"queues", "set", "llm", "--held", "--no-held"}).queue_set)
+          .status(),
+      "not both");
+  ExpectInvalid(ParseError({"queues", "set", "llm", "--weight", "-1"}),
+                "--weight");
 }
 
 TEST(BuildSpecTest, PriorityClassFromFlagsOnly) {
   ExpectInvalid(BuildSpec(Flags({"submit", "-f", "s.json", "--priority-class",
-                                 "production"}),
+                                 "production"})
+                              .spec,
                           "{}")
                     .status(),
                 "-f cannot be combined with --priority-class");
   absl::StatusOr<v1::GangSpec> file = BuildSpec(
-      Flags({"submit", "-f", "s.json"}), R"({"priority_class": "batch"})");
+      Flags({"submit", "-f", "s.json"}).spec, R"({"priority_class": "batch"})");
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->priority_class(), "batch");
 }
 
 TEST(BuildAuditQueryTest, PageSizeTokenAndAll) {
-  absl::StatusOr<AuditQuery> plain = BuildAuditQuery(Flags({"audit"}));
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  EXPECT_FALSE(plain->all);
-  EXPECT_EQ(plain->request.page_size(), 0);  // the server's default
-  EXPECT_EQ(plain->request.page_token(), "");
+  const AuditQuery plain = BuildAuditQuery(Flags({"audit"}).audit);
+  EXPECT_FALSE(plain.all);
+  EXPECT_EQ(plain.request.page_size(), 0);  // the server's default
+  EXPECT_EQ(plain.request.page_token(), "");
 
-  absl::StatusOr<AuditQuery> all = BuildAuditQuery(Flags({"audit", "--all"}));
-  ASSERT_TRUE(all.ok()) << all.status();
-  EXPECT_TRUE(all->all);
-  EXPECT_EQ(all->request.page_size(), kMaxAuditPageSize);
+  const AuditQuery all = BuildAuditQuery(Flags({"audit", "--all"}).audit);
+  EXPECT_TRUE(all.all);
+  EXPECT_EQ(all.request.page_size(), kMaxAuditPageSize);
 
-  absl::StatusOr<AuditQuery> sized = BuildAuditQuery(
-      Flags({"audit", "--page-size", "5", "--page-token", "42", "--all"}));
-  ASSERT_TRUE(sized.ok()) << sized.status();
-  EXPECT_EQ(sized->request.page_size(), 5);
-  EXPECT_EQ(sized->request.page_token(), "42");
+  const AuditQuery sized = BuildAuditQuery(
+      Flags({"audit", "--page-size", "5", "--page-token", "42", "--all"})
+          .audit);
+  EXPECT_EQ(sized.request.page_size(), 5);
+  EXPECT_EQ(sized.request.page_token(), "42");
 
   for (const char* bad : {"0", "-1", "1001", "x"}) {
-    ExpectInvalid(
-        BuildAuditQuery(Flags({"audit", "--page-size", bad})).status(),
-        "--page-size: want an integer in [1, 1000]");
+    ExpectInvalid(ParseError({"audit", "--page-size", bad}),
+                  "--page-size: want an integer in [1, 1000]");
   }
 }
 
@@ -508,16 +489,17 @@ TEST(PageFollowerTest, StopsAtThePageLimit) {
 
 TEST(BuildQueueTest, FromFileAndErrors) {
   absl::StatusOr<v1::Queue> queue =
-      BuildQueue(Flags({"queues", "put", "-f", "q.json"}),
+      BuildQueue(Flags({"queues", "put", "-f", "q.json"}).queue_put,
                  R"({"name": "llm", "nominal_gpus": {"H100": "16"}})");
   ASSERT_TRUE(queue.ok()) << queue.status();
   EXPECT_EQ(queue->nominal_gpus().at("H100"), 16);
 
-  ExpectInvalid(BuildQueue(Flags({"queues", "put"}), "").status(),
+  ExpectInvalid(BuildQueue(Flags({"queues", "put"}).queue_put, "").status(),
                 "--name is required");
   ExpectInvalid(
-      BuildQueue(Flags({"queues", "put", "-f", "q.json", "--held", "true"}),
-                 "{}")
+      BuildQueue(
+          Flags({"queues", "put", "-f", "q.json", "--held", "true"}).queue_put,
+          "{}")
           .status(),
       "-f cannot be combined with --held");
   const std::vector<std::vector<std::string>> bad = {
@@ -527,30 +509,31 @@ TEST(BuildQueueTest, FromFileAndErrors) {
   for (const auto& extra : bad) {
     std::vector<std::string> argv = {"queues", "put", "--name", "q"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    ExpectInvalid(BuildQueue(Flags(argv), "").status(), extra[0]);
+    ExpectInvalid(ParseError(argv), extra[0]);
   }
 }
 
 TEST(BuildUpdateConfigRequestTest, VersionIsOptional) {
   const std::string json = R"({"topology_levels": ["block", "rack"],
                                "cycle_interval": "2s"})";
-  absl::StatusOr<v1::UpdateConfigRequest> plain =
-      BuildUpdateConfigRequest(Flags({"config", "set", "-f", "c.json"}), json);
+  absl::StatusOr<v1::UpdateConfigRequest> plain = BuildUpdateConfigRequest(
+      Flags({"config", "set", "-f", "c.json"}).config_set, json);
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_FALSE(plain->has_expected_version());
   EXPECT_THAT(plain->config().topology_levels(), ElementsAre("block", "rack"));
   EXPECT_EQ(plain->config().cycle_interval().seconds(), 2);
 
   absl::StatusOr<v1::UpdateConfigRequest> guarded = BuildUpdateConfigRequest(
-      Flags({"config", "set", "-f", "c.json", "--expected-version", "4"}),
+      Flags({"config", "set", "-f", "c.json", "--expected-version", "4"})
+          .config_set,
       json);
   ASSERT_TRUE(guarded.ok()) << guarded.status();
   EXPECT_TRUE(guarded->has_expected_version());
   EXPECT_EQ(guarded->expected_version(), 4);
-  ExpectInvalid(
-      BuildUpdateConfigRequest(Flags({"config", "set", "-f", "c.json"}), "[]")
-          .status(),
-      "c.json");
+  ExpectInvalid(BuildUpdateConfigRequest(
+                    Flags({"config", "set", "-f", "c.json"}).config_set, "[]")
+                    .status(),
+                "c.json");
 }
 
 }  // namespace

@@ -22,7 +22,6 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -285,10 +284,10 @@ class Launcher {
   }
 
   int ParseFlags() {
-    const FlagValues& flags = inv_.flags;
+    const RunOptions& options = inv_.options.run;
     std::string file_text;
-    if (flags.Has("file")) {
-      const std::string path = flags.Get("file");
+    if (options.spec.file.has_value()) {
+      const std::string& path = *options.spec.file;
       std::ifstream file(path);
       if (!file.is_open()) {
         return UsageError(absl::InvalidArgumentError(
@@ -296,7 +295,7 @@ class Launcher {
       }
       file_text.assign(std::istreambuf_iterator<char>(file), {});
     }
-    absl::StatusOr<v1::GangSpec> spec = BuildSpec(flags, file_text);
+    absl::StatusOr<v1::GangSpec> spec = BuildSpec(options.spec, file_text);
     if (!spec.ok()) return UsageError(spec.status());
     spec_ = *std::move(spec);
     if (spec_.request_id().empty()) {
@@ -305,31 +304,19 @@ class Launcher {
                                            static_cast<int>(getpid()),
                                            absl::ToUnixMicros(absl::Now())));
     }
-    if (flags.Has("lease")) {
-      absl::StatusOr<absl::Duration> lease =
-          ParseDurationFlag("lease", flags.Get("lease"));
-      if (!lease.ok()) return UsageError(lease.status());
-      lease_ = *lease;
-      const int64_t nanos = absl::ToInt64Nanoseconds(*lease);
+    if (options.lease.has_value()) {
+      lease_ = *options.lease;
+      const int64_t nanos = absl::ToInt64Nanoseconds(lease_);
       spec_.mutable_lease_duration()->set_seconds(nanos / 1000000000);
       spec_.mutable_lease_duration()->set_nanos(nanos % 1000000000);
     }
-    exec_ = flags.Get("exec", kDefaultExec);
+    exec_ = options.exec;
     if (exec_ != "local" && absl::StripAsciiWhitespace(exec_).empty()) {
       return UsageError(absl::InvalidArgumentError("--exec: empty template"));
     }
-    if (flags.Has("master-port")) {
-      int port = 0;
-      if (!absl::SimpleAtoi(flags.Get("master-port"), &port) || port < 1 ||
-          port > 65535) {
-        return UsageError(absl::InvalidArgumentError(
-            absl::StrFormat("--master-port: want 1..65535, got \"%s\"",
-                            SafeCell(flags.Get("master-port")))));
-      }
-      master_port_ = port;
-    }
-    requeue_ = flags.Get("requeue") == "true";
-    hostfile_ = flags.Get("hostfile");
+    master_port_ = options.master_port;
+    requeue_ = options.requeue;
+    hostfile_ = options.hostfile;
     command_ = inv_.args;
     return kExitOk;
   }

@@ -23,8 +23,6 @@
 
 namespace phalanx::ctl {
 
-inline constexpr char kDefaultExec[] = "ssh -o BatchMode=yes {host}";
-inline constexpr int kDefaultMasterPort = 29500;
 // Exit code after a preemption (without --requeue): EX_TEMPFAIL, "try
 // again".
 inline constexpr int kExitPreempted = 75;

@@ -89,7 +89,8 @@ TEST(RunArgsTest, CommandAfterDoubleDashAndSubmitFlags) {
   EXPECT_THAT(inv.args, ElementsAre("torchrun", "--nproc", "8", "-o", "x"));
   EXPECT_EQ(inv.global.output, OutputFormat::kTable) << "-o after -- is the "
                                                         "command's";
-  EXPECT_EQ(inv.flags.Get("exec"), "local");
+  EXPECT_EQ(inv.options.run.exec, "local");
+  EXPECT_EQ(inv.options.run.master_port, 1);
   Invocation none = ParseCommandLine({"run", "--queue", "a"}, {});
   EXPECT_THAT(std::string(none.error.message()),
               ::testing::HasSubstr("needs a COMMAND"));
