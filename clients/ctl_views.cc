@@ -93,6 +93,12 @@ std::string RuntimeText(const v1::GangSpec& spec) {
   return absl::StrJoin(parts, ", ");
 }
 
+// A "Reason code:" row, when the gang has a code.
+void AddReasonCode(Table* table, v1::ReasonCode code) {
+  if (code == v1::REASON_CODE_UNSPECIFIED) return;
+  table->AddRow({"Reason code:", ReasonCodeName(code)});
+}
+
 Table GangFields(const v1::Gang& gang, absl::Time now) {
   Table table = Table::Fields();
   const v1::GangSpec& spec = gang.spec();
@@ -100,6 +106,7 @@ Table GangFields(const v1::Gang& gang, absl::Time now) {
   table.AddRow({"Queue:", spec.queue()});
   AddIfSet(&table, "Owner", gang.owner());
   table.AddRow({"State:", GangStateName(gang.state())});
+  AddReasonCode(&table, gang.reason_code());
   AddIfSet(&table, "Reason", gang.reason());
   table.AddRow({"Priority:", absl::StrCat(spec.priority())});
   AddIfSet(&table, "Priority class", spec.priority_class());
@@ -170,12 +177,16 @@ std::string NodeStateName(v1::NodeState state) {
   return ShortEnumName(v1::NodeState_Name(state), "NODE_STATE_");
 }
 
+std::string ReasonCodeName(v1::ReasonCode code) {
+  return ShortEnumName(v1::ReasonCode_Name(code), "REASON_CODE_");
+}
+
 std::string GangsTable(
     const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now,
     bool wide) {
   std::vector<std::string> header = {"ID",   "QUEUE", "OWNER", "STATE",
                                      "PRIO", "PODS",  "GPUS",  "AGE"};
-  if (wide) header.insert(header.end(), {"ATTEMPTS", "NODES"});
+  if (wide) header.insert(header.end(), {"ATTEMPTS", "NODES", "CODE"});
   header.push_back("REASON");
   Table table(header);
   for (const v1::Gang& gang : gangs) {
@@ -200,6 +211,9 @@ std::string GangsTable(
       }
       row.push_back(absl::StrCat(gang.attempts()));
       row.push_back(OrDash(absl::StrJoin(nodes, ",")));
+      row.push_back(gang.reason_code() == v1::REASON_CODE_UNSPECIFIED
+                        ? "-"
+                        : ReasonCodeName(gang.reason_code()));
     }
     row.push_back(gang.reason());
     table.AddRow(row);
@@ -240,6 +254,7 @@ std::string ExplainText(const v1::ExplainGangResponse& response,
   table.AddRow({"ID:", gang.id()});
   table.AddRow({"Queue:", gang.spec().queue()});
   table.AddRow({"State:", GangStateName(gang.state())});
+  AddReasonCode(&table, response.reason_code());
   AddIfSet(&table, "Reason", response.reason());
   if (response.position() > 0) {
     table.AddRow({"Position:",
@@ -259,6 +274,7 @@ std::string ExplainText(const v1::ExplainGangResponse& response,
 std::string DryRunText(const v1::DryRunGangResponse& response) {
   Table table = Table::Fields();
   table.AddRow({"Fits:", response.fits() ? "yes" : "no"});
+  AddReasonCode(&table, response.reason_code());
   AddIfSet(&table, "Reason", response.reason());
   std::string out = table.Render();
   if (!response.placement().empty()) {

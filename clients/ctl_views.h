@@ -19,10 +19,13 @@ namespace phalanx::ctl {
 std::string GangStateName(v1::GangState state);
 // "READY", "CORDONED", ...
 std::string NodeStateName(v1::NodeState state);
+// "NO_FIT", "QUOTA", … (the API enum without its prefix).
+std::string ReasonCodeName(v1::ReasonCode code);
 
 // One row per gang: ID QUEUE OWNER STATE PRIO PODS GPUS AGE REASON (OWNER
 // "-" when the daemon runs without --auth). `wide` (-o wide) adds
-// ATTEMPTS and NODES (the placement's nodes, in rank order, each once)
+// ATTEMPTS, NODES (the placement's nodes, in rank order, each once) and
+// CODE (the reason code)
 // before REASON.
 std::string GangsTable(
     const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now,

@@ -108,6 +108,23 @@ TEST(GangDetailsTest, FieldsPodSetsAndPlacement) {
             "  workers  1      n-2   4-7\n");
 }
 
+TEST(GangDetailsTest, AReasonCodeGetsItsOwnRow) {
+  v1::Gang gang = PendingGang();
+  gang.set_reason_code(v1::REASON_CODE_NO_FIT);
+  EXPECT_THAT(GangDetails(gang, kNow),
+              HasSubstr("Reason code:  NO_FIT\n"
+                        "Reason:       no node with 4 free GPUs\n"));
+  google::protobuf::RepeatedPtrField<v1::Gang> one;
+  *one.Add() = gang;
+  EXPECT_THAT(GangsTable(one, kNow, /*wide=*/true),
+              HasSubstr("CODE    REASON"));
+  EXPECT_THAT(GangsTable(one, kNow, /*wide=*/true),
+              HasSubstr("NO_FIT  no node with 4 free GPUs"));
+  v1::DryRunGangResponse no;
+  no.set_reason_code(v1::REASON_CODE_QUOTA);
+  EXPECT_THAT(DryRunText(no), HasSubstr("Reason code:  QUOTA\n"));
+}
+
 TEST(GangDetailsTest, PendingGangShowsReasonAndNoPlacement) {
   const std::string text = GangDetails(PendingGang(), kNow);
   EXPECT_THAT(text, HasSubstr("Reason:     no node with 4 free GPUs\n"));

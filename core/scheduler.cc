@@ -337,6 +337,34 @@ Mutation Scheduler::TakeMutation() {
 // ---------------------------------------------------------------------------
 // Reads.
 
+const absl::flat_hash_map<GangId, GangPtr>& Scheduler::gangs() const {
+  return gangs_.all();
+}
+
+std::optional<absl::Time> Scheduler::LastHeartbeat(const NodeId& id) const {
+  return deadlines_.LastHeard(id);
+}
+
+const absl::btree_map<QueueName, Queue>& Scheduler::queues() const {
+  return quotas_.queues();
+}
+
+int64_t Scheduler::BorrowedGpus(const QueueName& name) const {
+  return quotas_.BorrowedGpus(name);
+}
+
+FairShareScore Scheduler::Score(const QueueName& name) const {
+  return quotas_.Score(name);
+}
+
+const std::vector<Reservation>& Scheduler::reservations() const {
+  return reservations_.all();
+}
+
+const std::map<GangId, std::set<NodeId>>& Scheduler::held_for() const {
+  return preemptions_.held_for();
+}
+
 QueueUsage Scheduler::Usage(const QueueName& name) const {
   QueueUsage usage;
   usage.held_gpus = quotas_.Held(name);

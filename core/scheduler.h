@@ -58,11 +58,7 @@ class Scheduler {
                                  absl::Time now);
   absl::StatusOr<GangPtr> Report(const GangReport& report, absl::Time now);
   absl::StatusOr<GangPtr> RenewLease(const GangId& id, absl::Time now);
-  // What UpsertNodes does with the state of a node that already exists.
-  enum class ExistingNodeState {
-    kKeep,    // ignore the given state (the --fleet file at start-up)
-    kRefuse,  // InvalidArgument when it differs (the UpsertNodes RPC)
-  };
+  using ExistingNodeState = core::ExistingNodeState;
   absl::StatusOr<std::vector<Node>> UpsertNodes(
       std::vector<Node> nodes, absl::Time now = absl::InfinitePast(),
       ExistingNodeState existing = ExistingNodeState::kKeep);
@@ -84,37 +80,23 @@ class Scheduler {
 
   // --- Reads.
   GangPtr FindGang(const GangId& id) const { return gangs_.Find(id); }
-  const absl::flat_hash_map<GangId, GangPtr>& gangs() const {
-    return gangs_.all();
-  }
+  const absl::flat_hash_map<GangId, GangPtr>& gangs() const;
   const Config& config() const { return config_; }
   const Fleet& fleet() const { return fleet_; }
   const PendingIndex& pending() const { return gangs_.pending(); }
-  std::optional<absl::Time> LastHeartbeat(const NodeId& id) const {
-    return deadlines_.LastHeard(id);
-  }
-  const absl::btree_map<QueueName, Queue>& queues() const {
-    return quotas_.queues();
-  }
+  std::optional<absl::Time> LastHeartbeat(const NodeId& id) const;
+  const absl::btree_map<QueueName, Queue>& queues() const;
   QueueUsage Usage(const QueueName& name) const;
   int64_t revision() const { return log_.revision(); }
   // Why a gang waits and where it stands. NotFound for an unknown gang.
   absl::StatusOr<Explanation> Explain(const GangId& id) const;
   // Where `spec` would go now; nothing changes. Errors as Submit.
   absl::StatusOr<PlacementResult> DryRun(GangSpec spec);
-  int64_t BorrowedGpus(const QueueName& name) const {
-    return quotas_.BorrowedGpus(name);
-  }
-  FairShareScore Score(const QueueName& name) const {
-    return quotas_.Score(name);
-  }
+  int64_t BorrowedGpus(const QueueName& name) const;
+  FairShareScore Score(const QueueName& name) const;  // lower goes first
   const FairShareLedger& ledger() const { return quotas_.ledger(); }
-  const std::vector<Reservation>& reservations() const {
-    return reservations_.all();
-  }
-  const std::map<GangId, std::set<NodeId>>& held_for() const {
-    return preemptions_.held_for();
-  }
+  const std::vector<Reservation>& reservations() const;
+  const std::map<GangId, std::set<NodeId>>& held_for() const;
   // Bumped whenever a pending gang could newly fit.
   int64_t capacity_epoch() const { return capacity_epoch_; }
   // Gangs moved off failed or drained nodes since this process started, by

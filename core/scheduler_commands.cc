@@ -341,7 +341,7 @@ absl::StatusOr<PlacementResult> Scheduler::DryRun(GangSpec spec) {
   RETURN_IF_ERROR(CheckMaxPriority(spec));
   RETURN_IF_ERROR(CheckSubmittable(spec));
   if (std::string never = NeverFitsPending(spec); !never.empty()) {
-    return PlacementResult{false, {}, std::move(never)};
+    return PlacementResult{false, {}, std::move(never), ReasonCode::kNeverFits};
   }
   return PlaceGang(spec, fleet_, OptionsFor(quotas_.queues().at(spec.queue)));
 }

@@ -24,6 +24,12 @@ inline constexpr char kNoFreeGpuReason[] =
 // that can never fit the fleet as built.
 inline constexpr char kNeverFitsPrefix[] = "NEVER_FITS: ";
 
+// What UpsertNodes does with the state of a node that already exists.
+enum class ExistingNodeState {
+  kKeep,    // ignore the given state (the --fleet file at start-up)
+  kRefuse,  // InvalidArgument when it differs (the UpsertNodes RPC)
+};
+
 struct SubmitResult {
   GangPtr gang;
   bool created = false;  // false: an earlier submit with the same request_id

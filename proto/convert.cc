@@ -184,6 +184,20 @@ pb::GangState ToProto(core::GangState state) {
   return static_cast<pb::GangState>(static_cast<int>(state) + 1);
 }
 
+static_assert(pb::ReasonCode_ARRAYSIZE == core::kReasonCodeCount,
+              "core::ReasonCode and phalanx.v1.ReasonCode list the same codes");
+
+pb::ReasonCode ToProto(core::ReasonCode code) {
+  return static_cast<pb::ReasonCode>(static_cast<int>(code));
+}
+
+core::ReasonCode ReasonCodeFromProto(int value) {
+  if (value <= 0 || value >= core::kReasonCodeCount) {
+    return core::ReasonCode::kNone;
+  }
+  return static_cast<core::ReasonCode>(value);
+}
+
 absl::StatusOr<core::NodeState> NodeStateFromProto(int value,
                                                    absl::string_view field) {
   switch (value) {
@@ -282,6 +296,7 @@ void ToProto(const core::Gang& in, pb::Gang* out) {
   ToProto(in.spec, out->mutable_spec());
   out->set_state(ToProto(in.state));
   out->set_reason(in.reason);
+  out->set_reason_code(ToProto(in.reason_code));
   ToProto(in.submit_time, out->mutable_submit_time());
   if (in.admit_time) ToProto(*in.admit_time, out->mutable_admit_time());
   if (in.finish_time) ToProto(*in.finish_time, out->mutable_finish_time());
@@ -310,6 +325,7 @@ absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
   ASSIGN_OR_RETURN(out.spec, GangSpecFromProto(in.spec(), "spec"));
   ASSIGN_OR_RETURN(out.state, GangStateFromProto(in.state(), "state"));
   out.reason = in.reason();
+  out.reason_code = ReasonCodeFromProto(in.reason_code());
   out.submit_time = FromProto(in.submit_time());
   out.admit_time = OptionalTime(in.has_admit_time(), in.admit_time());
   out.finish_time = OptionalTime(in.has_finish_time(), in.finish_time());

@@ -45,6 +45,10 @@ absl::StatusOr<core::NodeState> NodeStateFromProto(int value,
                                                    absl::string_view field);
 pb::NodeState ToProto(core::NodeState state);
 pb::EventType ToProto(core::EventType type);
+// Reason codes share their numbering with the API's; an unknown stored
+// value (from a newer binary) reads as kNone, the detail text still there.
+pb::ReasonCode ToProto(core::ReasonCode code);
+core::ReasonCode ReasonCodeFromProto(int value);
 
 // Gang specs and gangs.
 absl::StatusOr<core::GangSpec> GangSpecFromProto(const pb::GangSpec& in,

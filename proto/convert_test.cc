@@ -1,5 +1,6 @@
 #include "proto/convert.h"
 
+#include "absl/strings/str_cat.h"
 #include "core/testing.h"
 #include "core/validate.h"
 #include "gtest/gtest.h"
@@ -44,6 +45,33 @@ TEST(ConvertTest, LeaseAndGraceDeadlineRoundTrip) {
   auto back = GangFromProto(proto);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, gang);
+}
+
+TEST(ConvertTest, EveryReasonCodeRoundTripsAndAnUnknownOneIsNone) {
+  core::Gang gang;
+  gang.id = core::GangId("g-000009");
+  gang.spec = core::testing::Spec("llm").Pods(1, 8);
+  gang.submit_time = absl::FromUnixSeconds(1'700'000'000);
+  for (int code = 0; code < core::kReasonCodeCount; ++code) {
+    gang.reason_code = static_cast<core::ReasonCode>(code);
+    gang.reason = core::ReasonCodeName(gang.reason_code);
+    pb::Gang proto;
+    ToProto(gang, &proto);
+    // The API's enum names the same code.
+    EXPECT_EQ(pb::ReasonCode_Name(proto.reason_code()),
+              code == 0 ? std::string("REASON_CODE_UNSPECIFIED")
+                        : absl::StrCat("REASON_CODE_", gang.reason));
+    auto back = GangFromProto(proto);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, gang);
+  }
+  pb::Gang newer;
+  ToProto(gang, &newer);
+  newer.set_reason_code(static_cast<pb::ReasonCode>(99));
+  auto back = GangFromProto(newer);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->reason_code, core::ReasonCode::kNone);
+  EXPECT_EQ(back->reason, gang.reason);
 }
 
 TEST(ConvertTest, NodeAddressDefaultsToTheId) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <set>
@@ -443,24 +444,21 @@ void Metrics::RefreshGauges(const core::Scheduler& scheduler) {
   RefreshPendingReasons(scheduler);
 }
 
-// Counts pending gangs by their reason's code (the reason up to its first
-// ':' or ' '). The codes are views into the gangs' reasons, alive for the
-// scan: no string is built per gang, only one per distinct code.
+// Counts pending gangs by reason code (docs/reasons.md); a code once
+// reported and now unused reads 0.
 void Metrics::RefreshPendingReasons(const core::Scheduler& scheduler) {
-  absl::flat_hash_map<absl::string_view, int> reasons;
+  std::array<int, core::kReasonCodeCount> counts{};
   for (const auto& [id, gang] : scheduler.gangs()) {
     if (gang->state != core::GangState::kPending) continue;
-    const absl::string_view reason = gang->reason;
-    ++reasons[reason.substr(0, reason.find_first_of(": "))];
+    const int code = static_cast<int>(gang->reason_code);
+    if (code >= 0 && code < core::kReasonCodeCount) ++counts[code];
   }
-  for (const std::string& gone : reported_reasons_) {
-    if (!reasons.contains(gone)) {
-      pending_reasons_.Add({{"reason", gone}}).Set(0);
-    }
-  }
-  for (const auto& [code, count] : reasons) {
-    pending_reasons_.Add({{"reason", std::string(code)}}).Set(count);
-    reported_reasons_.emplace(code);
+  for (int code = 0; code < core::kReasonCodeCount; ++code) {
+    const std::string name =
+        core::ReasonCodeName(static_cast<core::ReasonCode>(code));
+    if (counts[code] == 0 && !reported_reasons_.contains(name)) continue;
+    pending_reasons_.Add({{"reason", name}}).Set(counts[code]);
+    reported_reasons_.insert(name);
   }
 }
 

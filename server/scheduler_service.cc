@@ -406,6 +406,7 @@ grpc::ServerUnaryReactor* SchedulerService::ExplainGang(
         ASSIGN_OR_RETURN(core::Explanation explanation, s.Explain(id));
         convert::ToProto(*explanation.gang, response->mutable_gang());
         response->set_reason(explanation.reason);
+        response->set_reason_code(convert::ToProto(explanation.reason_code));
         response->set_position(explanation.position);
         response->set_position_in_queue(explanation.position_in_queue);
         if (const auto& r = explanation.reservation) {
@@ -439,6 +440,9 @@ grpc::ServerUnaryReactor* SchedulerService::DryRunGang(
         ASSIGN_OR_RETURN(core::PlacementResult result, s.DryRun(spec));
         response->set_fits(result.placed);
         response->set_reason(result.reason);
+        if (!result.placed) {
+          response->set_reason_code(convert::ToProto(result.code));
+        }
         for (const core::PodPlacement& pod : result.pods) {
           convert::ToProto(pod, response->add_placement());
         }

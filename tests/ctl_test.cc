@@ -121,7 +121,7 @@ TEST(CtlTest, YamlWideAndAFutureRevision) {
 
   CtlResult wide = Ctl(server, "-o wide list");
   EXPECT_EQ(wide.exit_code, 0) << wide.output;
-  EXPECT_THAT(wide.output, ContainsRegex("ATTEMPTS +NODES +REASON"));
+  EXPECT_THAT(wide.output, ContainsRegex("ATTEMPTS +NODES +CODE +REASON"));
   EXPECT_THAT(wide.output, ContainsRegex("node-[0-9]+,node-[0-9]+"));
   EXPECT_THAT(Ctl(server, "-o wide nodes list").output,
               ContainsRegex("USED/GPUS +CPU +MEMORY +STATE"));

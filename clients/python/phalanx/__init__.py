@@ -17,7 +17,9 @@ from phalanx.client import (  # noqa: E402
     Client,
     GangFinished,
     LeaseKeeper,
+    ReasonCode,
     Tls,
+    reason_code_name,
 )
 from phalanx.placement import (  # noqa: E402
     gpu_lists,
@@ -29,7 +31,9 @@ __all__ = [
     "Client",
     "GangFinished",
     "LeaseKeeper",
+    "ReasonCode",
     "Tls",
+    "reason_code_name",
     "gpu_lists",
     "hostfile",
     "hosts",

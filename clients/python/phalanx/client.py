@@ -48,6 +48,15 @@ from phalanx.v1 import scheduler_pb2, scheduler_pb2_grpc, types_pb2
 
 GangState = types_pb2.GangState
 EventType = types_pb2.EventType
+# Why a gang waits or how it ended, as a code (``gang.reason_code``; the
+# detail is ``gang.reason``). docs/reasons.md lists each.
+ReasonCode = types_pb2.ReasonCode
+
+
+def reason_code_name(gang):
+    """The gang's reason code without its prefix: "NO_FIT", "QUOTA", ...;
+    "UNSPECIFIED" while it is admitted or running."""
+    return ReasonCode.Name(gang.reason_code)[len("REASON_CODE_"):]
 
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
@@ -85,8 +94,13 @@ class GangFinished(Exception):
 
     def __init__(self, gang):
         super().__init__(
-            "gang %s ended %s: %s"
-            % (gang.id, GangState.Name(gang.state), gang.reason)
+            "gang %s ended %s (%s): %s"
+            % (
+                gang.id,
+                GangState.Name(gang.state),
+                reason_code_name(gang),
+                gang.reason,
+            )
         )
         self.gang = gang
 

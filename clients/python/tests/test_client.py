@@ -42,8 +42,29 @@ def test_submit_watch_report_succeed(daemon):
     client.report_succeeded(gang.id)
     done = client.wait(gang.id, "SUCCEEDED", timeout=30)
     assert done.state == types_pb2.GANG_STATE_SUCCEEDED
-    with pytest.raises(GangFinished):
+    assert done.reason_code == phalanx.ReasonCode.Value(
+        "REASON_CODE_SUCCEEDED")
+    assert phalanx.reason_code_name(done) == "SUCCEEDED"
+    with pytest.raises(GangFinished, match=r"SUCCEEDED \(SUCCEEDED\)"):
         client.wait(gang.id, RUNNING, timeout=30)
+
+
+def test_a_pending_gang_says_why_as_a_code(daemon):
+    client = Client(daemon.address)
+    whole = client.submit(queue="a", pods=8, gpus=8)  # the whole demo fleet
+    client.wait(whole.id, "ADMITTED", timeout=30)
+    waiting = client.submit(queue="a", pods=1, gpus=8)
+    name = "WAITING"
+    deadline = time.monotonic() + 15
+    while name == "WAITING" and time.monotonic() < deadline:
+        explained = client.explain(waiting.id)
+        name = phalanx.reason_code_name(explained.gang)
+        time.sleep(0.1)
+    assert name in ("NO_FIT", "RESERVED"), explained
+    assert explained.reason_code == explained.gang.reason_code
+    assert explained.reason == explained.gang.reason
+    client.cancel(waiting.id)
+    client.cancel(whole.id)
 
 
 def test_batched_and_single_event_watches_agree(daemon):
