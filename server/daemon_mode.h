@@ -47,7 +47,7 @@ struct StartState {
 };
 
 // The daemon's parts a mode wires into; owned by the Daemon, alive from
-// Attach until the mode is destroyed.
+// Attach until Resign has returned (they are destroyed before the mode).
 struct DaemonParts {
   const StartupFiles* files = nullptr;
   AuditLog* audit = nullptr;
@@ -61,6 +61,7 @@ class DaemonMode {
  public:
   virtual ~DaemonMode() = default;
 
+  // The stores the mode opened; valid for its life.
   virtual DaemonStores stores() = 0;
   // Recovers what the daemon serves first (the start-up files applied when
   // it leads). Fails naming the cause.
