@@ -1,4 +1,6 @@
-// HaReplica: phalanxd's HA mode on etcd (docs/ha.md): the etcd client, the
+// phalanxd's HA mode on etcd (docs/ha.md).
+//
+// HaReplica: the etcd client, the
 // replica's EtcdStateStore (its local RocksDB, fed by the replicated log)
 // and its election. While another replica leads, the daemon follows (a
 // Follower applies the log and the replica serves reads) and campaigns
@@ -6,8 +8,11 @@
 // daemon recovers and serves writes. Leadership lost is fail-stop: the
 // process exits (code 3) at once, and restarts as a follower.
 //
-// Thread-compatible: used from main's thread (the renewal thread only runs
-// the fail-stop).
+// Thread-compatible: used from the daemon's thread (the renewal thread only
+// runs the fail-stop).
+//
+// MakeHaMode: the Daemon's HA strategy (DaemonMode) around an HaReplica —
+// a follower until WaitToLead wins, then promoted like a restart.
 #ifndef PHALANX_SERVER_HA_MODE_H_
 #define PHALANX_SERVER_HA_MODE_H_
 
@@ -18,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/daemon_mode.h"
 #include "server/etcd_election.h"
 #include "storage/etcd/etcd_client.h"
 #include "storage/etcd/etcd_state_store.h"
@@ -38,6 +44,13 @@ struct HaOptions {
   // fits etcd's default); smaller values are for tests.
   int64_t max_batch_bytes = storage::etcd::kDefaultMaxBatchBytes;
 };
+
+// OK when `options` can be served; else InvalidArgument naming the flag at
+// fault.
+absl::Status CheckHaOptions(const HaOptions& options);
+
+// The health service name SERVING on the HA leader only.
+inline constexpr char kLeaderHealthService[] = "phalanx.v1.Leader";
 
 class HaReplica {
  public:
@@ -81,6 +94,14 @@ class HaReplica {
   std::unique_ptr<storage::etcd::EtcdStateStore> store_;
   std::unique_ptr<EtcdElection> election_;
 };
+
+// The daemon's HA mode: reads the etcd password from `password_file` (if
+// any; trailing newlines dropped), then opens an HaReplica. Its loop
+// follows — reads served from the replicated view, writes redirected to
+// the leader — until Lead wins the election and promotes this replica.
+absl::StatusOr<std::unique_ptr<DaemonMode>> MakeHaMode(
+    HaOptions options, const std::string& password_file,
+    const std::string& data_dir);
 
 }  // namespace phalanx::server
 

@@ -5,7 +5,7 @@ Every PromQL expression of the Grafana dashboard and of the alerting rules may
 use only the series that server/metrics.cc declares (read from the source, not
 from a list kept here), with their real label names and, where the source
 spells them out, their real label values; the systemd unit may pass phalanxd
-only flags that server/main.cc defines. Standard library only.
+only flags that server/daemon_options.cc defines. Standard library only.
 
 Usage: deploy_files_test.py PROJECT_SOURCE_DIR
 """
@@ -368,7 +368,7 @@ class DeployFilesTest(unittest.TestCase):
             read("deploy", "grafana", "phalanx-dashboard.json"))
         cls.rules = alert_rules(read("deploy", "alerts.yml"))
         cls.unit = unit_file(read("deploy", "phalanxd.service"))
-        cls.flags = daemon_flags(read("server", "main.cc"))
+        cls.flags = daemon_flags(read("server", "daemon_options.cc"))
 
     def test_source_is_read(self):
         # If these go, the regexes above no longer understand metrics.cc.
@@ -438,7 +438,7 @@ class DeployFilesTest(unittest.TestCase):
         flags = exec_start_flags(service["ExecStart"])
         self.assertTrue(service["ExecStart"].split()[0].endswith("/phalanxd"))
         unknown = sorted(set(flags) - self.flags)
-        self.assertEqual(unknown, [], "flags not in server/main.cc")
+        self.assertEqual(unknown, [], "flags not in server/daemon_options.cc")
         # The store lives in the directory systemd creates for the user.
         self.assertEqual(flags.get("data_dir"),
                          "/var/lib/" + service["StateDirectory"].split()[0])
@@ -476,7 +476,7 @@ class HaDeployFilesTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.flags = daemon_flags(read("server", "main.cc"))
+        cls.flags = daemon_flags(read("server", "daemon_options.cc"))
         cls.unit = unit_file(read("deploy", "ha", "phalanxd@.service"))
         cls.shared = env_file(read("deploy", "ha", "phalanxd.env"))
 
@@ -485,7 +485,7 @@ class HaDeployFilesTest(unittest.TestCase):
         flags = exec_start_flags(service["ExecStart"])
         self.assertTrue(service["ExecStart"].split()[0].endswith("/phalanxd"))
         self.assertEqual(sorted(set(flags) - self.flags), [],
-                         "flags not in server/main.cc")
+                         "flags not in server/daemon_options.cc")
         for flag in ("etcd_endpoints", "replica_id", "advertise_address",
                      "etcd_prefix", "etcd_lease_ttl"):
             self.assertIn(flag, flags)
@@ -554,7 +554,7 @@ class CheckerCatchesTyposTest(unittest.TestCase):
 
     def test_unknown_flag(self):
         flags = exec_start_flags("/usr/bin/phalanxd --data-dir=/x --metric-listen :1")
-        self.assertEqual(sorted(set(flags) - daemon_flags(read("server", "main.cc"))),
+        self.assertEqual(sorted(set(flags) - daemon_flags(read("server", "daemon_options.cc"))),
                          ["metric_listen"])
 
 
