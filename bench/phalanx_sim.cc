@@ -1,6 +1,6 @@
 // phalanx-sim: replays a trace (or a synthetic LLM-lab workload) through
 // core::Scheduler on a virtual clock under several policies and writes
-// summary.json, summary.md, per-policy time series and a plot (issue 4).
+// summary.json, summary.md, per-policy time series and a plot.
 // See bench/README.md.
 #include <unistd.h>
 

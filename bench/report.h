@@ -1,4 +1,4 @@
-// Output of phalanx-sim (issue 4): summary.json, summary.md (the same as a
+// Output of phalanx-sim: summary.json, summary.md (the same as a
 // table), one time-series CSV per policy, and the plot drawn by plot.py.
 // The text builders are pure (same input, same bytes); the writers touch
 // only the output directory. Thread-compatible.

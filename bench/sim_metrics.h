@@ -1,4 +1,4 @@
-// Measurements of one replay (issue 4): the accumulator the replay engine
+// Measurements of one replay: the accumulator the replay engine
 // feeds with runs, waits and fleet states, the statistics helpers it uses
 // (percentiles by linear interpolation, Jain's index), and the time series
 // behind the plot. Not thread-safe; one accumulator per replay.

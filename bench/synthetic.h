@@ -1,5 +1,5 @@
 // A seeded generator of an LLM lab's workload, for replays of a fleet of
-// H100/H200 nodes (issue 4; Philly's jobs are small next to such a lab's).
+// H100/H200 nodes (Philly's jobs are small next to such a lab's).
 //
 // Five teams (pretrain, posttrain, multimodal, eval, research) submit four
 // kinds of job:

@@ -1,4 +1,4 @@
-// Trace: the jobs a replay submits, read from a CSV file (issue 4). One row a
+// Trace: the jobs a replay submits, read from a CSV file. One row a
 // job; the header names the columns, so their order does not matter:
 //   timestamp  submit time, "YYYY-MM-DD HH:MM:SS" (UTC) or seconds
 //   duration   run time in seconds (> 0 once admitted, the job runs this long)

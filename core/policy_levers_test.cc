@@ -1,4 +1,4 @@
-// The ordering and reservation levers of session 7, each switched by its own
+// The fair-share tier and reservation window levers, each switched by its own
 // config field: a fair-share tier below a priority bound
 // (admission.fair_share_first_below_priority) and a reservation time window
 // like Slurm's bf_window (reservation.window). Table tests: the order keys,

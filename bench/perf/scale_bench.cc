@@ -1,4 +1,4 @@
-// phalanx-scale-bench: one point of the core scale grid (issue 14 item 4) —
+// phalanx-scale-bench: one point of the core scale grid —
 // a scheduler of `--nodes` nodes × 8 GPUs holding `--pending` pending gangs
 // of the workload mix, in one process (no I/O, virtual clock). Writes one
 // JSON object (bench/scale.sh runs the grid, one process a point, and

@@ -1,4 +1,4 @@
-// phalanx-scale-restart: restart time of phalanxd at scale (issue 14 item 4).
+// phalanx-scale-restart: restart time of phalanxd at scale.
 // For each count N of `--stored` gangs: a fleet of N × `--active_fraction`
 // ÷ 8 nodes, filled by that many ADMITTED one-GPU gangs, and the rest of the
 // N gangs PENDING (they cannot fit, so the first cycle admits nothing);

@@ -1,5 +1,5 @@
-// Scheduling v2 through the real daemon: joint placement of several pod
-// sets (submit, DryRunGang and ExplainGang agree), no phantom reservation,
+// Placement and admission through the real daemon: joint placement of several
+// pod sets (submit, DryRunGang and ExplainGang agree), no phantom reservation,
 // admission.accept_unfit_gangs with a re-check when nodes are added, and a
 // retried submit after retention let the gang go.
 #include <chrono>
@@ -45,8 +45,8 @@ std::unique_ptr<DaemonProcess> StartDaemon(const std::vector<int>& gpus,
   return daemon;
 }
 
-// The issue's gang: a 1-GPU leader listed first, 14 one-GPU workers in
-// slices of 2 per node, grouped at rack level.
+// A leader-then-workers gang: a 1-GPU leader listed first, 14 one-GPU workers
+// in slices of 2 per node, grouped at rack level.
 v1::SubmitGangRequest LeaderThenWorkers() {
   v1::SubmitGangRequest request;
   request.mutable_spec()->set_queue("a");
@@ -91,7 +91,7 @@ v1::Gang WaitForState(v1::Scheduler::Stub& stub, const std::string& id,
   return gang;
 }
 
-TEST(PlacementV2Test, LeaderListedFirstIsAdmittedAndDryRunAndExplainAgree) {
+TEST(DaemonPlacementTest, LeaderListedFirstIsAdmittedAndDryRunAndExplainAgree) {
   auto daemon = StartDaemon({4, 6, 5}, "");
   ASSERT_TRUE(daemon->Start()) << daemon->output();
   auto scheduler = daemon->Scheduler();
@@ -143,7 +143,7 @@ v1::SubmitGangRequest WholeNodePlusOne() {
   return request;
 }
 
-TEST(PlacementV2Test, NoPhantomReservationKeepsAOneGpuGangOffAFreeFleet) {
+TEST(DaemonPlacementTest, NoPhantomReservationKeepsAOneGpuGangOffAFreeFleet) {
   auto daemon = StartDaemon({8}, "");
   ASSERT_TRUE(daemon->Start()) << daemon->output();
   auto scheduler = daemon->Scheduler();
@@ -162,7 +162,7 @@ TEST(PlacementV2Test, NoPhantomReservationKeepsAOneGpuGangOffAFreeFleet) {
   EXPECT_EQ(gang.state(), v1::GANG_STATE_ADMITTED) << gang.reason();
 }
 
-TEST(PlacementV2Test, AcceptUnfitGangsWaitsAsNeverFitsUntilNodesAreAdded) {
+TEST(DaemonPlacementTest, AcceptUnfitGangsWaitsAsNeverFitsUntilNodesAreAdded) {
   auto daemon = StartDaemon({8}, R"(,"admission":{"acceptUnfitGangs":true})");
   ASSERT_TRUE(daemon->Start()) << daemon->output();
   auto scheduler = daemon->Scheduler();
@@ -205,7 +205,7 @@ TEST(PlacementV2Test, AcceptUnfitGangsWaitsAsNeverFitsUntilNodesAreAdded) {
   EXPECT_EQ(big.placement(0).node(), "host-big");
 }
 
-TEST(PlacementV2Test, RetriedSubmitAfterRetentionReturnsTheOriginalGang) {
+TEST(DaemonPlacementTest, RetriedSubmitAfterRetentionReturnsTheOriginalGang) {
   auto daemon = StartDaemon({8}, R"(,"retention":{"finishedGangs":"1"})");
   ASSERT_TRUE(daemon->Start()) << daemon->output();
   auto scheduler = daemon->Scheduler();
