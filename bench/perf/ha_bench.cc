@@ -18,11 +18,9 @@
 // Writes one JSON object (--out_json) and a markdown summary (--out_md).
 // Every wait is bounded; only processes it started are signalled.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,6 +51,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
 #include "storage/etcd/etcd_client.h"
+#include "tests/child_process.h"
 #include "tests/etcd_cluster.h"
 #include "tests/health_probe.h"
 
@@ -119,75 +118,34 @@ class Replica {
     metrics_port_ = FreePort();
     std::filesystem::create_directories(dir_);
   }
-  ~Replica() {
-    if (pid_ > 0) {
-      kill(pid_, SIGCONT);
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
   bool Spawn() {
-    std::vector<std::string> argv_strings = {
+    std::vector<std::string> args = {
         absl::GetFlag(FLAGS_phalanxd),
         absl::StrCat("--listen=", address()),
         absl::StrCat("--advertise-address=", address()),
         absl::StrCat("--metrics-listen=127.0.0.1:", metrics_port_),
         absl::StrCat("--data-dir=", dir_, "/data"),
         absl::StrCat("--replica-id=", id_)};
-    argv_strings.insert(argv_strings.end(), args_.begin(), args_.end());
-    const int out =
-        open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (out < 0) return false;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out, STDOUT_FILENO);
-      dup2(out, STDERR_FILENO);
-      std::vector<char*> argv;
-      for (std::string& arg : argv_strings) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(out);
-    return pid_ > 0;
+    args.insert(args.end(), args_.begin(), args_.end());
+    return process_.Start({.args = args,
+                           .env = {},
+                           .output_path = log_path(),
+                           .append_output = true});
   }
-  void Signal(int signal) {
-    if (pid_ > 0) kill(pid_, signal);
-  }
-  // SIGKILL and reap.
-  void Kill() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  // Waits at most `timeout` for the process to exit; its code, or -1.
+  void Signal(int signal) { process_.Signal(signal); }
+  // SIGKILL and reap (also when paused).
+  void Kill() { process_.Kill9(); }
+  // Waits at most `timeout` for the process to exit; its code (128 + the
+  // signal when one ended it), or -1.
   int WaitExit(absl::Duration timeout) {
-    const absl::Time start = absl::Now();
-    while (pid_ > 0 && absl::Now() - start < timeout) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    return -1;
+    if (!process_.Running()) return -1;
+    process_.WaitUntil([] { return false; }, timeout);
+    return process_.Running() ? -1 : process_.shell_status();
   }
   // Reaps the process if it has exited (no wait); true when it has.
-  bool Exited() {
-    int status = 0;
-    if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
-    return pid_ <= 0;
-  }
-  bool running() const { return pid_ > 0; }
-  std::string Output() const {
-    std::ifstream in(log_path());
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
+  bool Exited() { return !process_.Running(); }
+  bool running() const { return process_.pid() > 0; }
+  std::string Output() const { return process_.Output(); }
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
   std::string log_path() const { return dir_ + "/phalanxd.log"; }
   const std::string& id() const { return id_; }
@@ -198,7 +156,7 @@ class Replica {
   std::vector<std::string> args_;
   int port_ = 0;
   int metrics_port_ = 0;
-  pid_t pid_ = -1;
+  ::phalanx::testing::ChildProcess process_;  // SIGKILLed when destroyed
 };
 
 // The replica (index) that reports phalanx.v1.Leader SERVING, polling every
