@@ -39,11 +39,16 @@ TEST(JsonNumberTest, TableDumpsAsPrintfGForMagnitudesBelowTenToTheN) {
     const char* text;
   };
   const Case cases[] = {
-      {0.5, 10, "0.5"},           {3600.0, 10, "3600"},
-      {-3.0, 10, "-3"},           {1.23456789012, 10, "1.23456789"},
-      {1.5e-05, 10, "1.5e-05"},   {0.00015, 10, "0.00015"},
-      {1e9 + 0.5, 10, "1000000000"}, {0.7841234567, 10, "0.7841234567"},
-      {1500.5, 6, "1500.5"},      {2.0 / 3.0, 6, "0.666667"},
+      {0.5, 10, "0.5"},
+      {3600.0, 10, "3600"},
+      {-3.0, 10, "-3"},
+      {1.23456789012, 10, "1.23456789"},
+      {1.5e-05, 10, "1.5e-05"},
+      {0.00015, 10, "0.00015"},
+      {1e9 + 0.5, 10, "1000000000"},
+      {0.7841234567, 10, "0.7841234567"},
+      {1500.5, 6, "1500.5"},
+      {2.0 / 3.0, 6, "0.666667"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
@@ -53,7 +58,8 @@ TEST(JsonNumberTest, TableDumpsAsPrintfGForMagnitudesBelowTenToTheN) {
 
 TEST(JsonNumberTest, NonFiniteIsNull) {
   EXPECT_TRUE(JsonNumber(std::nan(""), 10).is_null());
-  EXPECT_TRUE(JsonNumber(-std::numeric_limits<double>::infinity(), 6).is_null());
+  EXPECT_TRUE(
+      JsonNumber(-std::numeric_limits<double>::infinity(), 6).is_null());
 }
 
 TEST(DumpJsonTest, IndentsNestedObjectsAndKeepsEmptyOnesOnOneLine) {

@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "bench/flags.h"
 #include "bench/progress.h"
 #include "bench/replay.h"
 #include "bench/report.h"
@@ -75,19 +76,6 @@ ABSL_FLAG(bool, event_log, false,
 
 namespace phalanx::bench {
 namespace {
-
-// absl flags are spelled with '_'; accept "--gpus-per-node" too.
-std::vector<std::string> UnderscoreFlagNames(int argc, char** argv) {
-  std::vector<std::string> args(argv, argv + argc);
-  for (size_t i = 1; i < args.size(); ++i) {
-    std::string& arg = args[i];
-    if (arg == "--") break;
-    if (arg.size() < 3 || arg[0] != '-' || arg[1] != '-') continue;
-    const size_t end = std::min(arg.find('='), arg.size());
-    std::replace(arg.begin() + 2, arg.begin() + end, '-', '_');
-  }
-  return args;
-}
 
 absl::StatusOr<SimFleet> LoadFleet() {
   if (!absl::GetFlag(FLAGS_fleet).empty()) {

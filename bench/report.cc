@@ -16,188 +16,76 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bench/json.h"
 
 extern char** environ;
 
 namespace phalanx::bench {
 namespace {
 
-// A pretty-printing JSON writer: values go after Key() inside objects.
-class JsonWriter {
- public:
-  void BeginObject() { Open('{'); }
-  void EndObject() { Close('}'); }
-  void BeginArray() { Open('['); }
-  void EndArray() { Close(']'); }
-  void Key(absl::string_view key) {
-    Separate();
-    Quote(key);
-    out_ += ": ";
-    after_key_ = true;
-  }
-  void String(absl::string_view value) {
-    Separate();
-    Quote(value);
-  }
-  void Int(int64_t value) {
-    Separate();
-    absl::StrAppend(&out_, value);
-  }
-  void Double(double value) {
-    Separate();
-    if (!std::isfinite(value)) {
-      out_ += "null";
-      return;
-    }
-    out_ += absl::StrFormat("%.10g", value);
-  }
-  void Null() {
-    Separate();
-    out_ += "null";
-  }
-  void Bool(bool value) {
-    Separate();
-    out_ += value ? "true" : "false";
-  }
-  std::string Take() { return std::move(out_) + "\n"; }
-
- private:
-  void Open(char c) {
-    Separate();
-    out_ += c;
-    first_.push_back(true);
-  }
-  void Close(char c) {
-    const bool empty = first_.back();
-    first_.pop_back();
-    if (!empty) Newline();
-    out_ += c;
-  }
-  void Separate() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (first_.empty()) return;
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
-    Newline();
-  }
-  void Newline() {
-    out_ += '\n';
-    out_.append(2 * first_.size(), ' ');
-  }
-  void Quote(absl::string_view s) {
-    out_ += '"';
-    for (char c : s) {
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        out_ += absl::StrFormat("\\u%04x", static_cast<int>(c));
-      } else {
-        out_ += c;
-      }
-    }
-    out_ += '"';
-  }
-
-  std::string out_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
-};
-
 std::string Utc(absl::Time t) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", t, absl::UTCTimeZone());
 }
 
-void WriteDistribution(JsonWriter& w, absl::string_view key,
-                       const std::optional<Distribution>& d) {
-  w.Key(key);
-  if (!d) return w.Null();
-  w.BeginObject();
-  w.Key("mean");
-  w.Double(d->mean);
-  w.Key("p50");
-  w.Double(d->p50);
-  w.Key("p95");
-  w.Double(d->p95);
-  w.Key("p99");
-  w.Double(d->p99);
-  w.EndObject();
+// A number of summary.json: 10 significant digits.
+Json Number(double value) { return JsonNumber(value, 10); }
+
+Json OptionalNumber(const std::optional<double>& value) {
+  return value ? Number(*value) : Json(nullptr);
 }
 
-void WriteOptional(JsonWriter& w, absl::string_view key,
-                   const std::optional<double>& value) {
-  w.Key(key);
-  if (value) return w.Double(*value);
-  w.Null();
+Json DistributionJson(const std::optional<Distribution>& d) {
+  if (!d) return nullptr;
+  Json json = Json::object();
+  json["mean"] = Number(d->mean);
+  json["p50"] = Number(d->p50);
+  json["p95"] = Number(d->p95);
+  json["p99"] = Number(d->p99);
+  return json;
 }
 
-void WriteMeta(JsonWriter& w, const RunMeta& meta) {
-  w.Key("meta");
-  w.BeginObject();
-  w.Key("trace");
-  w.String(meta.trace);
-  if (meta.synthetic_seed) {
-    w.Key("synthetic_seed");
-    w.Int(static_cast<int64_t>(*meta.synthetic_seed));
-    w.Key("synthetic_days");
-    w.Double(meta.synthetic_days);
-  }
-  w.Key("seed");
-  w.Int(static_cast<int64_t>(meta.seed));
-  if (meta.synthetic_seed) {
-    w.Key("synthetic_load");
-    w.Double(meta.synthetic_load);
-  }
-  w.Key("checkpoint_interval_s");
-  w.Double(meta.checkpoint_interval_s);
-  w.Key("node_mtbf_hours");
-  w.Double(meta.node_mtbf_hours);
-  w.Key("node_repair_hours");
-  w.Double(meta.node_repair_hours);
-  w.Key("failure_seed");
-  w.Int(static_cast<int64_t>(meta.failure_seed));
-  w.Key("estimate_factor");
-  w.String("uniform [0.5, 3] x actual, once per job in file order");
-  w.Key("jobs");
-  w.Int(meta.jobs);
-  w.Key("teams");
-  w.Int(meta.teams);
-  w.Key("first_submit");
-  w.String(Utc(meta.first_submit));
-  w.Key("last_submit");
-  w.String(Utc(meta.last_submit));
-  w.Key("window_hours");
-  w.Double(absl::ToDoubleHours(meta.last_submit - meta.first_submit));
-  w.Key("fleet");
-  w.BeginObject();
-  w.Key("source");
-  w.String(meta.fleet_source);
-  w.Key("nodes");
-  w.Int(meta.nodes);
-  w.Key("gpus");
-  w.Int(meta.gpus);
-  w.Key("gpus_per_node");
-  w.Int(meta.gpus_per_node);
-  w.Key("nodes_per_rack");
-  w.Int(meta.nodes_per_rack);
-  w.Key("nodes_per_block");
-  w.Int(meta.nodes_per_block);
-  w.Key("levels");
-  w.BeginArray();
-  for (const std::string& level : meta.levels) w.String(level);
-  w.EndArray();
-  w.Key("gpus_by_model");
-  w.BeginObject();
+Json FleetJson(const RunMeta& meta) {
+  Json json = Json::object();
+  json["source"] = meta.fleet_source;
+  json["nodes"] = meta.nodes;
+  json["gpus"] = meta.gpus;
+  json["gpus_per_node"] = meta.gpus_per_node;
+  json["nodes_per_rack"] = meta.nodes_per_rack;
+  json["nodes_per_block"] = meta.nodes_per_block;
+  json["levels"] = Json::array();
+  for (const std::string& level : meta.levels) json["levels"].push_back(level);
+  json["gpus_by_model"] = Json::object();
   for (const auto& [model, gpus] : meta.gpus_by_model) {
-    w.Key(model);
-    w.Int(gpus);
+    json["gpus_by_model"][model] = gpus;
   }
-  w.EndObject();
-  w.EndObject();
-  w.EndObject();
+  return json;
+}
+
+Json MetaJson(const RunMeta& meta) {
+  Json json = Json::object();
+  json["trace"] = meta.trace;
+  if (meta.synthetic_seed) {
+    json["synthetic_seed"] = static_cast<int64_t>(*meta.synthetic_seed);
+    json["synthetic_days"] = Number(meta.synthetic_days);
+  }
+  json["seed"] = static_cast<int64_t>(meta.seed);
+  if (meta.synthetic_seed) {
+    json["synthetic_load"] = Number(meta.synthetic_load);
+  }
+  json["checkpoint_interval_s"] = Number(meta.checkpoint_interval_s);
+  json["node_mtbf_hours"] = Number(meta.node_mtbf_hours);
+  json["node_repair_hours"] = Number(meta.node_repair_hours);
+  json["failure_seed"] = static_cast<int64_t>(meta.failure_seed);
+  json["estimate_factor"] =
+      "uniform [0.5, 3] x actual, once per job in file order";
+  json["jobs"] = meta.jobs;
+  json["teams"] = meta.teams;
+  json["first_submit"] = Utc(meta.first_submit);
+  json["last_submit"] = Utc(meta.last_submit);
+  json["window_hours"] =
+      Number(absl::ToDoubleHours(meta.last_submit - meta.first_submit));
+  json["fleet"] = FleetJson(meta);
+  return json;
 }
 
 // "ok", "unavailable" or "not finished".
@@ -206,36 +94,27 @@ std::string Status(const PolicyOutcome& outcome) {
   return outcome.not_finished ? "not finished" : "unavailable";
 }
 
-void WritePolicy(JsonWriter& w, const PolicyOutcome& outcome) {
+// One policy's entry; every metric is null when it has no metrics.
+Json PolicyJson(const PolicyOutcome& outcome) {
   const std::optional<PolicyMetrics>& m = outcome.metrics;
-  auto integer = [&](absl::string_view key, int64_t PolicyMetrics::*field) {
-    w.Key(key);
-    if (m) return w.Int((*m).*field);
-    w.Null();
+  Json json = Json::object();
+  auto integer = [&](const char* key, int64_t PolicyMetrics::*field) {
+    json[key] = m ? Json((*m).*field) : Json(nullptr);
   };
-  auto number = [&](absl::string_view key, double PolicyMetrics::*field) {
-    w.Key(key);
-    if (m) return w.Double((*m).*field);
-    w.Null();
+  auto number = [&](const char* key, double PolicyMetrics::*field) {
+    json[key] = m ? Number((*m).*field) : Json(nullptr);
   };
-  auto optional = [&](absl::string_view key,
+  auto optional = [&](const char* key,
                       std::optional<double> PolicyMetrics::*field) {
-    WriteOptional(w, key, m ? (*m).*field : std::nullopt);
+    json[key] = OptionalNumber(m ? (*m).*field : std::nullopt);
   };
-  auto distribution = [&](absl::string_view key,
+  auto distribution = [&](const char* key,
                           std::optional<Distribution> PolicyMetrics::*field) {
-    WriteDistribution(w, key, m ? (*m).*field : std::nullopt);
+    json[key] = DistributionJson(m ? (*m).*field : std::nullopt);
   };
-  w.Key(outcome.name);
-  w.BeginObject();
-  w.Key("available");
-  w.Bool(m.has_value());
-  w.Key("status");
-  w.String(Status(outcome));
-  if (!m) {
-    w.Key("unavailable_reason");
-    w.String(outcome.unavailable_reason);
-  }
+  json["available"] = m.has_value();
+  json["status"] = Status(outcome);
+  if (!m) json["unavailable_reason"] = outcome.unavailable_reason;
   integer("jobs", &PolicyMetrics::jobs);
   integer("finished", &PolicyMetrics::finished);
   integer("rejected", &PolicyMetrics::rejected);
@@ -256,7 +135,7 @@ void WritePolicy(JsonWriter& w, const PolicyOutcome& outcome) {
   integer("node_failures", &PolicyMetrics::node_failures);
   integer("repairs", &PolicyMetrics::repairs);
   number("sim_seconds", &PolicyMetrics::sim_seconds);
-  w.EndObject();
+  return json;
 }
 
 // Markdown cells.
@@ -332,15 +211,13 @@ absl::Status WriteFile(const std::filesystem::path& path,
 
 std::string SummaryJson(const RunMeta& meta,
                         const std::vector<PolicyOutcome>& outcomes) {
-  JsonWriter w;
-  w.BeginObject();
-  WriteMeta(w, meta);
-  w.Key("policies");
-  w.BeginObject();
-  for (const PolicyOutcome& outcome : outcomes) WritePolicy(w, outcome);
-  w.EndObject();
-  w.EndObject();
-  return w.Take();
+  Json json = Json::object();
+  json["meta"] = MetaJson(meta);
+  json["policies"] = Json::object();
+  for (const PolicyOutcome& outcome : outcomes) {
+    json["policies"][outcome.name] = PolicyJson(outcome);
+  }
+  return DumpJson(json, 2) + "\n";
 }
 
 std::string SummaryMarkdown(const RunMeta& meta,

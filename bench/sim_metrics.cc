@@ -4,15 +4,9 @@
 #include <cmath>
 #include <numeric>
 
-namespace phalanx::bench {
+#include "bench/stats.h"
 
-double PercentileOfSorted(const std::vector<double>& sorted, double p) {
-  const double rank = p / 100.0 * static_cast<double>(sorted.size() - 1);
-  const size_t low = static_cast<size_t>(std::floor(rank));
-  const size_t high = std::min(low + 1, sorted.size() - 1);
-  const double fraction = rank - static_cast<double>(low);
-  return sorted[low] + (sorted[high] - sorted[low]) * fraction;
-}
+namespace phalanx::bench {
 
 std::optional<Distribution> Summarize(std::vector<double> values) {
   if (values.empty()) return std::nullopt;

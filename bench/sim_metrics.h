@@ -1,6 +1,6 @@
 // Measurements of one replay: the accumulator the replay engine
 // feeds with runs, waits and fleet states, the statistics helpers it uses
-// (percentiles by linear interpolation, Jain's index), and the time series
+// (mean and percentiles, Jain's index), and the time series
 // behind the plot. Not thread-safe; one accumulator per replay.
 #ifndef PHALANX_BENCH_SIM_METRICS_H_
 #define PHALANX_BENCH_SIM_METRICS_H_
@@ -20,12 +20,8 @@ struct Distribution {
   double p99 = 0;
 };
 
-// Returns the `p`-th percentile (0..100) of ascending `sorted` by linear
-// interpolation between closest ranks (rank = p/100 · (n − 1), as numpy's
-// default). `sorted` must not be empty.
-double PercentileOfSorted(const std::vector<double>& sorted, double p);
-
-// Mean and percentiles of `values`; nullopt when empty.
+// Mean and percentiles of `values` (bench/stats.h's PercentileOfSorted:
+// rank = p/100 · (n − 1), as numpy's default); nullopt when empty.
 std::optional<Distribution> Summarize(std::vector<double> values);
 
 // Jain's fairness index (Σx)² / (n · Σx²); nullopt for no values, 1 when

@@ -5,16 +5,6 @@
 namespace phalanx::bench {
 namespace {
 
-TEST(PercentileTest, InterpolatesLinearlyBetweenClosestRanks) {
-  const std::vector<double> v = {1, 2, 3, 4};  // ranks 0..3
-  EXPECT_DOUBLE_EQ(PercentileOfSorted(v, 0), 1);
-  EXPECT_DOUBLE_EQ(PercentileOfSorted(v, 50), 2.5);   // rank 1.5
-  EXPECT_DOUBLE_EQ(PercentileOfSorted(v, 95), 3.85);  // rank 2.85
-  EXPECT_DOUBLE_EQ(PercentileOfSorted(v, 99), 3.97);  // rank 2.97
-  EXPECT_DOUBLE_EQ(PercentileOfSorted(v, 100), 4);
-  EXPECT_DOUBLE_EQ(PercentileOfSorted({7}, 95), 7);
-}
-
 TEST(SummarizeTest, SortsAndIsNullWhenEmpty) {
   EXPECT_FALSE(Summarize({}).has_value());
   auto d = Summarize({10, 0, 5});

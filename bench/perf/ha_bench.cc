@@ -43,11 +43,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "bench/json.h"
 #include "bench/perf/bench_auth.h"
 #include "bench/perf/closed_loop.h"
 #include "bench/perf/daemon_files.h"
-#include "bench/perf/stats.h"
 #include "bench/perf/workload.h"
+#include "bench/stats.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
 #include "storage/etcd/etcd_client.h"
@@ -240,13 +241,13 @@ bool AwaitStandby(Replica& r, absl::Duration timeout) {
   return false;
 }
 
-JsonObject MinMedianMax(std::vector<double> samples) {
-  JsonObject json;
+bench::JsonObject MinMedianMax(std::vector<double> samples) {
+  bench::JsonObject json;
   if (samples.empty()) return json;
   std::sort(samples.begin(), samples.end());
   json.Add("n", static_cast<int>(samples.size()))
       .Add("min", samples.front())
-      .Add("median", Percentile(samples, 50))
+      .Add("median", bench::Percentile(samples, 50))
       .Add("max", samples.back());
   return json;
 }
@@ -255,7 +256,7 @@ std::string Mmm(std::vector<double> samples) {
   if (samples.empty()) return "not measured";
   std::sort(samples.begin(), samples.end());
   return absl::StrFormat("%.2f / %.2f / %.2f", samples.front(),
-                         Percentile(samples, 50), samples.back());
+                         bench::Percentile(samples, 50), samples.back());
 }
 
 // The mean size of the newest 64 log entries (batches) in bytes; 0 when
@@ -386,7 +387,7 @@ int Main() {
                       Authorization().empty() ? "off" : "on: tenant token"));
 
   // 1. Durable submits vs raw fenced transactions of one entry's size.
-  JsonObject submit_json;
+  bench::JsonObject submit_json;
   std::vector<std::string> submit_rows;
   const double seconds = absl::GetFlag(FLAGS_seconds);
   epb::PutRequest raw_leader;
@@ -445,7 +446,7 @@ int Main() {
           if (!response->succeeded()) return absl::AbortedError("fenced");
           return absl::OkStatus();
         });
-    JsonObject row;
+    bench::JsonObject row;
     row.Add("ha_submit", daemon.ToJson())
         .Add("raw_etcd_txn", raw.ToJson())
         .Add("ratio",
@@ -473,7 +474,7 @@ int Main() {
     Log(absl::StrFormat("SIGSTOP round %d: new leader %d", r, leader));
   }
   auto failover_json = [](const Failover& f) {
-    JsonObject json;
+    bench::JsonObject json;
     json.Add("to_leader_serving_s", MinMedianMax(f.to_leader_s))
         .Add("to_submit_accepted_s", MinMedianMax(f.to_submit_s))
         .Add("failed_rounds", f.failed);
@@ -486,7 +487,7 @@ int Main() {
 
   epb::StatusResponse status;
   if (auto s = (*client)->MemberStatus(); s.ok()) status = *s;
-  JsonObject json;
+  bench::JsonObject json;
   json.Add("etcd_members", 3)
       .Add("auth", !Authorization().empty())
       .Add("lease_ttl_s", ttl)
