@@ -1,4 +1,4 @@
-#include "bench/progress.h"
+#include "bench/sim/progress.h"
 
 #include <unistd.h>
 

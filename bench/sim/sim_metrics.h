@@ -2,8 +2,8 @@
 // feeds with runs, waits and fleet states, the statistics helpers it uses
 // (mean and percentiles, Jain's index), and the time series
 // behind the plot. Not thread-safe; one accumulator per replay.
-#ifndef PHALANX_BENCH_SIM_METRICS_H_
-#define PHALANX_BENCH_SIM_METRICS_H_
+#ifndef PHALANX_BENCH_SIM_SIM_METRICS_H_
+#define PHALANX_BENCH_SIM_SIM_METRICS_H_
 
 #include <cstdint>
 #include <optional>
@@ -137,4 +137,4 @@ inline constexpr int kLargeGangGpus = 64;
 
 }  // namespace phalanx::bench
 
-#endif  // PHALANX_BENCH_SIM_METRICS_H_
+#endif  // PHALANX_BENCH_SIM_SIM_METRICS_H_

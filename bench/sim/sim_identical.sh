@@ -5,7 +5,7 @@
 # wall-clock `sim_seconds`, summary.md likewise, every time series and every
 # event log).
 #
-#   bench/sim_identical.sh BASE_REF [CANDIDATE_SIM]
+#   bench/sim/sim_identical.sh BASE_REF [CANDIDATE_SIM]
 #
 # BASE_REF is a git revision: its phalanx-sim is built in a temporary
 # worktree (only the simulator and core, with ccache when present).
@@ -14,9 +14,9 @@
 # Environment: SIM_IDENTICAL_KEEP=1 keeps the work folder; SIM_JOBS (default
 # 2000) bounds each replay to the first N jobs.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root="$PWD"
-base_ref="${1:?usage: bench/sim_identical.sh BASE_REF [CANDIDATE_SIM]}"
+base_ref="${1:?usage: bench/sim/sim_identical.sh BASE_REF [CANDIDATE_SIM]}"
 candidate="${2:-}"
 jobs="${SIM_JOBS:-2000}"
 work="$(mktemp -d /tmp/sim-identical.XXXXXX)"

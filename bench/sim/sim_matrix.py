@@ -191,7 +191,7 @@ def main():
     cands = args.candidates.split()
     lines = ["# phalanx-sim matrix", "",
              f"{len(rows)} cells, {args.wall_seconds:.0f} s wall with "
-             f"{args.jobs} cells at once (bench/sim_matrix.sh). `-ckpt` cells: "
+             f"{args.jobs} cells at once (bench/sim/sim_matrix.sh). `-ckpt` cells: "
              "checkpoints every 30 min of run time; `-fail` cells: also node "
              f"failures, MTBF {args.mtbf_hours:g} h a node, 4 h repair. "
              "K = against kueue-like, S = against slurm-like; ✗ = goal "

@@ -1,4 +1,4 @@
-#include "bench/replay.h"
+#include "bench/sim/replay.h"
 
 #include <algorithm>
 #include <functional>
@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "bench/sim_random.h"
+#include "bench/sim/sim_random.h"
 #include "core/fleet_report.h"
 #include "core/scheduler.h"
 #include "core/validate.h"

@@ -10,8 +10,8 @@
 //              replay's --checkpoint-interval
 // Other columns (gpu_time, ...) are ignored. Fields may be double-quoted.
 // Rows need not be sorted. Pure functions over values; thread-compatible.
-#ifndef PHALANX_BENCH_TRACE_H_
-#define PHALANX_BENCH_TRACE_H_
+#ifndef PHALANX_BENCH_SIM_TRACE_H_
+#define PHALANX_BENCH_SIM_TRACE_H_
 
 #include <cstdint>
 #include <optional>
@@ -50,4 +50,4 @@ std::vector<std::string> SplitCsvLine(absl::string_view line);
 
 }  // namespace phalanx::bench
 
-#endif  // PHALANX_BENCH_TRACE_H_
+#endif  // PHALANX_BENCH_SIM_TRACE_H_

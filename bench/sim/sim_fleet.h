@@ -2,8 +2,8 @@
 // trace job into a gang (pod size, rack and block sizes). Built from flags
 // (a regular tree of blocks, racks and nodes) or read from a fleet file in
 // the daemon's --fleet format. Plain values; thread-compatible.
-#ifndef PHALANX_BENCH_SIM_FLEET_H_
-#define PHALANX_BENCH_SIM_FLEET_H_
+#ifndef PHALANX_BENCH_SIM_SIM_FLEET_H_
+#define PHALANX_BENCH_SIM_SIM_FLEET_H_
 
 #include <string>
 #include <vector>
@@ -51,4 +51,4 @@ absl::StatusOr<SimFleet> ReadFleetFile(const std::string& path);
 
 }  // namespace phalanx::bench
 
-#endif  // PHALANX_BENCH_SIM_FLEET_H_
+#endif  // PHALANX_BENCH_SIM_SIM_FLEET_H_

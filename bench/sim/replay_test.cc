@@ -1,8 +1,8 @@
-#include "bench/replay.h"
+#include "bench/sim/replay.h"
 
-#include "bench/report.h"
-#include "bench/sim_policies.h"
-#include "bench/synthetic.h"
+#include "bench/sim/report.h"
+#include "bench/sim/sim_policies.h"
+#include "bench/sim/synthetic.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "bench/report.h"
+#include "bench/sim/report.h"
 
 #include <spawn.h>
 #include <sys/stat.h>

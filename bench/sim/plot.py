@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Draws plot.png from a phalanx-sim output directory.
 
-Usage: /usr/bin/python3 bench/plot.py OUT_DIR
+Usage: /usr/bin/python3 bench/sim/plot.py OUT_DIR
 
 Reads OUT_DIR/summary.json (for the policy names and what was replayed) and
 OUT_DIR/timeseries-<policy>.csv; draws utilization and queue length over time,

@@ -1,4 +1,4 @@
-#include "bench/synthetic.h"
+#include "bench/sim/synthetic.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "bench/sim_random.h"
+#include "bench/sim/sim_random.h"
 
 namespace phalanx::bench {
 namespace {

@@ -22,8 +22,8 @@
 //
 // Functions here are pure over their arguments; Replay is single-threaded and
 // deterministic: the same inputs give the same result.
-#ifndef PHALANX_BENCH_REPLAY_H_
-#define PHALANX_BENCH_REPLAY_H_
+#ifndef PHALANX_BENCH_SIM_REPLAY_H_
+#define PHALANX_BENCH_SIM_REPLAY_H_
 
 #include <cstdint>
 #include <functional>
@@ -32,9 +32,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "bench/sim_fleet.h"
-#include "bench/sim_metrics.h"
-#include "bench/trace.h"
+#include "bench/sim/sim_fleet.h"
+#include "bench/sim/sim_metrics.h"
+#include "bench/sim/trace.h"
 #include "core/model.h"
 
 namespace phalanx::bench {
@@ -121,4 +121,4 @@ absl::StatusOr<ReplayResult> Replay(const core::Config& config,
 
 }  // namespace phalanx::bench
 
-#endif  // PHALANX_BENCH_REPLAY_H_
+#endif  // PHALANX_BENCH_SIM_REPLAY_H_

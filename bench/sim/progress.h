@@ -3,8 +3,8 @@
 // line at most every 200 ms on a terminal, or prints a plain line every 10 s
 // when stderr is a file or pipe. Reads the wall clock; used only by the
 // phalanx-sim binary. Not thread-safe.
-#ifndef PHALANX_BENCH_PROGRESS_H_
-#define PHALANX_BENCH_PROGRESS_H_
+#ifndef PHALANX_BENCH_SIM_PROGRESS_H_
+#define PHALANX_BENCH_SIM_PROGRESS_H_
 
 #include <cstdint>
 #include <string>
@@ -37,4 +37,4 @@ class ProgressBar {
 
 }  // namespace phalanx::bench
 
-#endif  // PHALANX_BENCH_PROGRESS_H_
+#endif  // PHALANX_BENCH_SIM_PROGRESS_H_

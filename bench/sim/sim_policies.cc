@@ -1,4 +1,4 @@
-#include "bench/sim_policies.h"
+#include "bench/sim/sim_policies.h"
 
 #include <limits>
 #include <vector>

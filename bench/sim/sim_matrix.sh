@@ -7,7 +7,7 @@
 #   default) and once with node failures too (MTBF 6,000 h a node, 4 h to
 #   repair).
 #
-#   bench/sim_matrix.sh [--sim PATH] [--out DIR] [--jobs N] [--quick]
+#   bench/sim/sim_matrix.sh [--sim PATH] [--out DIR] [--jobs N] [--quick]
 #                       [--candidates "phalanx phalanx:depth=2 ..."]
 #
 # --sim      the phalanx-sim binary (default build/bench/phalanx-sim)
@@ -20,7 +20,7 @@
 # --table    the Markdown file written (default bench/results/matrix.md)
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 sim=$root/build/bench/phalanx-sim
 out=/tmp/phalanx-matrix
 jobs=2
@@ -85,7 +85,7 @@ xargs -P "$jobs" -L 1 bash -c '
 ' <"$cells"
 end=$(date +%s)
 
-/usr/bin/python3 "$root/bench/sim_matrix.py" --dir "$out" --cells "$cells" \
+/usr/bin/python3 "$root/bench/sim/sim_matrix.py" --dir "$out" --cells "$cells" \
   --candidates "$candidates" --wall-seconds $((end - start)) --jobs "$jobs" \
   --mtbf-hours "$mtbf" --out "$table"
 echo "wrote $table (matrix: $((end - start)) s)"

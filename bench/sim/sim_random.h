@@ -1,8 +1,8 @@
 // SimRandom: a seeded random source whose output is the same on every
 // standard library (std::mt19937_64 is fully specified; std::
 // distributions are not, so draws are made here). Not thread-safe.
-#ifndef PHALANX_BENCH_SIM_RANDOM_H_
-#define PHALANX_BENCH_SIM_RANDOM_H_
+#ifndef PHALANX_BENCH_SIM_SIM_RANDOM_H_
+#define PHALANX_BENCH_SIM_SIM_RANDOM_H_
 
 #include <cmath>
 #include <cstdint>
@@ -50,4 +50,4 @@ class SimRandom {
 
 }  // namespace phalanx::bench
 
-#endif  // PHALANX_BENCH_SIM_RANDOM_H_
+#endif  // PHALANX_BENCH_SIM_SIM_RANDOM_H_

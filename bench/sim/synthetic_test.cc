@@ -1,4 +1,4 @@
-#include "bench/synthetic.h"
+#include "bench/sim/synthetic.h"
 
 #include <set>
 

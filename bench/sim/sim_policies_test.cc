@@ -1,9 +1,9 @@
-#include "bench/sim_policies.h"
+#include "bench/sim/sim_policies.h"
 
 #include <limits>
 
-#include "bench/replay.h"
-#include "bench/sim_fleet.h"
+#include "bench/sim/replay.h"
+#include "bench/sim/sim_fleet.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

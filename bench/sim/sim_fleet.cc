@@ -1,4 +1,4 @@
-#include "bench/sim_fleet.h"
+#include "bench/sim/sim_fleet.h"
 
 #include <algorithm>
 #include <cmath>

@@ -23,13 +23,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/flags.h"
-#include "bench/progress.h"
-#include "bench/replay.h"
-#include "bench/report.h"
-#include "bench/sim_fleet.h"
-#include "bench/sim_policies.h"
-#include "bench/synthetic.h"
-#include "bench/trace.h"
+#include "bench/sim/progress.h"
+#include "bench/sim/replay.h"
+#include "bench/sim/report.h"
+#include "bench/sim/sim_fleet.h"
+#include "bench/sim/sim_policies.h"
+#include "bench/sim/synthetic.h"
+#include "bench/sim/trace.h"
 
 ABSL_FLAG(std::string, trace, "",
           "CSV trace: timestamp,duration,num_gpus,cluster[,priority]");
@@ -57,7 +57,8 @@ ABSL_FLAG(int, jobs, 2,
           "scheduler (results are the same as one at a time)");
 ABSL_FLAG(bool, plot, true, "draw plot.png with --python and --plot_script");
 ABSL_FLAG(std::string, python, "/usr/bin/python3", "Python with matplotlib");
-ABSL_FLAG(std::string, plot_script, PHALANX_SIM_PLOT_SCRIPT, "bench/plot.py");
+ABSL_FLAG(std::string, plot_script, PHALANX_SIM_PLOT_SCRIPT,
+          "bench/sim/plot.py");
 ABSL_FLAG(bool, progress, true, "progress bar on stderr for long replays");
 ABSL_FLAG(double, max_policy_seconds, 0,
           "stop a policy's replay after this much wall time and report it "

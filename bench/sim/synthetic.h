@@ -13,14 +13,14 @@
 // (a Mersenne Twister and the standard library's math, no std::
 // distributions, whose output differs between library versions).
 // Pure function; thread-safe.
-#ifndef PHALANX_BENCH_SYNTHETIC_H_
-#define PHALANX_BENCH_SYNTHETIC_H_
+#ifndef PHALANX_BENCH_SIM_SYNTHETIC_H_
+#define PHALANX_BENCH_SIM_SYNTHETIC_H_
 
 #include <cstdint>
 #include <vector>
 
 #include "absl/time/time.h"
-#include "bench/trace.h"
+#include "bench/sim/trace.h"
 
 namespace phalanx::bench {
 
@@ -39,4 +39,4 @@ std::vector<TraceJob> GenerateSynthetic(const SyntheticOptions& options);
 
 }  // namespace phalanx::bench
 
-#endif  // PHALANX_BENCH_SYNTHETIC_H_
+#endif  // PHALANX_BENCH_SIM_SYNTHETIC_H_

@@ -2,8 +2,8 @@
 // table), one time-series CSV per policy, and the plot drawn by plot.py.
 // The text builders are pure (same input, same bytes); the writers touch
 // only the output directory. Thread-compatible.
-#ifndef PHALANX_BENCH_REPORT_H_
-#define PHALANX_BENCH_REPORT_H_
+#ifndef PHALANX_BENCH_SIM_REPORT_H_
+#define PHALANX_BENCH_SIM_REPORT_H_
 
 #include <cstdint>
 #include <optional>
@@ -12,9 +12,9 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "bench/replay.h"
-#include "bench/sim_metrics.h"
-#include "bench/trace.h"
+#include "bench/sim/replay.h"
+#include "bench/sim/sim_metrics.h"
+#include "bench/sim/trace.h"
 
 namespace phalanx::bench {
 
@@ -87,4 +87,4 @@ absl::Status RunPlot(const std::string& python, const std::string& script,
 
 }  // namespace phalanx::bench
 
-#endif  // PHALANX_BENCH_REPORT_H_
+#endif  // PHALANX_BENCH_SIM_REPORT_H_

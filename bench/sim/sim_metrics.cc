@@ -1,4 +1,4 @@
-#include "bench/sim_metrics.h"
+#include "bench/sim/sim_metrics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -16,8 +16,8 @@
 // A name may carry overrides, `phalanx:depth=3:horizon_h=2`, so that one
 // lever at a time can be measured across the matrix (PolicyOverrideKeys).
 // Pure functions; thread-safe.
-#ifndef PHALANX_BENCH_SIM_POLICIES_H_
-#define PHALANX_BENCH_SIM_POLICIES_H_
+#ifndef PHALANX_BENCH_SIM_SIM_POLICIES_H_
+#define PHALANX_BENCH_SIM_SIM_POLICIES_H_
 
 #include <string>
 #include <vector>
@@ -59,4 +59,4 @@ absl::StatusOr<core::Config> PolicyConfig(absl::string_view spec,
 
 }  // namespace phalanx::bench
 
-#endif  // PHALANX_BENCH_SIM_POLICIES_H_
+#endif  // PHALANX_BENCH_SIM_SIM_POLICIES_H_

@@ -1,4 +1,4 @@
-#include "bench/trace.h"
+#include "bench/sim/trace.h"
 
 #include <cmath>
 #include <fstream>
