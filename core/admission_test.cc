@@ -12,48 +12,21 @@ namespace phalanx::core {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kT0;
 using testing::MakeNodes;
+using testing::MakeQueue;
 using ::testing::Not;
 using testing::Spec;
 using ::testing::StartsWith;
 
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
-
-Queue MakeQueue(const std::string& name, int64_t nominal = -1,
-                const std::string& parent = "", double weight = 1.0) {
-  Queue queue;
-  queue.name = QueueName(name);
-  queue.parent = QueueName(parent);
-  queue.weight = weight;
-  if (nominal >= 0) queue.nominal_gpus = {{"H100", nominal}};
-  return queue;
-}
-
 // 4 nodes x 8 H100 GPUs (one block, two racks) and the given queues.
-class AdmissionTest : public ::testing::Test {
+class AdmissionTest : public testing::SchedulerFixture {
  protected:
   void Init(Config config, const std::vector<Queue>& queues) {
     config.topology_levels = {"block", "rack"};
-    scheduler_ = std::make_unique<Scheduler>(config);
-    ASSERT_TRUE(scheduler_->UpsertNodes(MakeNodes(1, 2, 2), now_).ok());
-    for (const Queue& queue : queues)
-      ASSERT_TRUE(scheduler_->PutQueue(queue).ok());
+    SchedulerFixture::Init(config, MakeNodes(1, 2, 2), queues);
   }
-  GangPtr Submit(const GangSpec& spec) {
-    auto result = scheduler_->Submit(spec, now_);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? result->gang : nullptr;
-  }
-  GangState StateOf(const GangPtr& gang) {
-    return scheduler_->FindGang(gang->id)->state;
-  }
-  std::string ReasonOf(const GangPtr& gang) {
-    return scheduler_->FindGang(gang->id)->reason;
-  }
-  void Cycle() { scheduler_->RunCycle(now_ += absl::Seconds(1)); }
-
-  std::unique_ptr<Scheduler> scheduler_;
-  absl::Time now_ = kT0;
+  std::string ReasonOf(const GangPtr& gang) { return Get(gang)->reason; }
 };
 
 TEST_F(AdmissionTest, NominalQuotaWithoutCohortIsAHardLimit) {

@@ -15,10 +15,9 @@
 namespace phalanx::core {
 namespace {
 
+using testing::kT0;
 using testing::MakeNodes;
 using testing::Spec;
-
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
 GangSpec WithEstimate(GangSpec spec, absl::Duration estimate) {
   spec.estimated_runtime = estimate;
@@ -31,30 +30,16 @@ std::map<GangId, absl::Time> Starts(const Scheduler& s) {
   return starts;
 }
 
-class BackfillTest : public ::testing::Test {
+class BackfillTest : public testing::SchedulerFixture {
  protected:
   void Init(int depth, int racks, int nodes_per_rack) {
     Config config;
     config.topology_levels = {"block", "rack"};
     config.reservation.depth = depth;
     config.reservation.min_priority = 1;
-    s_ = std::make_unique<Scheduler>(config);
-    ASSERT_TRUE(
-        s_->UpsertNodes(MakeNodes(1, racks, nodes_per_rack), now_).ok());
-    Queue queue;
-    queue.name = QueueName("q");
-    ASSERT_TRUE(s_->PutQueue(queue).ok());
+    SchedulerFixture::Init(config, MakeNodes(1, racks, nodes_per_rack),
+                           {testing::MakeQueue("q")});
   }
-  GangPtr Submit(const GangSpec& spec) {
-    auto result = s_->Submit(spec, now_);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? result->gang : nullptr;
-  }
-  GangPtr Find(const GangPtr& gang) { return s_->FindGang(gang->id); }
-  void Cycle() { s_->RunCycle(now_ += absl::Seconds(1)); }
-
-  std::unique_ptr<Scheduler> s_;
-  absl::Time now_ = kT0;
 };
 
 // Two racks of two 8-GPU nodes. Running: X (1 h) and Y (2 h) fill rack 0,
@@ -89,18 +74,18 @@ TEST_F(BackfillTest, TableABackfilledGangNeverDelaysTheFirstDepthReservations) {
     GangPtr p2 = Submit(WithEstimate(
         Spec("q").Pods(2, 8).Required("rack").Priority(1), absl::Hours(1)));
     Cycle();
-    const auto before = Starts(*s_);
+    const auto before = Starts(*scheduler_);
     ASSERT_EQ(before.size(), static_cast<size_t>(c.depth))
-        << Find(p1)->reason << " / " << Find(p2)->reason;
+        << Get(p1)->reason << " / " << Get(p2)->reason;
     EXPECT_EQ(before.at(p1->id), kT0 + absl::Seconds(1) + absl::Hours(2));
     if (c.depth == 2) {
       EXPECT_EQ(before.at(p2->id), kT0 + absl::Seconds(1) + absl::Hours(3));
     }
     GangPtr small = Submit(WithEstimate(Spec("q").Pods(1, 8), c.estimate));
     Cycle();
-    EXPECT_EQ(Find(small)->state == GangState::kAdmitted, c.admitted);
+    EXPECT_EQ(Get(small)->state == GangState::kAdmitted, c.admitted);
     // Every reservation of the first `depth` stands, no later than before.
-    const auto after = Starts(*s_);
+    const auto after = Starts(*scheduler_);
     for (const auto& [gang, start] : before) {
       ASSERT_TRUE(after.contains(gang)) << gang.value();
       EXPECT_LE(after.at(gang), start) << gang.value();
@@ -136,9 +121,10 @@ TEST_F(BackfillTest, PropertyBackfillNeverDelaysAReservation) {
                        estimate()));
     }
     Cycle();
-    const auto before = Starts(*s_);
+    const auto before = Starts(*scheduler_);
     std::map<GangId, std::vector<NodeId>> held;
-    for (const Reservation& r : s_->reservations()) held[r.gang] = r.nodes;
+    for (const Reservation& r : scheduler_->reservations())
+      held[r.gang] = r.nodes;
     std::vector<GangPtr> burst;
     for (int i = 0; i < 6; ++i) {
       const int gpus = 1 << (random() % 4);
@@ -147,15 +133,15 @@ TEST_F(BackfillTest, PropertyBackfillNeverDelaysAReservation) {
       burst.push_back(Submit(WithEstimate(Spec("q").Pods(1, gpus), e)));
     }
     Cycle();
-    const auto after = Starts(*s_);
+    const auto after = Starts(*scheduler_);
     for (const auto& [gang, start] : before) {
-      if (s_->FindGang(gang)->state != GangState::kPending) continue;
+      if (scheduler_->FindGang(gang)->state != GangState::kPending) continue;
       ASSERT_TRUE(after.contains(gang)) << gang.value();
       EXPECT_LE(after.at(gang), start) << gang.value();
       ++checked;
     }
     for (const GangPtr& b : burst) {
-      const GangPtr gang = Find(b);
+      const GangPtr gang = Get(b);
       if (gang->state != GangState::kAdmitted) continue;
       for (const auto& [holder, nodes] : held) {
         for (const PodPlacement& pod : gang->placement) {

@@ -2,12 +2,13 @@
 
 #include <cmath>
 
+#include "core/testing.h"
 #include "gtest/gtest.h"
 
 namespace phalanx::core {
 namespace {
 
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+using testing::kT0;
 
 TEST(FairShareLedgerTest, UsageDecaysTowardWhatIsHeldByHalfLives) {
   FairShareConfig config;

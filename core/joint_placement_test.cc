@@ -69,7 +69,7 @@ std::map<std::string, int> PodsPerNode(const PlacementResult& result,
   return nodes;
 }
 
-// The example: hosts with 4, 6 and 5 GPUs in one rack; a 1-GPU
+// Hosts with 4, 6 and 5 GPUs in one rack; a 1-GPU
 // leader and 14 one-GPU workers in slices of 2 per node, grouped at rack
 // level. The only placement puts the leader on the 5-GPU host.
 GangSpec LeaderAndWorkers(bool workers_first) {
@@ -265,7 +265,7 @@ TEST(TieBreakTest, EqualPodCountsTakeTheNodeLeavingFewestGpus) {
 }
 
 TEST(TieBreakTest, PreferredAboveItsLevelUsesTheFewestNodes) {
-  // The case: 12 pods of 2 GPUs, no rack holds them. Racks hold
+  // 12 pods of 2 GPUs, no rack holds them. Racks hold
   // 4+4+2 and 4+2 pods; three whole nodes suffice.
   Fleet fleet =
       MakeFleet({{0, 0, 8}, {0, 0, 8}, {0, 0, 4}, {0, 1, 8}, {0, 1, 4}});

@@ -1,4 +1,4 @@
-// The ordering and reservation levers of session 7, each switched by its own
+// The fair-share tier and reservation window levers, each switched by its own
 // config field: a fair-share tier below a priority bound
 // (admission.fair_share_first_below_priority) and a reservation time window
 // like Slurm's bf_window (reservation.window). Table tests: the order keys,
@@ -13,10 +13,10 @@
 namespace phalanx::core {
 namespace {
 
+using testing::kT0;
 using testing::MakeNodes;
 using testing::Spec;
 
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 constexpr int kOff = std::numeric_limits<int>::lowest();
 
 GangSpec WithEstimate(GangSpec spec, absl::Duration estimate) {
@@ -96,32 +96,13 @@ TEST(TierKeysTest, KeysAreMonotoneInPriority) {
   }
 }
 
-class LeversTest : public ::testing::Test {
+class LeversTest : public testing::SchedulerFixture {
  protected:
   void Init(Config config, int nodes) {
     config.topology_levels = {"block", "rack"};
-    s_ = std::make_unique<Scheduler>(config);
-    ASSERT_TRUE(s_->UpsertNodes(MakeNodes(1, 1, nodes), now_).ok());
-    for (const char* name : {"a", "b"}) {
-      Queue queue;
-      queue.name = QueueName(name);
-      ASSERT_TRUE(s_->PutQueue(queue).ok());
-    }
+    SchedulerFixture::Init(config, MakeNodes(1, 1, nodes),
+                           {testing::MakeQueue("a"), testing::MakeQueue("b")});
   }
-  GangPtr Submit(const GangSpec& spec) {
-    auto result = s_->Submit(spec, now_);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? result->gang : nullptr;
-  }
-  GangState StateOf(const GangPtr& gang) {
-    return s_->FindGang(gang->id)->state;
-  }
-  void Cycle(absl::Duration step = absl::Seconds(1)) {
-    s_->RunCycle(now_ += step);
-  }
-
-  std::unique_ptr<Scheduler> s_;
-  absl::Time now_ = kT0;
 };
 
 // Two 8-GPU nodes; queue a holds one with a running gang, so its score is
@@ -182,7 +163,7 @@ TEST_F(LeversTest, EarlyExitStillReachesAPreemptorBehindTheTier) {
   Cycle();
   EXPECT_EQ(StateOf(first), GangState::kPending);
   EXPECT_EQ(StateOf(victim), GangState::kPreempting)
-      << s_->FindGang(preemptor->id)->reason;
+      << scheduler_->FindGang(preemptor->id)->reason;
 }
 
 // One rack of two 8-GPU nodes: X runs on one for 10 h; P needs both (start
@@ -210,8 +191,8 @@ TEST_F(LeversTest, TableReservationWindow) {
     GangPtr p = Submit(
         WithEstimate(Spec("a").Pods(2, 8).Required("rack"), absl::Hours(1)));
     Cycle();
-    EXPECT_EQ(s_->reservations().size(), c.reserved ? 1u : 0u)
-        << s_->FindGang(p->id)->reason;
+    EXPECT_EQ(scheduler_->reservations().size(), c.reserved ? 1u : 0u)
+        << scheduler_->FindGang(p->id)->reason;
     GangPtr s = Submit(WithEstimate(Spec("b").Pods(1, 8), absl::Hours(20)));
     Cycle();
     EXPECT_EQ(StateOf(s) == GangState::kAdmitted, !c.reserved);
@@ -229,10 +210,11 @@ TEST_F(LeversTest, WindowReservesOnceTheStartIsNear) {
   GangPtr p = Submit(
       WithEstimate(Spec("a").Pods(2, 8).Required("rack"), absl::Hours(1)));
   Cycle();
-  EXPECT_TRUE(s_->reservations().empty());
+  EXPECT_TRUE(scheduler_->reservations().empty());
   Cycle(absl::Hours(9));  // the start is now 1 h away
-  ASSERT_EQ(s_->reservations().size(), 1u) << s_->FindGang(p->id)->reason;
-  EXPECT_EQ(s_->reservations()[0].gang, p->id);
+  ASSERT_EQ(scheduler_->reservations().size(), 1u)
+      << scheduler_->FindGang(p->id)->reason;
+  EXPECT_EQ(scheduler_->reservations()[0].gang, p->id);
 }
 
 // Two racks of two 8-GPU nodes: rack 0 runs X (10 h) on one node, rack 1
@@ -261,20 +243,17 @@ TEST_F(LeversTest, TableDomainEndTimePacking) {
     config.placement.domain_end_time_packing = c.lever;
     config.preemption.enabled = false;
     config.topology_levels = {"block", "rack"};
-    s_ = std::make_unique<Scheduler>(config);
-    ASSERT_TRUE(s_->UpsertNodes(MakeNodes(1, 2, 2), now_).ok());
-    Queue queue;
-    queue.name = QueueName("a");
-    ASSERT_TRUE(s_->PutQueue(queue).ok());
+    SchedulerFixture::Init(config, MakeNodes(1, 2, 2),
+                           {testing::MakeQueue("a")});
     Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(10)));
     GangPtr y = Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(5)));
     Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(1)));
     Cycle();
-    ASSERT_TRUE(s_->Cancel(y->id, "test", now_).ok());
+    ASSERT_TRUE(scheduler_->Cancel(y->id, "test", now_).ok());
     GangPtr g =
         Submit(WithEstimate(Spec("a").Pods(1, 8).Required("rack"), c.estimate));
     Cycle();
-    const GangPtr placed = s_->FindGang(g->id);
+    const GangPtr placed = scheduler_->FindGang(g->id);
     ASSERT_EQ(placed->state, GangState::kAdmitted) << placed->reason;
     ASSERT_EQ(placed->placement.size(), 1u);
     // Nodes are "H100-<block><rack><node>".

@@ -14,10 +14,9 @@
 namespace phalanx::core {
 namespace {
 
+using testing::kT0;
 using testing::MakeNodes;
 using testing::Spec;
-
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
 struct World {
   std::unique_ptr<Scheduler> scheduler;

@@ -15,32 +15,18 @@ namespace phalanx::core {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kT0;
 using testing::MakeNodes;
 using testing::Spec;
 using ::testing::StartsWith;
 
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
-
-class ReasonsTest : public ::testing::Test {
+class ReasonsTest : public testing::SchedulerFixture {
  protected:
   void Init(Config config, int nodes = 2) {
     config.topology_levels = {"block", "rack"};
-    scheduler_ = std::make_unique<Scheduler>(config);
-    ASSERT_TRUE(scheduler_->UpsertNodes(MakeNodes(1, 1, nodes), now_).ok());
-    Queue queue;
-    queue.name = QueueName("q");
-    ASSERT_TRUE(scheduler_->PutQueue(queue).ok());
+    SchedulerFixture::Init(config, MakeNodes(1, 1, nodes),
+                           {testing::MakeQueue("q")});
   }
-  GangPtr Submit(const GangSpec& spec) {
-    auto result = scheduler_->Submit(spec, now_);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? result->gang : nullptr;
-  }
-  GangPtr Get(const GangPtr& gang) { return scheduler_->FindGang(gang->id); }
-  void Cycle() { scheduler_->RunCycle(now_ += absl::Seconds(1)); }
-
-  std::unique_ptr<Scheduler> scheduler_;
-  absl::Time now_ = kT0;
 };
 
 TEST_F(ReasonsTest, AFullFleetNamesTheSharedCauseForGangsNotReached) {
@@ -101,7 +87,7 @@ TEST_F(ReasonsTest, AGangJoiningAStampedGroupGetsTheSharedCause) {
 }
 
 // The stored state of `s`, as a restart loads it.
-LoadedState StateOf(const Scheduler& s) {
+LoadedState LoadedStateOf(const Scheduler& s) {
   LoadedState state;
   state.config = s.config();
   for (const Fleet::Slot& slot : s.fleet().slots()) {
@@ -131,7 +117,7 @@ TEST_F(ReasonsTest, ARestartKeepsTheStampOfGroupsThatAllSayNoFit) {
   for (const GangPtr& gang : wide) {
     ASSERT_THAT(Get(gang)->reason, StartsWith("NO_FIT"));
   }
-  auto restored = Scheduler::Restore(StateOf(*scheduler_), now_);
+  auto restored = Scheduler::Restore(LoadedStateOf(*scheduler_), now_);
   ASSERT_TRUE(restored.ok()) << restored.status();
   scheduler_ = *std::move(restored);
   const PendingGroup* group = scheduler_->pending().GroupOf(wide[0]->id);
@@ -154,7 +140,7 @@ TEST_F(ReasonsTest, ARestartKeepsTheStampOfGroupsThatAllSayNoFit) {
   // walked once after a restart, and the walk writes that gang only.
   GangPtr waiting = Submit(Spec("q").Pods(2, 8));
   EXPECT_EQ(Get(waiting)->reason, kWaitingReason);
-  restored = Scheduler::Restore(StateOf(*scheduler_), now_);
+  restored = Scheduler::Restore(LoadedStateOf(*scheduler_), now_);
   ASSERT_TRUE(restored.ok()) << restored.status();
   scheduler_ = *std::move(restored);
   EXPECT_FALSE(scheduler_->pending().GroupOf(waiting->id)->keeps_any_stamp);

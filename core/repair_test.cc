@@ -15,11 +15,10 @@ namespace phalanx::core {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::kT0;
 using testing::MakeNodes;
 using testing::Spec;
 using ::testing::StartsWith;
-
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
 PodPlacement Pod(int index, const std::string& node, std::vector<int> gpus) {
   return PodPlacement{"set-0", index, NodeId(node), std::move(gpus)};
@@ -30,23 +29,13 @@ const std::vector<int> kHigh = {4, 5, 6, 7};
 
 // One block of `racks` racks of `nodes` nodes of 8 H100 GPUs ("H100-0<r><nn>"),
 // levels block/rack, and queue "q".
-class RepairTest : public ::testing::Test {
+class RepairTest : public testing::SchedulerFixture {
  protected:
   void Init(int racks, int nodes, Config config = {}) {
     config.topology_levels = {"block", "rack"};
-    scheduler_ = std::make_unique<Scheduler>(config);
-    ASSERT_TRUE(scheduler_->UpsertNodes(MakeNodes(1, racks, nodes), now_).ok());
-    Queue queue;
-    queue.name = QueueName("q");
-    ASSERT_TRUE(scheduler_->PutQueue(queue).ok());
+    SchedulerFixture::Init(config, MakeNodes(1, racks, nodes),
+                           {testing::MakeQueue("q")});
   }
-  GangPtr Submit(const GangSpec& spec) {
-    auto result = scheduler_->Submit(spec, now_);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? result->gang : nullptr;
-  }
-  GangPtr Get(const GangPtr& gang) { return scheduler_->FindGang(gang->id); }
-  void Cycle() { scheduler_->RunCycle(now_ += absl::Seconds(1)); }
   absl::Status Fail(const std::string& node) {
     return scheduler_
         ->SetNodeState(NodeId(node), NodeState::kUnhealthy, "xid 79", now_)
@@ -58,9 +47,6 @@ class RepairTest : public ::testing::Test {
         .slots()[scheduler_->fleet().Find(NodeId(id))]
         .node;
   }
-
-  std::unique_ptr<Scheduler> scheduler_;
-  absl::Time now_ = kT0;
 };
 
 TEST_F(RepairTest, RequiredRackRepairStaysInTheRackOnTheTightestNode) {

@@ -19,10 +19,9 @@ namespace phalanx::core {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kT0;
 using testing::Spec;
 using ::testing::StartsWith;
-
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
 Node MakeNode(const std::string& id, const std::string& rack, int gpus) {
   Node node;

@@ -13,10 +13,9 @@ namespace phalanx::core {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kT0;
 using testing::MakeNodes;
 using testing::Spec;
-
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
 Config LevelsConfig() {
   Config config;
@@ -24,28 +23,11 @@ Config LevelsConfig() {
   return config;
 }
 
-class SchedulerTest : public ::testing::Test {
+class SchedulerTest : public testing::SchedulerFixture {
  protected:
-  SchedulerTest() : scheduler_(LevelsConfig()) {
-    EXPECT_TRUE(scheduler_.UpsertNodes(MakeNodes(1, 2, 2)).ok());
-    Queue queue;
-    queue.name = QueueName("llm");
-    EXPECT_TRUE(scheduler_.PutQueue(queue).ok());
+  SchedulerTest() {
+    Init(LevelsConfig(), MakeNodes(1, 2, 2), {testing::MakeQueue("llm")});
   }
-
-  GangPtr Submit(const GangSpec& spec) {
-    auto result = scheduler_.Submit(spec, now_);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? result->gang : nullptr;
-  }
-  GangPtr Get(const GangPtr& gang) { return scheduler_.FindGang(gang->id); }
-  void Cycle() {
-    now_ += absl::Seconds(1);
-    scheduler_.RunCycle(now_);
-  }
-
-  Scheduler scheduler_;
-  absl::Time now_ = kT0;
 };
 
 TEST_F(SchedulerTest, SubmitThenCycleAdmitsWithAPlacementAndEvents) {
@@ -57,7 +39,7 @@ TEST_F(SchedulerTest, SubmitThenCycleAdmitsWithAPlacementAndEvents) {
   ASSERT_EQ(admitted->state, GangState::kAdmitted);
   ASSERT_EQ(admitted->placement.size(), 2u);
   EXPECT_NE(admitted->placement[0].node, admitted->placement[1].node);
-  Mutation m = scheduler_.TakeMutation();
+  Mutation m = scheduler_->TakeMutation();
   ASSERT_EQ(m.events.size(), 2u);
   EXPECT_EQ(m.events[0].type, EventType::kSubmitted);
   EXPECT_EQ(m.events[1].type, EventType::kAdmitted);
@@ -81,7 +63,7 @@ TEST_F(SchedulerTest, TooBigGangWaitsWithReasonUntilCancelFreesRoom) {
             "RESERVED: 4 nodes in b0 are held for it until 8 GPUs are released "
             "(NO_FIT at "
             "level block: largest free block fits 3 of 4 pods)");
-  ASSERT_TRUE(scheduler_.Cancel(small->id, "done", now_).ok());
+  ASSERT_TRUE(scheduler_->Cancel(small->id, "done", now_).ok());
   Cycle();
   EXPECT_EQ(Get(big)->state, GangState::kAdmitted);
   EXPECT_EQ(Get(big)->placement.size(), 4u);
@@ -93,7 +75,7 @@ TEST_F(SchedulerTest, HigherPriorityIsAdmittedFirst) {
   Cycle();
   EXPECT_EQ(Get(high)->state, GangState::kAdmitted);
   EXPECT_EQ(Get(low)->state, GangState::kPending);
-  auto explanation = scheduler_.Explain(low->id);
+  auto explanation = scheduler_->Explain(low->id);
   ASSERT_TRUE(explanation.ok());
   EXPECT_EQ(explanation->position, 1);
   EXPECT_EQ(explanation->position_in_queue, 1);
@@ -101,17 +83,17 @@ TEST_F(SchedulerTest, HigherPriorityIsAdmittedFirst) {
 
 TEST_F(SchedulerTest, RepeatedRequestIdReturnsTheFirstGang) {
   GangPtr first = Submit(Spec("llm").Pods(1, 8).RequestId("r1"));
-  auto again = scheduler_.Submit(Spec("llm").Pods(1, 8).RequestId("r1"), now_);
+  auto again = scheduler_->Submit(Spec("llm").Pods(1, 8).RequestId("r1"), now_);
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->created);
   EXPECT_EQ(again->gang->id, first->id);
-  auto other = scheduler_.Submit(Spec("llm").Pods(2, 8).RequestId("r1"), now_);
+  auto other = scheduler_->Submit(Spec("llm").Pods(2, 8).RequestId("r1"), now_);
   EXPECT_EQ(other.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(other.status().message(), HasSubstr("g-000001"));
 }
 
 TEST_F(SchedulerTest, BadSubmitsNameTheFieldAndStoreNothing) {
-  scheduler_.TakeMutation();
+  scheduler_->TakeMutation();
   struct Case {
     GangSpec spec;
     absl::StatusCode code;
@@ -137,32 +119,32 @@ TEST_F(SchedulerTest, BadSubmitsNameTheFieldAndStoreNothing) {
        "spec.pod_sets: must not be empty"},
   };
   for (const Case& c : cases) {
-    auto result = scheduler_.Submit(c.spec, now_);
+    auto result = scheduler_->Submit(c.spec, now_);
     EXPECT_EQ(result.status().code(), c.code) << c.message;
     EXPECT_EQ(result.status().message(), c.message);
   }
-  EXPECT_TRUE(scheduler_.TakeMutation().empty());
+  EXPECT_TRUE(scheduler_->TakeMutation().empty());
 }
 
 TEST_F(SchedulerTest, ReportsFollowTheLifecycle) {
   GangPtr gang = Submit(Spec("llm").Pods(1, 8));
   auto early =
-      scheduler_.Report({gang->id, GangState::kRunning, {}, false, ""}, now_);
+      scheduler_->Report({gang->id, GangState::kRunning, {}, false, ""}, now_);
   EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition);
   Cycle();
   ASSERT_TRUE(
-      scheduler_.Report({gang->id, GangState::kRunning, {}, false, ""}, now_)
+      scheduler_->Report({gang->id, GangState::kRunning, {}, false, ""}, now_)
           .ok());
   EXPECT_EQ(Get(gang)->state, GangState::kRunning);
-  auto done = scheduler_.Report(
+  auto done = scheduler_->Report(
       {gang->id, GangState::kSucceeded, {}, false, "ok"}, now_);
   ASSERT_TRUE(done.ok());
   EXPECT_EQ((*done)->state, GangState::kSucceeded);
   // The last placement stays on the finished gang, released.
   EXPECT_EQ((*done)->placement.size(), 1u);
   EXPECT_TRUE((*done)->placement_released);
-  EXPECT_EQ(scheduler_.Usage(QueueName("llm")).active, 0);
-  EXPECT_EQ(scheduler_.fleet().slots()[0].FreeGpus(), 8);
+  EXPECT_EQ(scheduler_->Usage(QueueName("llm")).active, 0);
+  EXPECT_EQ(scheduler_->fleet().slots()[0].FreeGpus(), 8);
 }
 
 // Eviction when repair is impossible: core/repair_test.cc.
@@ -171,7 +153,7 @@ TEST_F(SchedulerTest, UnhealthyNodeRepairsAGangThatFitsElsewhere) {
   Cycle();
   const NodeId node = Get(gang)->placement[0].node;
   ASSERT_TRUE(
-      scheduler_.SetNodeState(node, NodeState::kUnhealthy, "xid 79", now_)
+      scheduler_->SetNodeState(node, NodeState::kUnhealthy, "xid 79", now_)
           .ok());
   EXPECT_EQ(Get(gang)->state, GangState::kAdmitted);  // repaired in place
   EXPECT_NE(Get(gang)->placement[0].node, node);
@@ -179,9 +161,9 @@ TEST_F(SchedulerTest, UnhealthyNodeRepairsAGangThatFitsElsewhere) {
 }
 
 TEST_F(SchedulerTest, HeldQueueAdmitsNothing) {
-  Queue held = scheduler_.queues().at(QueueName("llm"));
+  Queue held = scheduler_->queues().at(QueueName("llm"));
   held.held = true;
-  ASSERT_TRUE(scheduler_.PutQueue(held).ok());
+  ASSERT_TRUE(scheduler_->PutQueue(held).ok());
   GangPtr gang = Submit(Spec("llm").Pods(1, 8));
   Cycle();
   EXPECT_EQ(Get(gang)->state, GangState::kPending);
@@ -192,7 +174,7 @@ TEST_F(SchedulerTest, RestoreRebuildsCapacityFromPlacements) {
   MemoryStore store;
   Submit(Spec("llm").Pods(3, 8).RequestId("a"));
   Cycle();
-  ASSERT_TRUE(store.Commit(scheduler_.TakeMutation()).ok());
+  ASSERT_TRUE(store.Commit(scheduler_->TakeMutation()).ok());
   auto restored = Scheduler::Restore(*store.LoadAll(), now_);
   ASSERT_TRUE(restored.ok()) << restored.status();
   Scheduler& s = **restored;
@@ -210,7 +192,7 @@ TEST_F(SchedulerTest, RestoreRefusesAGpuHeldTwice) {
   MemoryStore store;
   Submit(Spec("llm").Pods(1, 8));
   Cycle();
-  ASSERT_TRUE(store.Commit(scheduler_.TakeMutation()).ok());
+  ASSERT_TRUE(store.Commit(scheduler_->TakeMutation()).ok());
   LoadedState state = *store.LoadAll();
   Gang copy = state.gangs[0];
   copy.id = GangId("g-000099");
@@ -224,7 +206,7 @@ TEST_F(SchedulerTest, RestoreRefusesAGpuHeldTwice) {
 // Restore size the free index by it and run out of memory.
 TEST_F(SchedulerTest, RestoreRefusesANodeThatFailsValidation) {
   MemoryStore store;
-  ASSERT_TRUE(store.Commit(scheduler_.TakeMutation()).ok());
+  ASSERT_TRUE(store.Commit(scheduler_->TakeMutation()).ok());
   LoadedState state = *store.LoadAll();
   ASSERT_FALSE(state.nodes.empty());
   state.nodes[0].spec.gpu_count = 1 << 30;
@@ -238,7 +220,7 @@ TEST_F(SchedulerTest, RestoreRefusesANodeThatFailsValidation) {
 TEST_F(SchedulerTest, RestoreRefusesAGangAtAnUnknownLevel) {
   MemoryStore store;
   Submit(Spec("llm").Pods(1, 8));
-  ASSERT_TRUE(store.Commit(scheduler_.TakeMutation()).ok());
+  ASSERT_TRUE(store.Commit(scheduler_->TakeMutation()).ok());
   LoadedState state = *store.LoadAll();
   ASSERT_EQ(state.gangs.size(), 1u);
   state.gangs[0].spec.pod_sets[0].topology = {TopologyMode::kRequired, ""};
@@ -252,7 +234,7 @@ TEST_F(SchedulerTest, RestoreRefusesAGangAtAnUnknownLevel) {
 // 2^63-1 overflowed the retention window's arithmetic in the first cycle.
 TEST_F(SchedulerTest, RestoreRefusesMetaCountersOutOfRange) {
   MemoryStore store;
-  ASSERT_TRUE(store.Commit(scheduler_.TakeMutation()).ok());
+  ASSERT_TRUE(store.Commit(scheduler_->TakeMutation()).ok());
   const LoadedState good = *store.LoadAll();
   ASSERT_TRUE(Scheduler::Restore(good, now_).ok());
   struct Case {
@@ -278,18 +260,18 @@ TEST_F(SchedulerTest, RestoreRefusesMetaCountersOutOfRange) {
 }
 
 TEST_F(SchedulerTest, RetentionTrimsFinishedGangs) {
-  Config config = scheduler_.config();
+  Config config = scheduler_->config();
   config.retention.finished_gangs = 1;
-  ASSERT_TRUE(scheduler_.UpdateConfig(config, std::nullopt).ok());
+  ASSERT_TRUE(scheduler_->UpdateConfig(config, std::nullopt).ok());
   GangPtr a = Submit(Spec("llm").Pods(1, 8));
   GangPtr b = Submit(Spec("llm").Pods(1, 8));
-  ASSERT_TRUE(scheduler_.Cancel(a->id, "", now_).ok());
+  ASSERT_TRUE(scheduler_->Cancel(a->id, "", now_).ok());
   now_ += absl::Seconds(1);
-  ASSERT_TRUE(scheduler_.Cancel(b->id, "", now_).ok());
+  ASSERT_TRUE(scheduler_->Cancel(b->id, "", now_).ok());
   Cycle();
-  EXPECT_EQ(scheduler_.FindGang(a->id), nullptr);
-  EXPECT_NE(scheduler_.FindGang(b->id), nullptr);
-  Mutation m = scheduler_.TakeMutation();
+  EXPECT_EQ(scheduler_->FindGang(a->id), nullptr);
+  EXPECT_NE(scheduler_->FindGang(b->id), nullptr);
+  Mutation m = scheduler_->TakeMutation();
   EXPECT_EQ(m.gangs_deleted, std::vector<GangId>{a->id});
 }
 
@@ -297,10 +279,10 @@ TEST_F(SchedulerTest, RemoveNodeRefusesWhileItHoldsAGang) {
   GangPtr gang = Submit(Spec("llm").Pods(1, 8));
   Cycle();
   const NodeId node = Get(gang)->placement[0].node;
-  EXPECT_EQ(scheduler_.RemoveNode(node).code(),
+  EXPECT_EQ(scheduler_->RemoveNode(node).code(),
             absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(scheduler_.Cancel(gang->id, "", now_).ok());
-  EXPECT_TRUE(scheduler_.RemoveNode(node).ok());
+  ASSERT_TRUE(scheduler_->Cancel(gang->id, "", now_).ok());
+  EXPECT_TRUE(scheduler_->RemoveNode(node).ok());
 }
 
 TEST(SchedulerDeterminismTest, SameCommandsGiveSamePlacements) {
@@ -342,23 +324,23 @@ class PriorityRulesTest : public SchedulerTest {
   PriorityRulesTest() {
     Config config = LevelsConfig();
     config.priority_classes = {{"production", 1000}, {"batch", 0}};
-    EXPECT_TRUE(scheduler_.UpdateConfig(config, std::nullopt).ok());
+    EXPECT_TRUE(scheduler_->UpdateConfig(config, std::nullopt).ok());
     Queue capped;
     capped.name = QueueName("capped");
     capped.max_priority = 100;
-    EXPECT_TRUE(scheduler_.PutQueue(capped).ok());
-    scheduler_.TakeMutation();
+    EXPECT_TRUE(scheduler_->PutQueue(capped).ok());
+    scheduler_->TakeMutation();
   }
 
   absl::Status SubmitStatus(GangSpec spec) {
-    return scheduler_.Submit(std::move(spec), now_, "owner").status();
+    return scheduler_->Submit(std::move(spec), now_, "owner").status();
   }
 };
 
 TEST_F(PriorityRulesTest, APriorityClassSetsThePriority) {
   GangSpec spec = Spec("llm").Pods(1, 8);
   spec.priority_class = "production";
-  auto result = scheduler_.Submit(spec, now_, "team-a");
+  auto result = scheduler_->Submit(spec, now_, "team-a");
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->gang->spec.priority, 1000);
   EXPECT_EQ(result->gang->spec.priority_class, "production");
@@ -375,14 +357,14 @@ TEST_F(PriorityRulesTest, UnknownOrContradictedClassesAreRefused) {
   contradicted.priority = 5;
   EXPECT_EQ(SubmitStatus(contradicted).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(scheduler_.TakeMutation().empty());
+  EXPECT_TRUE(scheduler_->TakeMutation().empty());
 }
 
 TEST_F(PriorityRulesTest, MaxPriorityRefusesGangsAboveIt) {
   GangSpec at = Spec("capped").Pods(1, 8);
   at.priority = 100;
   EXPECT_TRUE(SubmitStatus(at).ok());
-  scheduler_.TakeMutation();
+  scheduler_->TakeMutation();
   GangSpec above = Spec("capped").Pods(1, 8);
   above.priority = 101;
   const absl::Status status = SubmitStatus(above);
@@ -391,9 +373,9 @@ TEST_F(PriorityRulesTest, MaxPriorityRefusesGangsAboveIt) {
   GangSpec by_class = Spec("capped").Pods(1, 8);
   by_class.priority_class = "production";
   EXPECT_EQ(SubmitStatus(by_class).code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(scheduler_.DryRun(by_class).status().code(),
+  EXPECT_EQ(scheduler_->DryRun(by_class).status().code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_TRUE(scheduler_.TakeMutation().empty());
+  EXPECT_TRUE(scheduler_->TakeMutation().empty());
 }
 
 }  // namespace
@@ -407,7 +389,7 @@ namespace {
 TEST_F(SchedulerTest, RestoreRefusesAWaitingGangOfNoPods) {
   MemoryStore store;
   Submit(Spec("llm").Pods(1, 8));
-  ASSERT_TRUE(store.Commit(scheduler_.TakeMutation()).ok());
+  ASSERT_TRUE(store.Commit(scheduler_->TakeMutation()).ok());
   LoadedState state = *store.LoadAll();
   ASSERT_EQ(state.gangs.size(), 1u);
   state.gangs[0].spec.pod_sets[0].count = 0;

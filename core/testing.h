@@ -1,15 +1,27 @@
-// Builders for core tests: fleets and gang specs in one line each. Test-only.
+// Test-only helpers for core tests, owned by the tests that include them:
+// builders for fleets, queues and gang specs in one line each, the start of
+// the virtual clock (kT0), and SchedulerFixture, a gtest fixture holding one
+// Scheduler driven by Submit / Get / Cycle on that clock. Nothing here is
+// thread-safe; each test owns its fixture.
 #ifndef PHALANX_CORE_TESTING_H_
 #define PHALANX_CORE_TESTING_H_
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "core/model.h"
+#include "core/scheduler.h"
+#include "gtest/gtest.h"
 
 namespace phalanx::core::testing {
+
+// Where every core test's virtual clock starts.
+inline const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
 // Nodes "n-<block><rack><node>" labelled block "b<i>" and rack "r<i>-<j>".
 inline std::vector<Node> MakeNodes(int blocks, int racks_per_block,
@@ -81,6 +93,57 @@ class Spec {
 
  private:
   GangSpec spec_;
+};
+
+// A queue `name` of `weight` under `parent` ("" for none), with a nominal
+// quota of `nominal` H100 GPUs (none when negative).
+inline Queue MakeQueue(const std::string& name, int64_t nominal = -1,
+                       const std::string& parent = "", double weight = 1.0) {
+  Queue queue;
+  queue.name = QueueName(name);
+  queue.parent = QueueName(parent);
+  queue.weight = weight;
+  if (nominal >= 0) queue.nominal_gpus = {{"H100", nominal}};
+  return queue;
+}
+
+// A gtest fixture of one Scheduler on a virtual clock starting at kT0. Init
+// builds it; every command runs at now_.
+class SchedulerFixture : public ::testing::Test {
+ protected:
+  // Builds the scheduler from `config`, adds `nodes` (heard from at now_)
+  // and puts `queues`; a failure fails the test.
+  void Init(const Config& config, std::vector<Node> nodes,
+            const std::vector<Queue>& queues) {
+    scheduler_ = std::make_unique<Scheduler>(config);
+    ASSERT_TRUE(scheduler_->UpsertNodes(std::move(nodes), now_).ok());
+    for (const Queue& queue : queues) {
+      ASSERT_TRUE(scheduler_->PutQueue(queue).ok());
+    }
+  }
+  // Submits `spec` at now_ and expects it accepted. Returns the gang as
+  // submitted (its id names it), or nullptr after a refusal.
+  GangPtr Submit(const GangSpec& spec) {
+    auto result = scheduler_->Submit(spec, now_);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? result->gang : nullptr;
+  }
+  // Returns the current version of `gang` (nullptr once it is gone).
+  GangPtr Get(const GangPtr& gang) const { return Get(gang->id); }
+  GangPtr Get(const GangId& id) const { return scheduler_->FindGang(id); }
+  GangState StateOf(const GangPtr& gang) const { return Get(gang)->state; }
+  // Moves the clock `step` on and runs one cycle.
+  void Cycle(absl::Duration step = absl::Seconds(1)) {
+    scheduler_->RunCycle(now_ += step);
+  }
+  // Sets the clock to `when` and runs one cycle.
+  void CycleAt(absl::Time when) {
+    now_ = when;
+    scheduler_->RunCycle(now_);
+  }
+
+  std::unique_ptr<Scheduler> scheduler_;
+  absl::Time now_ = kT0;
 };
 
 }  // namespace phalanx::core::testing

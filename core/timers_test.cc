@@ -15,10 +15,9 @@ namespace phalanx::core {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kT0;
 using testing::MakeNodes;
 using testing::Spec;
-
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
 GangSpec Leased(absl::Duration lease, int pods = 2) {
   GangSpec spec = Spec("q").Pods(pods, 8);
@@ -32,26 +31,13 @@ int FreeGpus(const Scheduler& s) {
   return free;
 }
 
-class LeaseTest : public ::testing::Test {
+class LeaseTest : public testing::SchedulerFixture {
  protected:
   LeaseTest() { Init(Config{}); }
   void Init(Config config) {
     config.reservation.depth = 0;
-    scheduler_ = std::make_unique<Scheduler>(config);
-    EXPECT_TRUE(scheduler_->UpsertNodes(MakeNodes(1, 2, 2), now_).ok());
-    Queue queue;
-    queue.name = QueueName("q");
-    EXPECT_TRUE(scheduler_->PutQueue(queue).ok());
-  }
-  GangPtr Submit(const GangSpec& spec) {
-    auto result = scheduler_->Submit(spec, now_);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? result->gang : nullptr;
-  }
-  GangPtr Get(const GangPtr& gang) { return scheduler_->FindGang(gang->id); }
-  void CycleAt(absl::Time when) {
-    now_ = when;
-    scheduler_->RunCycle(now_);
+    SchedulerFixture::Init(config, MakeNodes(1, 2, 2),
+                           {testing::MakeQueue("q")});
   }
   // Commits everything so far to `store` and restarts from it at `now_`.
   void Restart(MemoryStore& store) {
@@ -60,9 +46,6 @@ class LeaseTest : public ::testing::Test {
     ASSERT_TRUE(restored.ok()) << restored.status();
     scheduler_ = *std::move(restored);
   }
-
-  std::unique_ptr<Scheduler> scheduler_;
-  absl::Time now_ = kT0;
 };
 
 TEST_F(LeaseTest, APendingGangHasNoLeaseAndCannotRenew) {

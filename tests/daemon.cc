@@ -1,23 +1,16 @@
 #include "tests/daemon.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
@@ -44,109 +37,62 @@ std::string DaemonProcess::WriteFile(const std::string& name,
 }
 
 bool DaemonProcess::Start() {
-  int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) return false;
   std::vector<std::string> args = {PHALANXD_PATH, "--listen=127.0.0.1:0",
                                    "--metrics-listen=127.0.0.1:0",
                                    "--data-dir=" + data_dir_};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-  pid_ = fork();
-  if (pid_ == 0) {
-    dup2(pipe_fds[1], STDOUT_FILENO);
-    dup2(pipe_fds[1], STDERR_FILENO);
-    close(pipe_fds[0]);
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(pipe_fds[1]);
-  stdout_fd_ = pipe_fds[0];
   output_.clear();
-  // Read until both addresses are printed, the process exits, or 30 s pass.
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  std::smatch grpc_match, metrics_match;
+  if (!process_.Start({.args = args,
+                       .env = {},
+                       .output_path = root_ + "/phalanxd.log",
+                       .append_output = false})) {
+    return false;
+  }
+  // Ready once both addresses are printed; at most 30 s.
   const std::regex grpc_re("grpc listening on (\\S+)");
   const std::regex metrics_re("metrics listening on http://[^:]+:(\\d+)/");
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd pfd{stdout_fd_, POLLIN, 0};
-    if (poll(&pfd, 1, 100) > 0) {
-      char buffer[4096];
-      const ssize_t n = read(stdout_fd_, buffer, sizeof(buffer));
-      if (n <= 0) break;
-      output_.append(buffer, n);
-    }
-    if (std::regex_search(output_, grpc_match, grpc_re) &&
-        std::regex_search(output_, metrics_match, metrics_re)) {
-      address_ = grpc_match[1];
-      metrics_port_ = std::stoi(metrics_match[1]);
-      channel_ =
-          grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
-      return true;
-    }
+  std::smatch grpc_match, metrics_match;
+  const bool ready = process_.WaitUntil(
+      [&] {
+        ReadOutput(0);
+        return std::regex_search(output_, grpc_match, grpc_re) &&
+               std::regex_search(output_, metrics_match, metrics_re);
+      },
+      absl::Seconds(30));
+  if (!ready) {
+    Kill9();
+    return false;
   }
-  Kill9();
-  return false;
+  address_ = grpc_match[1];
+  metrics_port_ = std::stoi(metrics_match[1]);
+  channel_ = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  return true;
 }
 
 void DaemonProcess::Kill9() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
-  pid_ = -1;
-  close(stdout_fd_);
-  stdout_fd_ = -1;
+  process_.Kill9();
+  ReadOutput(0);
 }
 
-void DaemonProcess::Signal(int signal) {
-  if (pid_ > 0) kill(pid_, signal);
-}
+void DaemonProcess::Signal(int signal) { process_.Signal(signal); }
 
-void DaemonProcess::Pause() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGSTOP);
-  int status = 0;
-  waitpid(pid_, &status, WUNTRACED);
-}
+void DaemonProcess::Pause() { process_.Pause(); }
 
 void DaemonProcess::ReadOutput(int wait_ms) {
-  if (stdout_fd_ < 0) return;
-  pollfd pfd{stdout_fd_, POLLIN, 0};
-  while (poll(&pfd, 1, wait_ms) > 0) {
-    char buffer[4096];
-    const ssize_t n = read(stdout_fd_, buffer, sizeof(buffer));
-    if (n <= 0) return;
-    output_.append(buffer, n);
-    wait_ms = 0;
+  if (process_.output_path().empty()) return;
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(wait_ms);
+  std::string text = process_.ReadNewOutput();
+  while (text.empty() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+    text = process_.ReadNewOutput();
   }
+  output_ += text;
 }
 
 int DaemonProcess::Terminate() {
-  if (pid_ <= 0) return -1;
-  kill(pid_, SIGTERM);
-  // Drain its output until it closes (it exits) or 30 s pass.
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd pfd{stdout_fd_, POLLIN, 0};
-    if (poll(&pfd, 1, 100) <= 0) continue;
-    char buffer[4096];
-    const ssize_t n = read(stdout_fd_, buffer, sizeof(buffer));
-    if (n <= 0) break;
-    output_.append(buffer, n);
-  }
-  if (std::chrono::steady_clock::now() >= deadline) {
-    Kill9();
-    return -1;
-  }
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-  close(stdout_fd_);
-  stdout_fd_ = -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const int code = process_.Stop(absl::Seconds(30));
+  ReadOutput(0);
+  return code;
 }
 
 std::unique_ptr<v1::Scheduler::Stub> DaemonProcess::Scheduler() const {

@@ -1,4 +1,5 @@
-// DaemonProcess: runs the real phalanxd binary for integration tests, on an
+// DaemonProcess: runs the real phalanxd binary for integration tests (a
+// ChildProcess, its output in phalanxd.log beside the data directory), on an
 // ephemeral loopback port with a temporary data directory, and hands out
 // stubs. Not thread-safe; one per test.
 #ifndef PHALANX_TESTS_DAEMON_H_
@@ -15,6 +16,7 @@
 #include "phalanx/v1/admin.grpc.pb.h"
 #include "phalanx/v1/fleet.grpc.pb.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
+#include "tests/child_process.h"
 #include "tests/health_probe.h"  // HealthStatus (-5: unknown service, -14: unreachable)
 
 namespace phalanx::testing {
@@ -49,7 +51,7 @@ class DaemonProcess {
   void ReadOutput(int wait_ms = 100);
 
   const std::string& data_dir() const { return data_dir_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
   const std::string& address() const { return address_; }
   int metrics_port() const { return metrics_port_; }
   const std::string& output() const { return output_; }
@@ -65,8 +67,7 @@ class DaemonProcess {
   std::vector<std::string> extra_args_;
   std::string root_;
   std::string data_dir_;
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
+  ChildProcess process_;
   std::string address_;
   int metrics_port_ = 0;
   std::string output_;

@@ -1,22 +1,20 @@
 #include "tests/etcd_cluster.h"
 
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -83,7 +81,7 @@ EtcdCluster::EtcdCluster(int members, EtcdClusterTls tls)
     member.name = absl::StrCat("e", i);
     member.client_port = FreePortPair(taken);
     member.peer_port = member.client_port + 1;
-    members_.push_back(member);
+    members_.push_back(std::move(member));
   }
 }
 
@@ -133,20 +131,11 @@ bool EtcdCluster::Spawn(int i, const std::string& state) {
     args.push_back("--cert-file=" + tls_.cert_file);
     args.push_back("--key-file=" + tls_.key_file);
   }
-  const std::string log = root_ + "/" + member.name + ".log";
-  member.pid = fork();
-  if (member.pid < 0) return false;
-  if (member.pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return true;
+  if (!member.process) member.process = std::make_unique<ChildProcess>();
+  return member.process->Start({.args = args,
+                                .env = {},
+                                .output_path = LogPath(member),
+                                .append_output = true});
 }
 
 bool EtcdCluster::Start() {
@@ -160,11 +149,7 @@ bool EtcdCluster::Start() {
 }
 
 void EtcdCluster::Kill(int i) {
-  Member& member = members_[i];
-  if (member.pid <= 0) return;
-  kill(member.pid, SIGKILL);
-  waitpid(member.pid, nullptr, 0);
-  member.pid = -1;
+  if (members_[i].process) members_[i].process->Kill9();
 }
 
 bool EtcdCluster::Restart(int i) {
@@ -194,25 +179,21 @@ bool EtcdCluster::Healthy(int i, int timeout_ms) const {
 }
 
 bool EtcdCluster::WaitHealthy(int i) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (members_[i].pid <= 0) return false;
-    if (waitpid(members_[i].pid, nullptr, WNOHANG) == members_[i].pid) {
-      members_[i].pid = -1;  // it exited (and is reaped)
-      return false;
-    }
-    if (Healthy(i)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
+  ChildProcess* process = members_[i].process.get();
+  return process != nullptr &&
+         process->WaitUntil([&] { return Healthy(i); }, absl::Seconds(30),
+                            absl::Milliseconds(50));
+}
+
+std::string EtcdCluster::LogPath(const Member& member) const {
+  return root_ + "/" + member.name + ".log";
 }
 
 std::string EtcdCluster::logs() const {
   std::string all;
   for (const Member& member : members_) {
     absl::StrAppend(&all, "--- ", member.name, " ---\n",
-                    Tail(root_ + "/" + member.name + ".log", 2000), "\n");
+                    Tail(LogPath(member), 2000), "\n");
   }
   return all;
 }

@@ -1,14 +1,16 @@
 // EtcdCluster: a real etcd cluster for tests — N members of /usr/bin/etcd on
-// free loopback ports, with data in a temporary directory — that a test can
+// free loopback ports (each a ChildProcess, its log appended to
+// <root>/<name>.log), with data in a temporary directory — that a test can
 // kill and restart member by member (quorum and fail-over tests). Only the
 // processes it started are ever signalled. Not thread-safe; one per test.
 #ifndef PHALANX_TESTS_ETCD_CLUSTER_H_
 #define PHALANX_TESTS_ETCD_CLUSTER_H_
 
-#include <sys/types.h>
-
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "tests/child_process.h"
 
 namespace phalanx::testing {
 
@@ -57,13 +59,14 @@ class EtcdCluster {
     std::string name;
     int client_port = 0;
     int peer_port = 0;
-    pid_t pid = -1;
+    std::unique_ptr<ChildProcess> process;  // its log: LogPath()
   };
   // Forks and execs member `i`; `state` is "new" or "existing".
   bool Spawn(int i, const std::string& state);
   // Waits until member `i` is healthy or 30 s pass.
   bool WaitHealthy(int i);
   std::string InitialCluster() const;
+  std::string LogPath(const Member& member) const;
 
   std::string root_;
   EtcdClusterTls tls_;

@@ -35,8 +35,8 @@ void RunClient(int client, Clock::time_point deadline, int64_t max_ops,
 
 }  // namespace
 
-JsonObject ClosedLoopResult::ToJson() const {
-  JsonObject json;
+bench::JsonObject ClosedLoopResult::ToJson() const {
+  bench::JsonObject json;
   json.Add("clients", clients)
       .Add("ops", ops)
       .Add("errors", errors)
@@ -57,8 +57,8 @@ void ClosedLoopResult::Merge(const ClosedLoopResult& other) {
   latencies_ms.insert(latencies_ms.end(), other.latencies_ms.begin(),
                       other.latencies_ms.end());
   ops_per_sec = seconds > 0 ? ops / seconds : 0;
-  p50_ms = Percentile(latencies_ms, 50);
-  p99_ms = Percentile(latencies_ms, 99);
+  p50_ms = bench::Percentile(latencies_ms, 50);
+  p99_ms = bench::Percentile(latencies_ms, 99);
 }
 
 ClosedLoopResult RunClosedLoop(int clients, double seconds,
@@ -87,8 +87,8 @@ ClosedLoopResult RunClosedLoop(int clients, double seconds,
                      tally.latencies_ms.end());
   }
   result.ops_per_sec = result.seconds > 0 ? result.ops / result.seconds : 0;
-  result.p50_ms = Percentile(latencies, 50);
-  result.p99_ms = Percentile(latencies, 99);
+  result.p50_ms = bench::Percentile(latencies, 50);
+  result.p99_ms = bench::Percentile(latencies, 99);
   return result;
 }
 

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "bench/perf/stats.h"
+#include "bench/json.h"
+#include "bench/stats.h"
 
 namespace phalanx::perf {
 
@@ -26,7 +27,7 @@ struct ClosedLoopResult {
   std::string first_error;
   std::vector<double> latencies_ms;  // every call's; not in ToJson
 
-  JsonObject ToJson() const;
+  bench::JsonObject ToJson() const;
   // Adds `other` (another round of the same test): sums the counts and
   // times, recomputes the rate and percentiles over both.
   void Merge(const ClosedLoopResult& other);

@@ -2,17 +2,13 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -35,84 +31,63 @@ PhalanxdProcess::PhalanxdProcess(std::string binary, std::string data_dir,
       data_dir_(std::move(data_dir)),
       args_(std::move(args)) {}
 
-PhalanxdProcess::~PhalanxdProcess() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  if (output_fd_ >= 0) close(output_fd_);
-}
-
-void PhalanxdProcess::DrainOutput(int timeout_ms) {
-  pollfd pfd{output_fd_, POLLIN, 0};
-  if (poll(&pfd, 1, timeout_ms) <= 0) return;
-  char buffer[4096];
-  const ssize_t n = read(output_fd_, buffer, sizeof(buffer));
-  if (n > 0) output_.append(buffer, n);
-}
+PhalanxdProcess::~PhalanxdProcess() = default;  // the child is SIGKILLed
 
 bool PhalanxdProcess::Start(double timeout_seconds) {
-  int fds[2];
-  if (pipe(fds) != 0) return false;
-  std::vector<std::string> argv_strings = {binary_, "--listen=127.0.0.1:0",
-                                           "--metrics-listen=127.0.0.1:0",
-                                           "--data-dir=" + data_dir_};
-  argv_strings.insert(argv_strings.end(), args_.begin(), args_.end());
+  std::vector<std::string> args = {binary_, "--listen=127.0.0.1:0",
+                                   "--metrics-listen=127.0.0.1:0",
+                                   "--data-dir=" + data_dir_};
+  args.insert(args.end(), args_.begin(), args_.end());
   const Clock::time_point start = Clock::now();
-  pid_ = fork();
-  if (pid_ == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    dup2(fds[1], STDERR_FILENO);
-    close(fds[0]);
-    std::vector<char*> argv;
-    for (std::string& arg : argv_strings) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+  if (!process_.Start({.args = args,
+                       .env = {},
+                       .output_path = data_dir_ + ".log",
+                       .append_output = false})) {
+    return false;
   }
-  close(fds[1]);
-  output_fd_ = fds[0];
+  const absl::Duration timeout = absl::Seconds(timeout_seconds);
+  if (!WaitForAddresses(timeout)) return false;
+  seconds_to_address_ = SecondsSince(start);
+  // Answering = a real RPC through the scheduler loop succeeds.
+  std::shared_ptr<grpc::Channel> channel = NewChannel();
+  const absl::Duration left = timeout - absl::Seconds(SecondsSince(start));
+  if (!process_.WaitUntil([&] { return Answers(channel); }, left,
+                          absl::Milliseconds(1))) {
+    return false;
+  }
+  seconds_to_serving_ = SecondsSince(start);
+  return true;
+}
+
+bool PhalanxdProcess::WaitForAddresses(absl::Duration timeout) {
   const std::regex grpc_re("grpc listening on (\\S+)");
   const std::regex metrics_re("metrics listening on http://[^:]+:(\\d+)/");
   std::smatch grpc_match, metrics_match;
-  while (SecondsSince(start) < timeout_seconds) {
-    DrainOutput(5);
-    if (std::regex_search(output_, grpc_match, grpc_re) &&
-        std::regex_search(output_, metrics_match, metrics_re)) {
-      break;
-    }
-    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
-  }
-  if (grpc_match.empty()) return false;
-  seconds_to_address_ = SecondsSince(start);
+  std::string output;
+  const bool printed = process_.WaitUntil(
+      [&] {
+        output = process_.Output();
+        return std::regex_search(output, grpc_match, grpc_re) &&
+               std::regex_search(output, metrics_match, metrics_re);
+      },
+      timeout);
+  if (!printed) return false;
   address_ = grpc_match[1];
   metrics_port_ = std::stoi(metrics_match[1]);
-  // Answering = a real RPC through the scheduler loop succeeds.
-  std::shared_ptr<grpc::Channel> channel = NewChannel();
-  auto admin = v1::Admin::NewStub(channel);
-  while (SecondsSince(start) < timeout_seconds) {
-    bool ready = false;
-    if (ready_probe_) {
-      ready = ready_probe_(channel);
-    } else {
-      grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::seconds(1));
-      Authorize(context);
-      v1::GetConfigRequest request;
-      v1::Config response;
-      ready = admin->GetConfig(&context, request, &response).ok();
-    }
-    if (ready) {
-      seconds_to_serving_ = SecondsSince(start);
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return false;
+  return true;
+}
+
+bool PhalanxdProcess::Answers(const std::shared_ptr<grpc::Channel>& channel) {
+  if (ready_probe_) return ready_probe_(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(1));
+  Authorize(context);
+  v1::GetConfigRequest request;
+  v1::Config response;
+  return v1::Admin::NewStub(channel)
+      ->GetConfig(&context, request, &response)
+      .ok();
 }
 
 void PhalanxdProcess::Authorize(grpc::ClientContext& context) const {
@@ -121,25 +96,9 @@ void PhalanxdProcess::Authorize(grpc::ClientContext& context) const {
   }
 }
 
-int PhalanxdProcess::Terminate() {
-  if (pid_ <= 0) return -1;
-  kill(pid_, SIGTERM);
-  const Clock::time_point start = Clock::now();
-  int status = 0;
-  while (SecondsSince(start) < 30) {
-    DrainOutput(10);
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-  }
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
-  pid_ = -1;
-  return -1;
-}
+int PhalanxdProcess::Terminate() { return process_.Stop(absl::Seconds(30)); }
 
-int64_t PhalanxdProcess::RssBytes() const { return RssBytesOf(pid_); }
+int64_t PhalanxdProcess::RssBytes() const { return RssBytesOf(pid()); }
 
 double PhalanxdProcess::Metric(const std::string& metric,
                                const std::string& label_filter) const {

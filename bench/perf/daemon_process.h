@@ -1,6 +1,7 @@
-// PhalanxdProcess: runs the real phalanxd binary for the load generator, on
-// ephemeral loopback ports, and reports how long it took to answer, its
-// resident memory and its metrics. Not thread-safe; one owner.
+// PhalanxdProcess: runs the real phalanxd binary for the load generator (a
+// ChildProcess, its output in <data_dir>.log), on ephemeral loopback ports, and
+// reports how long it took to answer, its resident memory and its metrics. Not
+// thread-safe; one owner.
 #ifndef PHALANX_BENCH_PERF_DAEMON_PROCESS_H_
 #define PHALANX_BENCH_PERF_DAEMON_PROCESS_H_
 
@@ -12,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "tests/child_process.h"
 
 namespace phalanx::perf {
 
@@ -60,22 +63,24 @@ class PhalanxdProcess {
                 const std::string& label_filter = "") const;
 
   const std::string& address() const { return address_; }
-  const std::string& output() const { return output_; }
-  pid_t pid() const { return pid_; }
+  // What it printed so far (stdout and stderr, in <data_dir>.log).
+  std::string output() const { return process_.Output(); }
+  pid_t pid() const { return process_.pid(); }
   // A new channel; distinct `shard` values get distinct TCP connections.
   std::shared_ptr<grpc::Channel> NewChannel(int shard = 0) const;
 
  private:
-  void DrainOutput(int timeout_ms);
+  // Waits for both printed addresses; false when it exits or times out.
+  bool WaitForAddresses(absl::Duration timeout);
+  // Whether the server answers the ready probe now.
+  bool Answers(const std::shared_ptr<grpc::Channel>& channel);
 
   std::string binary_;
   std::string data_dir_;
   std::vector<std::string> args_;
   std::string authorization_;  // "Bearer TOKEN" or ""
   ReadyProbe ready_probe_;
-  pid_t pid_ = -1;
-  int output_fd_ = -1;
-  std::string output_;
+  ::phalanx::testing::ChildProcess process_;
   std::string address_;
   int metrics_port_ = 0;
   double seconds_to_address_ = 0;

@@ -19,11 +19,13 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/synchronization/mutex.h"
 #include "baseline.grpc.pb.h"
+#include "bench/flags.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "proto/auth_config.h"
@@ -134,12 +136,11 @@ int Serve() {
 int main(int argc, char** argv) {
   // As phalanxd: Abseil's deadlock detection off, flags with dashes too.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--", 2) != 0) continue;
-    for (char* c = argv[i] + 2; *c != '\0' && *c != '='; ++c) {
-      if (*c == '-') *c = '_';
-    }
-  }
-  absl::ParseCommandLine(argc, argv);
+  std::vector<std::string> args =
+      phalanx::bench::UnderscoreFlagNames(argc, argv);
+  std::vector<char*> underscored;
+  for (std::string& arg : args) underscored.push_back(arg.data());
+  absl::ParseCommandLine(static_cast<int>(underscored.size()),
+                         underscored.data());
   return phalanx::perf::Serve();
 }

@@ -25,7 +25,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "bench/perf/stats.h"
+#include "bench/json.h"
+#include "bench/stats.h"
 #include "core/scheduler.h"
 #include "core/testing.h"
 #include "storage/etcd/etcd_state_store.h"
@@ -93,8 +94,8 @@ void TxnPhase(etcd::EtcdClient& client, int64_t term, int writers,
   for (const auto& each : latencies)
     all.insert(all.end(), each.begin(), each.end());
   std::printf("txn writers=%d txn_per_s=%.0f p50_us=%.0f p99_us=%.0f\n",
-              writers, all.size() / seconds, Percentile(all, 50),
-              Percentile(all, 99));
+              writers, all.size() / seconds, bench::Percentile(all, 50),
+              bench::Percentile(all, 99));
 }
 
 void CommitPhase(etcd::EtcdClient& client, int64_t term, const std::string& dir,
@@ -124,8 +125,8 @@ void CommitPhase(etcd::EtcdClient& client, int64_t term, const std::string& dir,
   }
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::printf("commit writers=1 commit_per_s=%.0f p50_us=%.0f p99_us=%.0f\n",
-              latencies.size() / seconds, Percentile(latencies, 50),
-              Percentile(latencies, 99));
+              latencies.size() / seconds, bench::Percentile(latencies, 50),
+              bench::Percentile(latencies, 99));
 }
 
 void SnapshotPhase(etcd::EtcdClient& client, const std::string& root,
@@ -235,9 +236,9 @@ void SnapshotPhase(etcd::EtcdClient& client, const std::string& root,
       options.snapshot_chunk_bytes, absl::ToDoubleSeconds(info->took), load_s,
       state->gangs.size(),
       static_cast<long long>(status.ok() ? status->dbsize() : -1),
-      Percentile(quiet_us, 50), Percentile(quiet_us, 99),
-      Percentile(busy_us, 50), Percentile(busy_us, 99),
-      Percentile(busy_us, 100));
+      bench::Percentile(quiet_us, 50), bench::Percentile(quiet_us, 99),
+      bench::Percentile(busy_us, 50), bench::Percentile(busy_us, 99),
+      bench::Percentile(busy_us, 100));
 }
 
 int Main() {

@@ -18,11 +18,9 @@
 // Writes one JSON object (--out_json) and a markdown summary (--out_md).
 // Every wait is bounded; only processes it started are signalled.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,14 +43,16 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "bench/json.h"
 #include "bench/perf/bench_auth.h"
 #include "bench/perf/closed_loop.h"
 #include "bench/perf/daemon_files.h"
-#include "bench/perf/stats.h"
 #include "bench/perf/workload.h"
+#include "bench/stats.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
 #include "storage/etcd/etcd_client.h"
+#include "tests/child_process.h"
 #include "tests/etcd_cluster.h"
 #include "tests/health_probe.h"
 
@@ -119,75 +119,34 @@ class Replica {
     metrics_port_ = FreePort();
     std::filesystem::create_directories(dir_);
   }
-  ~Replica() {
-    if (pid_ > 0) {
-      kill(pid_, SIGCONT);
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
   bool Spawn() {
-    std::vector<std::string> argv_strings = {
+    std::vector<std::string> args = {
         absl::GetFlag(FLAGS_phalanxd),
         absl::StrCat("--listen=", address()),
         absl::StrCat("--advertise-address=", address()),
         absl::StrCat("--metrics-listen=127.0.0.1:", metrics_port_),
         absl::StrCat("--data-dir=", dir_, "/data"),
         absl::StrCat("--replica-id=", id_)};
-    argv_strings.insert(argv_strings.end(), args_.begin(), args_.end());
-    const int out =
-        open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (out < 0) return false;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out, STDOUT_FILENO);
-      dup2(out, STDERR_FILENO);
-      std::vector<char*> argv;
-      for (std::string& arg : argv_strings) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(out);
-    return pid_ > 0;
+    args.insert(args.end(), args_.begin(), args_.end());
+    return process_.Start({.args = args,
+                           .env = {},
+                           .output_path = log_path(),
+                           .append_output = true});
   }
-  void Signal(int signal) {
-    if (pid_ > 0) kill(pid_, signal);
-  }
-  // SIGKILL and reap.
-  void Kill() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  // Waits at most `timeout` for the process to exit; its code, or -1.
+  void Signal(int signal) { process_.Signal(signal); }
+  // SIGKILL and reap (also when paused).
+  void Kill() { process_.Kill9(); }
+  // Waits at most `timeout` for the process to exit; its code (128 + the
+  // signal when one ended it), or -1.
   int WaitExit(absl::Duration timeout) {
-    const absl::Time start = absl::Now();
-    while (pid_ > 0 && absl::Now() - start < timeout) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    return -1;
+    if (!process_.Running()) return -1;
+    process_.WaitUntil([] { return false; }, timeout);
+    return process_.Running() ? -1 : process_.shell_status();
   }
   // Reaps the process if it has exited (no wait); true when it has.
-  bool Exited() {
-    int status = 0;
-    if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
-    return pid_ <= 0;
-  }
-  bool running() const { return pid_ > 0; }
-  std::string Output() const {
-    std::ifstream in(log_path());
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
+  bool Exited() { return !process_.Running(); }
+  bool running() const { return process_.pid() > 0; }
+  std::string Output() const { return process_.Output(); }
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
   std::string log_path() const { return dir_ + "/phalanxd.log"; }
   const std::string& id() const { return id_; }
@@ -198,7 +157,7 @@ class Replica {
   std::vector<std::string> args_;
   int port_ = 0;
   int metrics_port_ = 0;
-  pid_t pid_ = -1;
+  ::phalanx::testing::ChildProcess process_;  // SIGKILLed when destroyed
 };
 
 // The replica (index) that reports phalanx.v1.Leader SERVING, polling every
@@ -282,13 +241,13 @@ bool AwaitStandby(Replica& r, absl::Duration timeout) {
   return false;
 }
 
-JsonObject MinMedianMax(std::vector<double> samples) {
-  JsonObject json;
+bench::JsonObject MinMedianMax(std::vector<double> samples) {
+  bench::JsonObject json;
   if (samples.empty()) return json;
   std::sort(samples.begin(), samples.end());
   json.Add("n", static_cast<int>(samples.size()))
       .Add("min", samples.front())
-      .Add("median", Percentile(samples, 50))
+      .Add("median", bench::Percentile(samples, 50))
       .Add("max", samples.back());
   return json;
 }
@@ -297,7 +256,7 @@ std::string Mmm(std::vector<double> samples) {
   if (samples.empty()) return "not measured";
   std::sort(samples.begin(), samples.end());
   return absl::StrFormat("%.2f / %.2f / %.2f", samples.front(),
-                         Percentile(samples, 50), samples.back());
+                         bench::Percentile(samples, 50), samples.back());
 }
 
 // The mean size of the newest 64 log entries (batches) in bytes; 0 when
@@ -428,7 +387,7 @@ int Main() {
                       Authorization().empty() ? "off" : "on: tenant token"));
 
   // 1. Durable submits vs raw fenced transactions of one entry's size.
-  JsonObject submit_json;
+  bench::JsonObject submit_json;
   std::vector<std::string> submit_rows;
   const double seconds = absl::GetFlag(FLAGS_seconds);
   epb::PutRequest raw_leader;
@@ -487,7 +446,7 @@ int Main() {
           if (!response->succeeded()) return absl::AbortedError("fenced");
           return absl::OkStatus();
         });
-    JsonObject row;
+    bench::JsonObject row;
     row.Add("ha_submit", daemon.ToJson())
         .Add("raw_etcd_txn", raw.ToJson())
         .Add("ratio",
@@ -515,7 +474,7 @@ int Main() {
     Log(absl::StrFormat("SIGSTOP round %d: new leader %d", r, leader));
   }
   auto failover_json = [](const Failover& f) {
-    JsonObject json;
+    bench::JsonObject json;
     json.Add("to_leader_serving_s", MinMedianMax(f.to_leader_s))
         .Add("to_submit_accepted_s", MinMedianMax(f.to_submit_s))
         .Add("failed_rounds", f.failed);
@@ -528,7 +487,7 @@ int Main() {
 
   epb::StatusResponse status;
   if (auto s = (*client)->MemberStatus(); s.ok()) status = *s;
-  JsonObject json;
+  bench::JsonObject json;
   json.Add("etcd_members", 3)
       .Add("auth", !Authorization().empty())
       .Add("lease_ttl_s", ttl)

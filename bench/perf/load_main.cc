@@ -31,15 +31,16 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "baseline.grpc.pb.h"
+#include "bench/json.h"
 #include "bench/perf/bench_auth.h"
 #include "bench/perf/closed_loop.h"
 #include "bench/perf/daemon_files.h"
 #include "bench/perf/daemon_process.h"
 #include "bench/perf/raw_rocksdb.h"
 #include "bench/perf/restart.h"
-#include "bench/perf/stats.h"
 #include "bench/perf/watch_fanout.h"
 #include "bench/perf/workload.h"
+#include "bench/stats.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
 
 ABSL_FLAG(std::string, phalanxd, PHALANXD_PATH, "phalanxd binary");
@@ -303,9 +304,9 @@ class CpuTally {
     self_ += CpuSecondsOf(getpid());
     wall_ += NowSeconds();
   }
-  JsonObject ToJson(int64_t ops) const {
+  bench::JsonObject ToJson(int64_t ops) const {
     const double per_op = ops > 0 ? 1e6 / static_cast<double>(ops) : 0.0;
-    JsonObject json;
+    bench::JsonObject json;
     json.Add("daemon_cores", wall_ > 0 ? daemon_ / wall_ : 0.0)
         .Add("load_generator_cores", wall_ > 0 ? self_ / wall_ : 0.0)
         .Add("daemon_cpu_us_per_op", daemon_ * per_op)
@@ -337,11 +338,11 @@ double Ratio(double numerator, double denominator) {
 // Durable submits vs raw RocksDB and vs the empty RPC at each concurrency,
 // alternated in `rounds` rounds so all three see the same disk and machine
 // load. `ratio` is against the lower of the two limits.
-JsonObject SubmitVersusLimits(const PhalanxdProcess& daemon,
-                              LoadClients& clients, RawRocksDb& raw,
-                              const EmptyRpc& empty, double seconds,
-                              int rounds) {
-  JsonObject by_clients;
+bench::JsonObject SubmitVersusLimits(const PhalanxdProcess& daemon,
+                                     LoadClients& clients, RawRocksDb& raw,
+                                     const EmptyRpc& empty, double seconds,
+                                     int rounds) {
+  bench::JsonObject by_clients;
   for (int n : ParseClients()) {
     const int value_bytes = std::max(clients.gang_bytes(), 1);
     Log(absl::StrFormat(
@@ -368,15 +369,15 @@ JsonObject SubmitVersusLimits(const PhalanxdProcess& daemon,
           [&](int c, int64_t i) { return clients.Submit(c, i); }));
       submit_cpu.Stop(daemon);
     }
-    JsonObject raw_json = raw_result.ToJson();
+    bench::JsonObject raw_json = raw_result.ToJson();
     raw_json.Add("cpu", raw_cpu.ToJson(raw_result.ops));
-    JsonObject empty_json = empty_result.ToJson();
+    bench::JsonObject empty_json = empty_result.ToJson();
     empty_json.Add("cpu", empty_cpu.ToJson(empty_result.ops));
-    JsonObject submit_json = submit.ToJson();
+    bench::JsonObject submit_json = submit.ToJson();
     submit_json.Add("cpu", submit_cpu.ToJson(submit.ops));
     const double limit =
         std::min(raw_result.ops_per_sec, empty_result.ops_per_sec);
-    JsonObject entry;
+    bench::JsonObject entry;
     entry.Add("value_bytes", value_bytes)
         .Add("rounds", rounds)
         .Add("durable_submit", submit_json)
@@ -394,8 +395,8 @@ JsonObject SubmitVersusLimits(const PhalanxdProcess& daemon,
   return by_clients;
 }
 
-JsonObject Reads(LoadClients& clients, double seconds) {
-  JsonObject by_clients;
+bench::JsonObject Reads(LoadClients& clients, double seconds) {
+  bench::JsonObject by_clients;
   for (int n : ParseClients()) {
     Log(absl::StrFormat("GetGang, %d clients", n));
     by_clients.Add(absl::StrCat(n),
@@ -408,9 +409,9 @@ JsonObject Reads(LoadClients& clients, double seconds) {
 
 // Submits at 64 clients until the daemon holds `target` pending gangs (at
 // most 120 s); returns the resident memory figure.
-JsonObject MemoryPerPendingGang(const PhalanxdProcess& daemon,
-                                LoadClients& clients, int64_t rss_before,
-                                double pending_before, int target) {
+bench::JsonObject MemoryPerPendingGang(const PhalanxdProcess& daemon,
+                                       LoadClients& clients, int64_t rss_before,
+                                       double pending_before, int target) {
   const double missing = target - PendingGangs(clients);
   if (missing > 0) {
     Log(absl::StrFormat("topping up to %d pending gangs", target));
@@ -420,7 +421,7 @@ JsonObject MemoryPerPendingGang(const PhalanxdProcess& daemon,
   }
   const int64_t rss_after = daemon.RssBytes();
   const double pending_after = PendingGangs(clients);
-  JsonObject json;
+  bench::JsonObject json;
   json.Add("rss_bytes_before", rss_before)
       .Add("rss_bytes_after", rss_after)
       .Add("pending_before", pending_before)
@@ -432,14 +433,14 @@ JsonObject MemoryPerPendingGang(const PhalanxdProcess& daemon,
   return json;
 }
 
-JsonObject Batching(const PhalanxdProcess& daemon) {
+bench::JsonObject Batching(const PhalanxdProcess& daemon) {
   const double batches = daemon.Metric("phalanx_storage_batch_commands_count");
   const double commands = daemon.Metric("phalanx_storage_batch_commands_sum");
   const double commits = daemon.Metric("phalanx_storage_commit_seconds_count");
   const double commit_s = daemon.Metric("phalanx_storage_commit_seconds_sum");
   const double cycles = daemon.Metric("phalanx_cycle_seconds_count");
   const double cycle_s = daemon.Metric("phalanx_cycle_seconds_sum");
-  JsonObject json;
+  bench::JsonObject json;
   json.Add("batches", batches)
       .Add("commands_per_batch", batches > 0 ? commands / batches : 0.0)
       .Add("commit_ms_mean", commits > 0 ? 1e3 * commit_s / commits : 0.0)
@@ -450,8 +451,8 @@ JsonObject Batching(const PhalanxdProcess& daemon) {
 // One watch fan-out run per --watch_rates rate into `json`: "watch" keeps
 // the first (the headline, 50/s), "watch_by_rate" all of them.
 void WatchRuns(const PhalanxdProcess& daemon, LoadClients& clients,
-               double seconds, JsonObject& json) {
-  JsonObject by_rate;
+               double seconds, bench::JsonObject& json) {
+  bench::JsonObject by_rate;
   bool first = true;
   for (double rate : ParseWatchRates()) {
     Log(absl::StrFormat("watch fan-out, %d watchers, %g events/s",
@@ -467,7 +468,7 @@ void WatchRuns(const PhalanxdProcess& daemon, LoadClients& clients,
         daemon, watch, [&](int64_t i) { return clients.Submit(0, i); });
     cpu.Stop(daemon);
     // Per delivery: the load generator's 1,000 reactors share the machine.
-    JsonObject entry = result.ToJson();
+    bench::JsonObject entry = result.ToJson();
     entry.Add("events_per_sec_asked", rate)
         .Add("cpu_per_delivery", cpu.ToJson(result.deliveries));
     if (first) json.Add("watch", entry);
@@ -477,7 +478,8 @@ void WatchRuns(const PhalanxdProcess& daemon, LoadClients& clients,
   json.Add("watch_by_rate", by_rate);
 }
 
-absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
+absl::StatusOr<bench::JsonObject> DaemonPhases(const std::string& root,
+                                               bool quick) {
   const double seconds = SecondsFlag(quick);
   const std::string dir = root + "/daemon";
   std::filesystem::create_directories(dir);
@@ -513,7 +515,7 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
                   [&](int c, int64_t i) { return clients.Submit(c, i); });
   }
   if (absl::GetFlag(FLAGS_watch_only)) {
-    JsonObject json;
+    bench::JsonObject json;
     WatchRuns(daemon, clients, seconds, json);
     json.Add("daemon_exit_code", daemon.Terminate());
     return json;
@@ -551,7 +553,7 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
     return s;
   }
   EmptyRpcClients empty_clients(empty_server);
-  JsonObject json;
+  bench::JsonObject json;
   json.Add("auth", !auth.token.empty());
   json.Add("submit",
            SubmitVersusLimits(daemon, clients, **raw,
@@ -576,7 +578,7 @@ absl::StatusOr<JsonObject> DaemonPhases(const std::string& root, bool quick) {
 }
 
 // Writes the JSON to --out (default: stdout); false when it cannot.
-bool WriteOut(const JsonObject& out) {
+bool WriteOut(const bench::JsonObject& out) {
   const std::string path = absl::GetFlag(FLAGS_out);
   if (path.empty()) {
     std::printf("%s\n", out.Dump().c_str());
@@ -594,7 +596,7 @@ int Main(bool quick) {
     return 1;
   }
   const std::string root = pattern;
-  JsonObject out;
+  bench::JsonObject out;
   int code = 0;
   if (auto s = Pin(0, absl::GetFlag(FLAGS_client_cpus)); !s.ok()) {
     Log(s.ToString());

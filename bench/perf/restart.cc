@@ -104,16 +104,16 @@ int64_t DirectoryBytes(const std::string& dir) {
 
 }  // namespace
 
-JsonObject RestartResult::ToJson() const {
-  JsonObject runs;
+bench::JsonObject RestartResult::ToJson() const {
+  bench::JsonObject runs;
   for (size_t i = 0; i < seconds_to_serving.size(); ++i) {
     runs.Add(absl::StrCat("run_", i + 1),
-             JsonObject()
+             bench::JsonObject()
                  .Add("seconds_to_address", seconds_to_address[i])
                  .Add("seconds_to_serving", seconds_to_serving[i])
                  .Add("cpu_seconds_to_serving", cpu_seconds_to_serving[i]));
   }
-  JsonObject json;
+  bench::JsonObject json;
   json.Add("nodes", nodes)
       .Add("active_gangs", active_gangs)
       .Add("pending_gangs", pending_gangs)
@@ -166,9 +166,9 @@ absl::StatusOr<RestartResult> RunRestart(const RestartOptions& options) {
     result.daemon_output = daemon.output();
   }
   std::vector<double> serving = result.seconds_to_serving;
-  result.median_seconds = Percentile(serving, 50);
+  result.median_seconds = bench::Percentile(serving, 50);
   std::vector<double> cpu = result.cpu_seconds_to_serving;
-  result.median_cpu_seconds = Percentile(cpu, 50);
+  result.median_cpu_seconds = bench::Percentile(cpu, 50);
   return result;
 }
 

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "bench/perf/stats.h"
+#include "bench/json.h"
+#include "bench/stats.h"
 
 namespace phalanx::perf {
 
@@ -42,7 +43,7 @@ struct RestartResult {
   int64_t rss_bytes = 0;          // after the last start
   std::string daemon_output;      // of the last start
 
-  JsonObject ToJson() const;
+  bench::JsonObject ToJson() const;
 };
 
 absl::StatusOr<RestartResult> RunRestart(const RestartOptions& options);

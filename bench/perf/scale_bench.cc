@@ -1,4 +1,4 @@
-// phalanx-scale-bench: one point of the core scale grid (issue 14 item 4) —
+// phalanx-scale-bench: one point of the core scale grid —
 // a scheduler of `--nodes` nodes × 8 GPUs holding `--pending` pending gangs
 // of the workload mix, in one process (no I/O, virtual clock). Writes one
 // JSON object (bench/scale.sh runs the grid, one process a point, and
@@ -39,8 +39,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "bench/perf/stats.h"
+#include "bench/json.h"
 #include "bench/perf/workload.h"
+#include "bench/stats.h"
 #include "core/scheduler.h"
 
 ABSL_FLAG(int, nodes, 10000, "Nodes of 8 GPUs");
@@ -124,7 +125,7 @@ void Trace(const char* phase, double seconds, int admitted,
 }
 
 // Mean, p50 and max of per-cycle seconds, in microseconds.
-JsonObject CycleJson(std::vector<double> seconds, int64_t admitted) {
+bench::JsonObject CycleJson(std::vector<double> seconds, int64_t admitted) {
   double total = 0;
   double most = 0;
   for (double s : seconds) {
@@ -132,10 +133,10 @@ JsonObject CycleJson(std::vector<double> seconds, int64_t admitted) {
     most = std::max(most, s);
   }
   const double n = static_cast<double>(seconds.size());
-  JsonObject json;
+  bench::JsonObject json;
   json.Add("cycles", static_cast<int64_t>(seconds.size()))
       .Add("mean_us", n > 0 ? total / n * 1e6 : 0.0)
-      .Add("p50_us", Percentile(seconds, 50) * 1e6)
+      .Add("p50_us", bench::Percentile(seconds, 50) * 1e6)
       .Add("max_us", most * 1e6)
       .Add("admitted", admitted);
   return json;
@@ -145,8 +146,8 @@ class Point {
  public:
   Point(int nodes, int pending) : nodes_(nodes), pending_(pending) {}
 
-  JsonObject Run(bool rss_only) {
-    JsonObject json;
+  bench::JsonObject Run(bool rss_only) {
+    bench::JsonObject json;
     json.Add("nodes", nodes_).Add("pending", pending_);
     const int64_t rss_start = RssBytes();
     Build();
@@ -180,7 +181,7 @@ class Point {
     build_seconds_ = CpuSince(start);
   }
 
-  JsonObject Fill() {
+  bench::JsonObject Fill() {
     now_ += absl::Seconds(1);
     const double start = CpuNow();
     scheduler_->RunCycle(now_);
@@ -188,7 +189,7 @@ class Point {
     const int admitted = CollectAdmitted(mutation, active_);
     const double seconds = CpuSince(start);
     Trace("fill", seconds, admitted, mutation);
-    JsonObject json;
+    bench::JsonObject json;
     json.Add("seconds", seconds)
         .Add("admitted", admitted)
         .Add("admissions_per_sec", seconds > 0 ? admitted / seconds : 0.0)
@@ -201,7 +202,7 @@ class Point {
            (count < 3 || SecondsSince(start) < absl::GetFlag(FLAGS_seconds));
   }
 
-  JsonObject Unchanged() {
+  bench::JsonObject Unchanged() {
     std::vector<double> seconds;
     int64_t admitted = 0;
     const Clock::time_point start = Clock::now();
@@ -219,7 +220,7 @@ class Point {
     return CycleJson(std::move(seconds), admitted);
   }
 
-  JsonObject OneDone() {
+  bench::JsonObject OneDone() {
     std::vector<double> seconds;
     int64_t admitted = 0;
     int refill = 0;
@@ -241,7 +242,7 @@ class Point {
     return CycleJson(std::move(seconds), admitted);
   }
 
-  JsonObject Churn() {
+  bench::JsonObject Churn() {
     const int completions = absl::GetFlag(FLAGS_completions);
     int steps = 0;
     int refill = 0;
@@ -267,7 +268,7 @@ class Point {
       ++steps;
     }
     const double seconds = report_seconds + submit_seconds + cycle_seconds;
-    JsonObject json;
+    bench::JsonObject json;
     json.Add("completions", completions)
         .Add("steps", steps)
         .Add("seconds", seconds)

@@ -1,4 +1,4 @@
-// phalanx-scale-restart: restart time of phalanxd at scale (issue 14 item 4).
+// phalanx-scale-restart: restart time of phalanxd at scale.
 // For each count N of `--stored` gangs: a fleet of N × `--active_fraction`
 // ÷ 8 nodes, filled by that many ADMITTED one-GPU gangs, and the rest of the
 // N gangs PENDING (they cannot fit, so the first cycle admits nothing);
@@ -21,9 +21,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/json.h"
 #include "bench/perf/restart.h"
-#include "bench/perf/stats.h"
 #include "bench/perf/workload.h"
+#include "bench/stats.h"
 
 ABSL_FLAG(std::string, phalanxd, PHALANXD_PATH, "phalanxd binary");
 ABSL_FLAG(std::string, stored, "10000,100000,1000000",
@@ -60,11 +61,11 @@ absl::StatusOr<RestartResult> Series(const std::string& root, int active,
   return result;
 }
 
-JsonObject Point(const std::string& root, int stored) {
+bench::JsonObject Point(const std::string& root, int stored) {
   const double fraction = absl::GetFlag(FLAGS_active_fraction);
   const int active = static_cast<int>(stored * fraction);
   const int nodes = std::max(1, (active + kGpusPerNode - 1) / kGpusPerNode);
-  JsonObject json;
+  bench::JsonObject json;
   json.Add("stored_gangs", stored).Add("nodes", nodes);
   Log(absl::StrFormat("%d nodes, empty store", nodes));
   absl::StatusOr<RestartResult> empty = Series(root, 0, 0, nodes, 1);
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
     std::perror("mkdtemp");
     return 1;
   }
-  phalanx::perf::JsonObject json;
+  phalanx::bench::JsonObject json;
   for (absl::string_view text :
        absl::StrSplit(absl::GetFlag(FLAGS_stored), ',')) {
     int stored = 0;

@@ -199,8 +199,8 @@ int64_t SubmitAtRate(const WatchFanoutOptions& options,
 
 }  // namespace
 
-JsonObject WatchFanoutResult::ToJson() const {
-  JsonObject json;
+bench::JsonObject WatchFanoutResult::ToJson() const {
+  bench::JsonObject json;
   json.Add("watchers", watchers)
       .Add("api", batches ? "WatchGangBatches" : "WatchGangs")
       .Add("watchers_connected", watchers_connected)
@@ -272,8 +272,8 @@ WatchFanoutResult RunWatchFanout(const PhalanxdProcess& daemon,
                      watcher->latencies_ms().end());
   }
   result.deliveries = static_cast<int64_t>(latencies.size());
-  result.p50_ms = Percentile(latencies, 50);
-  result.p99_ms = Percentile(latencies, 99);
+  result.p50_ms = bench::Percentile(latencies, 50);
+  result.p99_ms = bench::Percentile(latencies, 99);
   result.max_ms = latencies.empty() ? 0 : latencies.back();
   return result;
 }

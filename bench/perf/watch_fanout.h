@@ -13,8 +13,9 @@
 #include <functional>
 
 #include "absl/status/status.h"
+#include "bench/json.h"
 #include "bench/perf/daemon_process.h"
-#include "bench/perf/stats.h"
+#include "bench/stats.h"
 
 namespace phalanx::perf {
 
@@ -49,7 +50,7 @@ struct WatchFanoutResult {
   double max_ms = 0;
   double seconds = 0;
 
-  JsonObject ToJson() const;
+  bench::JsonObject ToJson() const;
 };
 
 // A submit that produces one event; called at the steady rate, from one

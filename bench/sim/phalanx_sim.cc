@@ -1,0 +1,324 @@
+// phalanx-sim: replays a trace (or a synthetic LLM-lab workload) through
+// core::Scheduler on a virtual clock under several policies and writes
+// summary.json, summary.md, per-policy time series and a plot.
+// See bench/README.md.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "bench/flags.h"
+#include "bench/sim/progress.h"
+#include "bench/sim/replay.h"
+#include "bench/sim/report.h"
+#include "bench/sim/sim_fleet.h"
+#include "bench/sim/sim_policies.h"
+#include "bench/sim/synthetic.h"
+#include "bench/sim/trace.h"
+
+ABSL_FLAG(std::string, trace, "",
+          "CSV trace: timestamp,duration,num_gpus,cluster[,priority]");
+ABSL_FLAG(std::string, synthetic, "",
+          "seed of the synthetic LLM-lab workload (instead of --trace)");
+ABSL_FLAG(double, days, 14, "days of synthetic arrivals");
+ABSL_FLAG(double, load, 0.95,
+          "synthetic mean demand as a fraction of the fleet's GPUs");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the runtime estimates");
+ABSL_FLAG(int64_t, max_jobs, 0,
+          "replay only the first N jobs by submit time (0 = all)");
+ABSL_FLAG(int, nodes, 256, "nodes in the fleet");
+ABSL_FLAG(int, gpus_per_node, 8, "GPUs a node");
+ABSL_FLAG(int, nodes_per_rack, 16, "nodes a rack");
+ABSL_FLAG(int, racks_per_block, 4, "racks a block");
+ABSL_FLAG(std::string, gpu_model, "H100", "GPU model of every node");
+ABSL_FLAG(std::string, fleet, "",
+          "fleet file (proto3 JSON of phalanx.v1.UpsertNodesRequest) instead "
+          "of --nodes etc.");
+ABSL_FLAG(std::string, policies, "fifo,kueue-like,slurm-like,phalanx",
+          "comma list of policies to compare");
+ABSL_FLAG(std::string, out, "sim-out", "output directory");
+ABSL_FLAG(int, jobs, 2,
+          "policies replayed at once, each on its own thread with its own "
+          "scheduler (results are the same as one at a time)");
+ABSL_FLAG(bool, plot, true, "draw plot.png with --python and --plot_script");
+ABSL_FLAG(std::string, python, "/usr/bin/python3", "Python with matplotlib");
+ABSL_FLAG(std::string, plot_script, PHALANX_SIM_PLOT_SCRIPT,
+          "bench/sim/plot.py");
+ABSL_FLAG(bool, progress, true, "progress bar on stderr for long replays");
+ABSL_FLAG(double, max_policy_seconds, 0,
+          "stop a policy's replay after this much wall time and report it "
+          "as not finished (0 = no limit)");
+ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Minutes(30),
+          "run time between a job's checkpoints (0 = never); a trace's "
+          "checkpoint_interval_s column overrides it per job");
+ABSL_FLAG(double, node_mtbf_hours, 0,
+          "mean time between failures of one node, hours (0 = no failures)");
+ABSL_FLAG(double, node_repair_hours, 4,
+          "hours a failed node stays UNHEALTHY before it is READY again");
+ABSL_FLAG(uint64_t, failure_seed, 1, "seed of the node failure times");
+ABSL_FLAG(bool, event_log, false,
+          "also write events-<policy>.csv: every admission, preemption, "
+          "requeue and eviction with the gang's reason");
+
+namespace phalanx::bench {
+namespace {
+
+absl::StatusOr<SimFleet> LoadFleet() {
+  if (!absl::GetFlag(FLAGS_fleet).empty()) {
+    return ReadFleetFile(absl::GetFlag(FLAGS_fleet));
+  }
+  FleetOptions options;
+  options.nodes = absl::GetFlag(FLAGS_nodes);
+  options.gpus_per_node = absl::GetFlag(FLAGS_gpus_per_node);
+  options.nodes_per_rack = absl::GetFlag(FLAGS_nodes_per_rack);
+  options.racks_per_block = absl::GetFlag(FLAGS_racks_per_block);
+  options.gpu_model = absl::GetFlag(FLAGS_gpu_model);
+  return MakeFleet(options);
+}
+
+// The jobs (file order) and the meta fields that describe them.
+absl::StatusOr<std::vector<TraceJob>> LoadJobs(const SimFleet& fleet,
+                                               RunMeta& meta) {
+  const std::string trace = absl::GetFlag(FLAGS_trace);
+  const std::string synthetic = absl::GetFlag(FLAGS_synthetic);
+  if (trace.empty() == synthetic.empty()) {
+    return absl::InvalidArgumentError(
+        "give exactly one of --trace FILE and --synthetic SEED");
+  }
+  std::vector<TraceJob> jobs;
+  if (!trace.empty()) {
+    meta.trace = trace;
+    absl::StatusOr<std::vector<TraceJob>> read = ReadTrace(trace);
+    if (!read.ok()) return read.status();
+    jobs = *std::move(read);
+  } else {
+    SyntheticOptions options;
+    if (!absl::SimpleAtoi(synthetic, &options.seed)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--synthetic: \"", synthetic, "\" is not a seed"));
+    }
+    options.days = absl::GetFlag(FLAGS_days);
+    options.load = absl::GetFlag(FLAGS_load);
+    options.fleet_gpus = fleet.TotalGpus();
+    options.max_gang_gpus = static_cast<int>(
+        std::min<int64_t>(options.max_gang_gpus, fleet.TotalGpus()));
+    meta.trace = "synthetic";
+    meta.synthetic_seed = options.seed;
+    meta.synthetic_days = options.days;
+    meta.synthetic_load = options.load;
+    jobs = GenerateSynthetic(options);
+  }
+  const int64_t max_jobs = absl::GetFlag(FLAGS_max_jobs);
+  if (max_jobs > 0 && static_cast<int64_t>(jobs.size()) > max_jobs) {
+    std::stable_sort(jobs.begin(), jobs.end(),
+                     [](const TraceJob& a, const TraceJob& b) {
+                       return a.submit_time < b.submit_time;
+                     });
+    jobs.resize(max_jobs);
+  }
+  if (jobs.empty()) return absl::InvalidArgumentError("the trace has no jobs");
+  return jobs;
+}
+
+void DescribeRun(const SimFleet& fleet, const Workload& workload,
+                 RunMeta& meta) {
+  meta.seed = absl::GetFlag(FLAGS_seed);
+  meta.checkpoint_interval_s =
+      absl::ToDoubleSeconds(absl::GetFlag(FLAGS_checkpoint_interval));
+  meta.node_mtbf_hours = absl::GetFlag(FLAGS_node_mtbf_hours);
+  meta.node_repair_hours = absl::GetFlag(FLAGS_node_repair_hours);
+  meta.failure_seed = absl::GetFlag(FLAGS_failure_seed);
+  meta.jobs = static_cast<int64_t>(workload.jobs.size());
+  meta.teams = static_cast<int64_t>(TeamNames(workload.jobs).size());
+  auto [first, last] =
+      std::minmax_element(workload.jobs.begin(), workload.jobs.end(),
+                          [](const TraceJob& a, const TraceJob& b) {
+                            return a.submit_time < b.submit_time;
+                          });
+  meta.first_submit = first->submit_time;
+  meta.last_submit = last->submit_time;
+  meta.fleet_source = fleet.source;
+  meta.nodes = static_cast<int64_t>(fleet.nodes.size());
+  meta.gpus = fleet.TotalGpus();
+  meta.gpus_per_node = fleet.gpus_per_node;
+  meta.nodes_per_rack = fleet.nodes_per_rack;
+  meta.nodes_per_block = fleet.nodes_per_block;
+  meta.levels = fleet.levels;
+  meta.gpus_by_model = fleet.GpusByModel();
+}
+
+// About 1,500 buckets over the arrival window, whole minutes, at least one.
+absl::Duration BucketWidth(const RunMeta& meta) {
+  const absl::Duration window = meta.last_submit - meta.first_submit;
+  return std::max(absl::Minutes(1),
+                  absl::Trunc(window / 1500, absl::Minutes(1)));
+}
+
+// Replays `workload` under `config` with a progress bar, stopping at the
+// --max-policy-seconds limit (Cancelled).
+absl::StatusOr<ReplayResult> ReplayWithProgress(
+    const std::string& name, const core::Config& config, const SimFleet& fleet,
+    const Workload& workload, const RunMeta& meta, absl::Time start) {
+  ProgressBar bar(name, absl::GetFlag(FLAGS_progress)
+                            ? absl::Seconds(2)
+                            : absl::InfiniteDuration());
+  const double limit = absl::GetFlag(FLAGS_max_policy_seconds);
+  const absl::Time deadline =
+      limit > 0 ? start + absl::Seconds(limit) : absl::InfiniteFuture();
+  ReplayOptions options;
+  options.bucket_width = BucketWidth(meta);
+  options.record_events = absl::GetFlag(FLAGS_event_log);
+  options.checkpoint_interval = absl::GetFlag(FLAGS_checkpoint_interval);
+  options.node_mtbf = absl::Hours(absl::GetFlag(FLAGS_node_mtbf_hours));
+  options.node_repair = absl::Hours(absl::GetFlag(FLAGS_node_repair_hours));
+  options.failure_seed = absl::GetFlag(FLAGS_failure_seed);
+  options.progress = [&](int64_t done, int64_t total) {
+    bar.Update(done, total);
+    return absl::Now() < deadline;  // one clock read a cycle: negligible
+  };
+  return Replay(config, fleet, workload, options);
+}
+
+// Runs one policy: unavailable, not finished, or its metrics and series.
+absl::StatusOr<PolicyOutcome> RunPolicy(const std::string& name,
+                                        const SimFleet& fleet,
+                                        const Workload& workload,
+                                        const RunMeta& meta) {
+  core::Config base;
+  base.topology_levels = fleet.levels;
+  absl::StatusOr<core::Config> config = PolicyConfig(name, base);
+  if (!config.ok()) return config.status();
+  PolicyOutcome outcome;
+  outcome.name = name;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ReplayResult> result =
+      ReplayWithProgress(name, *config, fleet, workload, meta, start);
+  if (absl::IsCancelled(result.status())) {
+    outcome.not_finished = true;
+    outcome.unavailable_reason = absl::StrFormat(
+        "--max-policy-seconds %g reached, %s",
+        absl::GetFlag(FLAGS_max_policy_seconds), result.status().message());
+    std::fprintf(stderr, "%-12s not finished: %s\n", name.c_str(),
+                 outcome.unavailable_reason.c_str());
+    return outcome;
+  }
+  if (!result.ok()) {
+    return absl::Status(result.status().code(),
+                        absl::StrCat(name, ": ", result.status().message()));
+  }
+  outcome.metrics = result->metrics;
+  outcome.metrics->sim_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  outcome.series = std::move(result->series);
+  if (!result->events.empty()) {
+    outcome.events_csv =
+        EventsCsv(result->events, workload.jobs, meta.first_submit);
+  }
+  std::fprintf(stderr, "%-12s %.1f s, %lld cycles, %lld/%lld jobs finished\n",
+               name.c_str(), outcome.metrics->sim_seconds,
+               static_cast<long long>(result->steps),
+               static_cast<long long>(outcome.metrics->finished),
+               static_cast<long long>(outcome.metrics->jobs));
+  return outcome;
+}
+
+absl::Status Main() {
+  std::vector<std::string> names =
+      absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty());
+  for (const std::string& name : names) {
+    if (absl::StatusOr<core::Config> c = PolicyConfig(name, {}); !c.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policies: ", c.status().message()));
+    }
+  }
+  if (absl::GetFlag(FLAGS_checkpoint_interval) < absl::ZeroDuration() ||
+      absl::GetFlag(FLAGS_node_mtbf_hours) < 0 ||
+      absl::GetFlag(FLAGS_node_repair_hours) <= 0) {
+    return absl::InvalidArgumentError(
+        "--checkpoint-interval and --node-mtbf-hours must be >= 0, "
+        "--node-repair-hours > 0");
+  }
+  absl::StatusOr<SimFleet> fleet = LoadFleet();
+  if (!fleet.ok()) return fleet.status();
+  RunMeta meta;
+  absl::StatusOr<std::vector<TraceJob>> jobs = LoadJobs(*fleet, meta);
+  if (!jobs.ok()) return jobs.status();
+  Workload workload;
+  workload.jobs = *std::move(jobs);
+  workload.estimates = DrawEstimates(workload.jobs, absl::GetFlag(FLAGS_seed));
+  DescribeRun(*fleet, workload, meta);
+
+  // Each policy replays on its own core::Scheduler and shares only the
+  // read-only fleet, workload and meta, so policies run on `jobs` threads
+  // and are reported in the order given.
+  std::vector<std::optional<absl::StatusOr<PolicyOutcome>>> results(
+      names.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < names.size(); i = next++) {
+      results[i] = RunPolicy(names[i], *fleet, workload, meta);
+    }
+  };
+  const int threads_wanted = std::clamp<int>(absl::GetFlag(FLAGS_jobs), 1,
+                                             static_cast<int>(names.size()));
+  std::vector<std::thread> threads;
+  for (int t = 1; t < threads_wanted; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& thread : threads) thread.join();
+  std::vector<PolicyOutcome> outcomes;
+  for (auto& result : results) {
+    if (!result->ok()) return result->status();
+    outcomes.push_back(**std::move(result));
+  }
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (absl::Status s = WriteReports(out, meta, outcomes); !s.ok()) return s;
+  std::string plot;
+  if (absl::GetFlag(FLAGS_plot)) {
+    absl::Status s = RunPlot(absl::GetFlag(FLAGS_python),
+                             absl::GetFlag(FLAGS_plot_script), out);
+    if (s.ok()) {
+      plot = ", plot.png";
+    } else {
+      std::fprintf(stderr, "no plot: %s\n", std::string(s.message()).c_str());
+    }
+  }
+  std::fputs(SummaryMarkdown(meta, outcomes).c_str(), stdout);
+  std::fprintf(stderr,
+               "wrote %s/: summary.json, summary.md, timeseries-*.csv%s\n",
+               out.c_str(), plot.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace phalanx::bench
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "phalanx-sim (--trace FILE | --synthetic SEED [--days D]) [--seed N] "
+      "[--nodes N --gpus-per-node G --nodes-per-rack R --racks-per-block B "
+      "--gpu-model M | --fleet FILE] [--policies a,b] [--out DIR]");
+  std::vector<std::string> args =
+      phalanx::bench::UnderscoreFlagNames(argc, argv);
+  std::vector<char*> argv2;
+  for (std::string& arg : args) argv2.push_back(arg.data());
+  absl::ParseCommandLine(static_cast<int>(argv2.size()), argv2.data());
+  if (absl::Status s = phalanx::bench::Main(); !s.ok()) {
+    std::fprintf(stderr, "phalanx-sim: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""Folds the matrix cells' summary.json files into one Markdown table.
+
+Used by sim_matrix.sh; see bench/README.md "The matrix". For each candidate
+policy, one table: a row per cell, a column per goal (the candidate's figure
+against kueue-like or slurm-like), the worst case over the cells, and
+whether every cell meets the goal; then the absolute figures.
+"""
+import argparse
+import json
+import math
+import os
+
+INF = float("inf")
+# Both waits 0: the candidate cannot be lower; counts as met, never worst.
+EQUAL = "0 = 0"
+
+
+def p95(policy, key):
+    d = policy.get(key)
+    return None if d is None else d["p95"] / 3600.0
+
+
+def ratio(num, den):
+    """num / den; EQUAL for 0 / 0, inf for x / 0."""
+    if num is None or den is None:
+        return None
+    if den == 0:
+        return EQUAL if num == 0 else INF
+    return num / den
+
+
+# (column, description, function(candidate, kueue, slurm) -> value,
+#  better ("max" or "min": which end is the worst case), threshold check)
+GOALS = [
+    ("K hp p95 ×", "kueue-like ÷ candidate high-priority p95 wait, ≥ 6",
+     lambda c, k, s: ratio(p95(k, "high_priority_wait_seconds"),
+                           p95(c, "high_priority_wait_seconds")),
+     "min", lambda v: v >= 6),
+    ("K large p95 ×", "kueue-like ÷ candidate large-gang (≥ 64 GPUs) p95, ≥ 2",
+     lambda c, k, s: ratio(p95(k, "large_wait_seconds"),
+                           p95(c, "large_wait_seconds")),
+     "min", lambda v: v >= 2),
+    ("K blocked ×", "candidate ÷ kueue-like blocked GPU-hours, ≤ 0.5",
+     lambda c, k, s: ratio(c["blocked_gpu_hours"], k["blocked_gpu_hours"]),
+     "max", lambda v: v <= 0.5),
+    ("K goodput Δpt", "candidate − kueue-like goodput utilization, points, ≥ −1",
+     lambda c, k, s: 100 * (c["goodput_utilization"] - k["goodput_utilization"]),
+     "min", lambda v: v >= -1 - 1e-9),
+    ("K Jain Δ", "candidate − kueue-like Jain index, ≥ −0.02",
+     lambda c, k, s: c["jain_fairness"] - k["jain_fairness"],
+     "min", lambda v: v >= -0.02 - 1e-9),
+    ("lost %", "candidate lost ÷ demand GPU-hours, %, ≤ 2",
+     lambda c, k, s: 100 * c["lost_gpu_hours"] / c["demand_gpu_hours"],
+     "max", lambda v: v <= 2),
+    ("S hp p95 ×", "candidate ÷ slurm-like high-priority p95, ≤ 1",
+     lambda c, k, s: ratio(p95(c, "high_priority_wait_seconds"),
+                           p95(s, "high_priority_wait_seconds")),
+     "max", lambda v: v <= 1 + 1e-9),
+    ("S large p95 ×", "candidate ÷ slurm-like large-gang p95, ≤ 1",
+     lambda c, k, s: ratio(p95(c, "large_wait_seconds"),
+                           p95(s, "large_wait_seconds")),
+     "max", lambda v: v <= 1 + 1e-9),
+    ("S p95 ×", "candidate ÷ slurm-like overall p95 wait, ≤ 1",
+     lambda c, k, s: ratio(p95(c, "wait_seconds"), p95(s, "wait_seconds")),
+     "max", lambda v: v <= 1 + 1e-9),
+    ("S blocked ×", "candidate ÷ slurm-like blocked GPU-hours, ≤ 1",
+     lambda c, k, s: ratio(c["blocked_gpu_hours"], s["blocked_gpu_hours"]),
+     "max", lambda v: v <= 1 + 1e-9),
+    ("S goodput Δpt", "candidate − slurm-like goodput, points, ≥ −0.5",
+     lambda c, k, s: 100 * (c["goodput_utilization"] - s["goodput_utilization"]),
+     "min", lambda v: v >= -0.5 - 1e-9),
+    ("S Jain Δ", "candidate − slurm-like Jain index, ≥ −0.01",
+     lambda c, k, s: c["jain_fairness"] - s["jain_fairness"],
+     "min", lambda v: v >= -0.01 - 1e-9),
+]
+
+
+def fmt(v, col):
+    if v is None:
+        return "–"
+    if v is EQUAL:
+        return EQUAL
+    if v == INF:
+        return "∞"
+    if "Δ" in col and "Jain" in col:
+        return f"{v:+.3f}"
+    if "Δ" in col:
+        return f"{v:+.2f}"
+    if col.startswith("lost"):
+        return f"{v:.3f}"
+    return f"{v:.2f}"
+
+
+def load(dirname, cells):
+    out = []
+    for name in cells:
+        path = os.path.join(dirname, name, "summary.json")
+        with open(path) as f:
+            summary = json.load(f)
+        wall = None
+        wall_path = os.path.join(dirname, name, "wall.txt")
+        if os.path.exists(wall_path):
+            with open(wall_path) as f:
+                wall = float(f.read().split()[1])
+        out.append((name, summary, wall))
+    return out
+
+
+def candidate_table(cand, rows):
+    lines = [f"### `{cand}` against the baselines", ""]
+    header = "| cell | " + " | ".join(g[0] for g in GOALS) + " |"
+    lines += [header, "| --- |" + " --- |" * len(GOALS)]
+    values = {g[0]: [] for g in GOALS}
+    for name, summary, _ in rows:
+        pol = summary["policies"]
+        c, k, s = pol[cand], pol["kueue-like"], pol["slurm-like"]
+        cells = []
+        for col, _, fn, _, ok in GOALS:
+            v = fn(c, k, s)
+            if v is not None:
+                values[col].append((v, name))
+            mark = "" if v is None or v is EQUAL or ok(v) else " ✗"
+            cells.append(fmt(v, col) + mark)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    worst, met = [], []
+    for col, _, _, end, ok in GOALS:
+        vs = values[col]
+        if not vs:
+            worst.append("–")
+            met.append("n/a")
+            continue
+        numbers = [x for x in vs if x[0] is not EQUAL]
+        if numbers:
+            v, where = (min if end == "min" else max)(numbers,
+                                                      key=lambda x: x[0])
+            worst.append(f"{fmt(v, col)} ({where})")
+        else:
+            worst.append(EQUAL)
+        n_ok = sum(1 for x, _ in vs if x is EQUAL or ok(x))
+        met.append("**met**" if n_ok == len(vs) else f"missed ({n_ok}/{len(vs)})")
+    lines.append("| **worst** | " + " | ".join(worst) + " |")
+    lines.append("| **goal** | " + " | ".join(met) + " |")
+    lines.append("")
+    return lines
+
+
+def absolute_table(cands, rows):
+    pols = ["kueue-like", "slurm-like"] + cands
+    lines = ["### Absolute figures", "",
+             "p95 waits in hours (high-priority / large-gang / all), blocked "
+             "GPU-hours, goodput utilization, Jain, lost work as % of demand, "
+             "preemptions, node failures / repaired / evicted gangs, wall "
+             "seconds of the replay.", ""]
+    lines += ["| cell | policy | hp p95 | large p95 | p95 | blocked | goodput "
+              "| Jain | lost % | preempt | fail / rep / evict | sim s |",
+              "| --- |" + " --- |" * 11]
+    for name, summary, _ in rows:
+        for p in pols:
+            m = summary["policies"][p]
+
+            def h(key):
+                v = p95(m, key)
+                return "–" if v is None else f"{v:.2f}"
+
+            lines.append(
+                f"| {name} | {p} | {h('high_priority_wait_seconds')} | "
+                f"{h('large_wait_seconds')} | {h('wait_seconds')} | "
+                f"{m['blocked_gpu_hours']:.0f} | {m['goodput_utilization']:.3f} | "
+                f"{m['jain_fairness']:.3f} | "
+                f"{100 * m['lost_gpu_hours'] / m['demand_gpu_hours']:.3f} | "
+                f"{m['preemptions']} | {m['node_failures']} / {m['repairs']} / "
+                f"{m['evictions']} | {m['sim_seconds']:.1f} |")
+    lines.append("")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--cells", required=True)
+    ap.add_argument("--candidates", default="phalanx")
+    ap.add_argument("--wall-seconds", type=float, default=0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--mtbf-hours", type=float, default=6000)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    with open(args.cells) as f:
+        cells = [line.split()[0] for line in f if line.strip()]
+    rows = load(args.dir, cells)
+    cands = args.candidates.split()
+    lines = ["# phalanx-sim matrix", "",
+             f"{len(rows)} cells, {args.wall_seconds:.0f} s wall with "
+             f"{args.jobs} cells at once (bench/sim/sim_matrix.sh). `-ckpt` cells: "
+             "checkpoints every 30 min of run time; `-fail` cells: also node "
+             f"failures, MTBF {args.mtbf_hours:g} h a node, 4 h repair. "
+             "K = against kueue-like, S = against slurm-like; ✗ = goal "
+             "missed in that cell; – = no such jobs (Philly has no "
+             f"priorities); {EQUAL}: both p95 waits are 0 (met: nothing "
+             "can be lower).", ""]
+    for cand in cands:
+        lines += candidate_table(cand, rows)
+    lines += ["Goals: " + "; ".join(f"{g[0]}: {g[1]}" for g in GOALS) + ".", ""]
+    lines += absolute_table(cands, rows)
+    walls = [f"{n} {w:.0f} s" for n, _, w in rows if w is not None and n.startswith("philly")]
+    if walls:
+        lines += ["Philly cells' wall time (all policies of the cell, one "
+                  "process): " + ", ".join(walls) + ".", ""]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+#!/bin/bash
+# Runs phalanx-sim's evaluation matrix and writes one table of the goals
+# (bench/results/matrix.md; see bench/README.md "The matrix"):
+#   philly.csv on 48 nodes, and the synthetic LLM-lab mix on 256 × 8 H100
+#   (racks of 16 nodes, blocks of 4 racks), seeds 1–5 × loads 0.85 and 0.95;
+#   each cell once with checkpoints only (every 30 min of run time, the
+#   default) and once with node failures too (MTBF 6,000 h a node, 4 h to
+#   repair).
+#
+#   bench/sim/sim_matrix.sh [--sim PATH] [--out DIR] [--jobs N] [--quick]
+#                       [--candidates "phalanx phalanx:depth=2 ..."]
+#
+# --sim      the phalanx-sim binary (default build/bench/phalanx-sim)
+# --out      where each cell's summary.json goes (default /tmp/phalanx-matrix)
+# --jobs     cells at once (default 2, each under `nice`)
+# --quick    synthetic seeds 1–2 only, no Philly (a smoke run)
+# --no-philly  the synthetic cells only (for quick lever sweeps)
+# --candidates  policies judged against the baselines, each in its own
+#            table (default "phalanx"); any PolicyConfig override works
+# --table    the Markdown file written (default bench/results/matrix.md)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+sim=$root/build/bench/phalanx-sim
+out=/tmp/phalanx-matrix
+jobs=2
+quick=0
+philly=1
+candidates="phalanx"
+table=$root/bench/results/matrix.md
+mtbf=6000
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --sim) sim=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --quick) quick=1; philly=0; shift ;;
+    --no-philly) philly=0; shift ;;
+    --candidates) candidates=$2; shift 2 ;;
+    --table) table=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) echo "sim_matrix.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[[ -x $sim ]] || { echo "sim_matrix.sh: no $sim (build phalanx-sim)" >&2; exit 1; }
+
+policies="kueue-like,slurm-like"
+for c in $candidates; do policies="$policies,$c"; done
+
+mkdir -p "$out"
+cells=$out/cells.txt
+: >"$cells"
+# One line a cell: name, then phalanx-sim's arguments.
+# (No trailing blank: xargs -L would join the next line to it.)
+add() { echo "$*" | sed 's/ *$//' >>"$cells"; }
+for mode in ckpt fail; do
+  extra=""
+  [[ $mode == fail ]] && extra="--node-mtbf-hours $mtbf"
+  if [[ $philly == 1 ]]; then
+    add "philly-$mode --trace $root/bench/traces/philly.csv --nodes 48 $extra"
+  fi
+  seeds="1 2 3 4 5"
+  [[ $quick == 1 ]] && seeds="1 2"
+  for load in 0.85 0.95; do
+    for seed in $seeds; do
+      add "syn-l$load-s$seed-$mode --synthetic $seed --days 14 --load $load" \
+          "--seed $seed --failure-seed $seed $extra"
+    done
+  done
+done
+
+start=$(date +%s)
+export sim out policies
+# Philly first: it is the longest cell.
+xargs -P "$jobs" -L 1 bash -c '
+  name=$0
+  mkdir -p "$out/$name"
+  t0=$(date +%s%3N)
+  nice -n 10 "$sim" "$@" --policies "$policies" --out "$out/$name" \
+      --plot=false --progress=false >"$out/$name/stdout.md" \
+      2>"$out/$name/stderr.txt" || { echo "cell $name failed" >&2; exit 255; }
+  t1=$(date +%s%3N)
+  ms=$((t1 - t0))
+  printf "%s %d.%d s\n" "$name" $((ms / 1000)) $((ms % 1000 / 100)) | tee "$out/$name/wall.txt"
+' <"$cells"
+end=$(date +%s)
+
+/usr/bin/python3 "$root/bench/sim/sim_matrix.py" --dir "$out" --cells "$cells" \
+  --candidates "$candidates" --wall-seconds $((end - start)) --jobs "$jobs" \
+  --mtbf-hours "$mtbf" --out "$table"
+echo "wrote $table (matrix: $((end - start)) s)"

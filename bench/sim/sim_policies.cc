@@ -1,0 +1,187 @@
+#include "bench/sim/sim_policies.h"
+
+#include <limits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace phalanx::bench {
+namespace {
+
+using core::Config;
+
+Config Fifo(Config c) {
+  c.admission.ordering = core::Ordering::kSubmitOrder;
+  c.admission.strict_fifo = true;
+  c.placement.first_fit = true;
+  c.placement.domain_end_time_packing = false;
+  c.fair_share.enabled = false;
+  c.reservation.depth = 0;
+  c.preemption.enabled = false;
+  return c;
+}
+
+// Kueue's ClusterQueue with AdmissionFairSharing: queueOrderingFunc
+// (pkg/queue/cluster_queue.go) compares the LocalQueues' decayed usage
+// first, then priority, then the queue-order timestamp (creation, or the
+// last eviction). One core queue stands for one LocalQueue.
+Config KueueLike(Config c) {
+  c.admission.ordering = core::Ordering::kFairShareFirst;
+  c.admission.strict_fifo = false;  // BestEffortFIFO
+  c.placement.first_fit = false;    // TAS BestFit
+  c.placement.domain_end_time_packing = false;
+  c.fair_share.enabled = true;
+  c.reservation.depth = 0;       // Kueue holds nothing for a waiting head
+  c.preemption.enabled = false;  // withinClusterQueue / reclaimWithinCohort:
+                                 // Never (the defaults)
+  return c;
+}
+
+// Slurm's sched/backfill as far as core expresses it: jobs by priority
+// (multifactor without the fair-share factor: age breaks ties), and the top
+// pending job gets a reservation that backfilled jobs may not delay.
+Config SlurmLike(Config c) {
+  c.admission.ordering = core::Ordering::kPriorityFairShareAge;
+  c.admission.strict_fifo = false;
+  c.placement.first_fit = false;
+  c.placement.domain_end_time_packing = false;  // best fit alone
+  c.fair_share.enabled = false;
+  c.reservation.depth = 1;
+  c.reservation.min_priority = std::numeric_limits<int>::lowest();
+  c.reservation.after = absl::ZeroDuration();
+  c.preemption.enabled = false;
+  return c;
+}
+
+// The daemon's default configuration, unchanged: what a user gets without
+// tuning (priority, fair share, age; three reservations; preemption by the
+// priority tiers >= 1, bounded by the horizon).
+Config Phalanx(Config c) { return c; }
+
+absl::Status BadOverride(absl::string_view part, absl::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("policy override \"", part.substr(0, 64), "\": ", why));
+}
+
+absl::Status ApplyOverride(absl::string_view part, Config& c) {
+  std::vector<absl::string_view> kv = absl::StrSplit(part, '=');
+  if (kv.size() != 2) return BadOverride(part, "expected key=value");
+  const absl::string_view key = kv[0];
+  const absl::string_view value = kv[1];
+  double number = 0;
+  const bool numeric = absl::SimpleAtod(value, &number);
+  auto need_number = [&]() -> absl::Status {
+    return numeric ? absl::OkStatus() : BadOverride(part, "not a number");
+  };
+  if (key == "order") {
+    if (value == "priority") {
+      c.admission.ordering = core::Ordering::kPriorityFairShareAge;
+    } else if (value == "fair_share_first") {
+      c.admission.ordering = core::Ordering::kFairShareFirst;
+    } else if (value == "submit") {
+      c.admission.ordering = core::Ordering::kSubmitOrder;
+    } else {
+      return BadOverride(part, "order is priority, fair_share_first or submit");
+    }
+    return absl::OkStatus();
+  }
+  if (absl::Status s = need_number(); !s.ok()) return s;
+  if (key == "depth") {
+    c.reservation.depth = static_cast<int>(number);
+  } else if (key == "min_priority") {
+    c.reservation.min_priority = static_cast<int>(number);
+  } else if (key == "after_h") {
+    c.reservation.after = absl::Hours(number);
+  } else if (key == "preempt") {
+    c.preemption.enabled = number != 0;
+  } else if (key == "horizon_h") {
+    c.preemption.horizon = absl::Hours(number);
+  } else if (key == "min_runtime_m") {
+    c.preemption.min_runtime = absl::Minutes(number);
+  } else if (key == "fair") {
+    c.fair_share.enabled = number != 0;
+  } else if (key == "half_life_h") {
+    c.fair_share.half_life = absl::Hours(number);
+  } else if (key == "strand") {
+    c.reservation.choose_by_stranding = number != 0;
+  } else if (key == "preempt_min_priority") {
+    c.preemption.min_preemptor_priority = static_cast<int>(number);
+  } else if (key == "victim_loss_m") {
+    c.preemption.max_victim_loss = absl::Minutes(number);
+  } else if (key == "end_pack") {
+    c.placement.end_time_packing = number != 0;
+  } else if (key == "fgd") {
+    c.placement.fragmentation_scoring = number != 0;
+  } else if (key == "fs_tier") {
+    c.admission.fair_share_first_below_priority = static_cast<int>(number);
+  } else if (key == "window_h") {
+    c.reservation.window = absl::Hours(number);
+  } else if (key == "domain_end") {
+    c.placement.domain_end_time_packing = number != 0;
+  } else {
+    return BadOverride(
+        part, absl::StrCat("unknown key (known: ",
+                           absl::StrJoin(PolicyOverrideKeys(), ", "), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<std::string>& PolicyNames() {
+  static const std::vector<std::string>* names = new std::vector<std::string>{
+      "fifo", "kueue-like", "slurm-like", "phalanx"};
+  return *names;
+}
+
+const std::vector<std::string>& PolicyOverrideKeys() {
+  static const std::vector<std::string>* keys =
+      new std::vector<std::string>{"depth",
+                                   "min_priority",
+                                   "after_h",
+                                   "preempt",
+                                   "horizon_h",
+                                   "min_runtime_m",
+                                   "fair",
+                                   "order",
+                                   "half_life_h",
+                                   "strand",
+                                   "preempt_min_priority",
+                                   "victim_loss_m",
+                                   "end_pack",
+                                   "fgd",
+                                   "fs_tier",
+                                   "window_h",
+                                   "domain_end"};
+  return *keys;
+}
+
+absl::StatusOr<core::Config> PolicyConfig(absl::string_view spec,
+                                          const core::Config& base) {
+  std::vector<absl::string_view> parts = absl::StrSplit(spec, ':');
+  const absl::string_view name = parts[0];
+  Config c;
+  if (name == "fifo") {
+    c = Fifo(base);
+  } else if (name == "kueue-like") {
+    c = KueueLike(base);
+  } else if (name == "slurm-like") {
+    c = SlurmLike(base);
+  } else if (name == "phalanx") {
+    c = Phalanx(base);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown policy \"", name.substr(0, 64),
+                     "\" (known: ", absl::StrJoin(PolicyNames(), ", "), ")"));
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (absl::Status s = ApplyOverride(parts[i], c); !s.ok()) return s;
+  }
+  return c;
+}
+
+}  // namespace phalanx::bench

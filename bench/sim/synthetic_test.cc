@@ -1,0 +1,74 @@
+#include "bench/sim/synthetic.h"
+
+#include <set>
+
+#include "gtest/gtest.h"
+
+namespace phalanx::bench {
+namespace {
+
+bool SameJobs(const std::vector<TraceJob>& a, const std::vector<TraceJob>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].submit_time != b[i].submit_time ||
+        a[i].duration != b[i].duration || a[i].gpus != b[i].gpus ||
+        a[i].team != b[i].team || a[i].priority != b[i].priority) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(SyntheticTest, SameSeedSameJobsOtherSeedOtherJobs) {
+  SyntheticOptions options;
+  options.days = 3;
+  const auto a = GenerateSynthetic(options);
+  EXPECT_TRUE(SameJobs(a, GenerateSynthetic(options)));
+  options.seed = 2;
+  EXPECT_FALSE(SameJobs(a, GenerateSynthetic(options)));
+}
+
+TEST(SyntheticTest, LooksLikeAnLlmLab) {
+  SyntheticOptions options;
+  options.days = 28;
+  const auto jobs = GenerateSynthetic(options);
+  ASSERT_GT(jobs.size(), 1000u);
+  std::set<std::string> teams;
+  int high_priority = 0;
+  int max_gpus = 0;
+  int min_gpus = 1 << 20;
+  double gpu_seconds = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const TraceJob& job = jobs[i];
+    teams.insert(job.team);
+    if (job.priority > 0) ++high_priority;
+    max_gpus = std::max(max_gpus, job.gpus);
+    min_gpus = std::min(min_gpus, job.gpus);
+    gpu_seconds += job.gpus * absl::ToDoubleSeconds(job.duration);
+    EXPECT_GE(job.submit_time, options.start);
+    EXPECT_LT(job.submit_time, options.start + absl::Hours(24 * 28));
+    if (i > 0) {
+      EXPECT_GE(job.submit_time, jobs[i - 1].submit_time);
+    }
+  }
+  EXPECT_EQ(teams.size(), 5u);
+  EXPECT_GT(high_priority, 0);
+  EXPECT_EQ(min_gpus, 1);
+  EXPECT_EQ(max_gpus, 1024);
+  // Mean demand near load × fleet (a few huge jobs make it noisy).
+  const double demand = gpu_seconds / (28 * 86400.0);
+  EXPECT_GT(demand, 0.5 * 0.95 * 2048);
+  EXPECT_LT(demand, 1.5 * 0.95 * 2048);
+}
+
+TEST(SyntheticTest, ClampsGangsToTheLargestAllowed) {
+  SyntheticOptions options;
+  options.days = 28;
+  options.max_gang_gpus = 384;
+  for (const TraceJob& job : GenerateSynthetic(options)) {
+    EXPECT_LE(job.gpus, 384);
+  }
+}
+
+}  // namespace
+}  // namespace phalanx::bench
