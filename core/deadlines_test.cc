@@ -1,5 +1,6 @@
 #include "core/deadlines.h"
 
+#include "core/testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -9,7 +10,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+using testing::kT0;
 
 TEST(DeadlinesTest, ArmGangSetsMaxRuntimeAndStartTimeout) {
   Deadlines deadlines;

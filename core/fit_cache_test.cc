@@ -14,7 +14,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+using testing::kT0;
 
 class FitCacheTest : public ::testing::Test {
  protected:

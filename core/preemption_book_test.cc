@@ -11,7 +11,7 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+using testing::kT0;
 
 TEST(PreemptionBookTest, VictimsNameTheirPreemptorUntilForgotten) {
   PreemptionBook book;

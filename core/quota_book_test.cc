@@ -12,14 +12,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-Queue MakeQueue(const std::string& name, int64_t nominal,
-                const std::string& parent = "cohort") {
-  Queue queue;
-  queue.name = QueueName(name);
-  queue.parent = QueueName(parent);
-  if (nominal >= 0) queue.nominal_gpus["H100"] = nominal;
-  return queue;
-}
+using testing::MakeQueue;
 
 // A gang of `queue` holding `gpus` GPUs on each of the fleet's first nodes.
 Gang Holding(const Fleet& fleet, const std::string& queue, int nodes,
@@ -39,9 +32,9 @@ class QuotaBookTest : public ::testing::Test {
  protected:
   QuotaBookTest() : book_(FairShareConfig{}) {
     fleet_.Upsert(testing::MakeNodes(1, 1, 4));
-    book_.PutQueue(MakeQueue("cohort", -1, ""));
-    book_.PutQueue(MakeQueue("a", 16));
-    book_.PutQueue(MakeQueue("b", 16));
+    book_.PutQueue(MakeQueue("cohort"));
+    book_.PutQueue(MakeQueue("a", 16, "cohort"));
+    book_.PutQueue(MakeQueue("b", 16, "cohort"));
   }
   Fleet fleet_{{"block", "rack"}};
   QuotaBook book_;
@@ -72,7 +65,7 @@ TEST_F(QuotaBookTest, BorrowingIsBoundedByWhatSiblingsCanLend) {
 }
 
 TEST_F(QuotaBookTest, AQueueWithoutCohortCannotBorrow) {
-  Queue lone = MakeQueue("lone", 8, "");
+  Queue lone = MakeQueue("lone", 8);
   book_.PutQueue(lone);
   EXPECT_THAT(book_.QuotaReason(lone, "H100", 9),
               HasSubstr("it has no cohort to borrow from"));
@@ -100,7 +93,7 @@ TEST_F(QuotaBookTest, ScoresAreEqualWithFairSharingOff) {
 }
 
 TEST_F(QuotaBookTest, EraseQueueForgetsItsLedgerEntry) {
-  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  const absl::Time t0 = testing::kT0;
   book_.Charge(Holding(fleet_, "b", 1, 8), fleet_, +1);
   book_.Accrue(QueueName("b"), t0);
   book_.Accrue(QueueName("b"), t0 + absl::Hours(1));

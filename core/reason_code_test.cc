@@ -13,34 +13,20 @@ namespace phalanx::core {
 namespace {
 
 using testing::MakeNodes;
+using testing::MakeQueue;
 using testing::Spec;
 using ::testing::StartsWith;
 
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
-
-class ReasonCodeTest : public ::testing::Test {
+class ReasonCodeTest : public testing::SchedulerFixture {
  protected:
-  void Init(Config config, int nodes = 2, int64_t nominal = -1) {
+  // Two nodes of 8 GPUs in one rack, queue "q" (with a nominal quota of
+  // `nominal` GPUs when not negative).
+  void Init(Config config, int64_t nominal = -1) {
     config.topology_levels = {"block", "rack"};
-    scheduler_ = std::make_unique<Scheduler>(config);
-    ASSERT_TRUE(scheduler_->UpsertNodes(MakeNodes(1, 1, nodes), now_).ok());
-    Queue queue;
-    queue.name = QueueName("q");
-    if (nominal >= 0) queue.nominal_gpus["H100"] = nominal;
-    ASSERT_TRUE(scheduler_->PutQueue(queue).ok());
+    SchedulerFixture::Init(config, MakeNodes(1, 1, 2),
+                           {MakeQueue("q", nominal)});
   }
-  GangPtr Submit(const GangSpec& spec) {
-    auto result = scheduler_->Submit(spec, now_);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? result->gang : nullptr;
-  }
-  ReasonCode CodeOf(const GangPtr& gang) {
-    return scheduler_->FindGang(gang->id)->reason_code;
-  }
-  void Cycle() { scheduler_->RunCycle(now_ += absl::Seconds(1)); }
-
-  std::unique_ptr<Scheduler> scheduler_;
-  absl::Time now_ = kT0;
+  ReasonCode CodeOf(const GangPtr& gang) { return Get(gang)->reason_code; }
 };
 
 TEST_F(ReasonCodeTest, NamesAreStable) {
@@ -75,13 +61,13 @@ TEST_F(ReasonCodeTest, APodSetNamedReasonStillCountsAsNoFit) {
   Cycle();
   GangPtr two_sets = Submit(Spec("q").Pods(1, 8, "a").Pods(1, 8, "b"));
   Cycle();
-  const GangPtr now = scheduler_->FindGang(two_sets->id);
+  const GangPtr now = Get(two_sets);
   EXPECT_THAT(now->reason, StartsWith("pod set "));
   EXPECT_EQ(now->reason_code, ReasonCode::kNoFit);
 }
 
 TEST_F(ReasonCodeTest, QuotaAndHeldQueues) {
-  Init(Config{}, 2, /*nominal=*/8);
+  Init(Config{}, /*nominal=*/8);
   GangPtr over = Submit(Spec("q").Pods(2, 8));
   Cycle();
   EXPECT_EQ(CodeOf(over), ReasonCode::kQuota);
@@ -110,7 +96,7 @@ TEST_F(ReasonCodeTest, AReservationAndTheCauseItLeavesWhenItGoes) {
   Cycle();
   EXPECT_TRUE(scheduler_->reservations().empty());
   EXPECT_EQ(CodeOf(head), ReasonCode::kNoFit);
-  EXPECT_THAT(scheduler_->FindGang(head->id)->reason, StartsWith("NO_FIT"));
+  EXPECT_THAT(Get(head)->reason, StartsWith("NO_FIT"));
 }
 
 TEST_F(ReasonCodeTest, StrictFifoNamesTheBlockedGangs) {
@@ -149,7 +135,7 @@ TEST_F(ReasonCodeTest, PreemptionVictimAndPreemptor) {
   GangPtr urgent = Submit(Spec("q").Pods(2, 8).Priority(10));
   now_ += absl::Minutes(10);  // within preemption.horizon of lost work
   Cycle();
-  ASSERT_EQ(scheduler_->FindGang(victim->id)->state, GangState::kPreempting);
+  ASSERT_EQ(StateOf(victim), GangState::kPreempting);
   EXPECT_EQ(CodeOf(victim), ReasonCode::kPreempted);
   EXPECT_EQ(CodeOf(urgent), ReasonCode::kPreempting);
   GangReport ack;

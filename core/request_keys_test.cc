@@ -1,5 +1,6 @@
 #include "core/request_keys.h"
 
+#include "core/testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -8,7 +9,7 @@ namespace {
 
 using ::testing::IsEmpty;
 
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+using testing::kT0;
 
 RequestRecord Record(const std::string& request, const std::string& gang,
                      absl::Time expires) {

@@ -10,7 +10,7 @@ namespace {
 
 using ::testing::ElementsAre;
 
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+using testing::kT0;
 
 Reservation Holding(const std::string& gang, std::vector<NodeId> nodes,
                     absl::Time start) {

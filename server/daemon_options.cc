@@ -2,11 +2,15 @@
 #include "server/daemon_options.h"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -185,6 +189,34 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   options.etcd_password_file = absl::GetFlag(FLAGS_etcd_password_file);
   RETURN_IF_ERROR(CheckDaemonOptions(options));
   return options;
+}
+
+namespace {
+
+// Lets flags be spelled with dashes (--data-dir) as well as underscores.
+void DashesToUnderscores(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--", 2) != 0) continue;
+    for (char* c = argv[i] + 2; *c != '\0' && *c != '='; ++c) {
+      if (*c == '-') *c = '_';
+    }
+  }
+}
+
+}  // namespace
+
+void ParseDaemonFlags(int argc, char** argv, std::string version) {
+  DashesToUnderscores(argc, argv);
+  absl::SetProgramUsageMessage(
+      "phalanxd [--listen ADDR] [--data-dir DIR] [--metrics-listen ADDR] "
+      "[--config FILE] [--fleet FILE] [--queues FILE] [--auth FILE] "
+      "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] "
+      "[--etcd-endpoints URL[,URL...] --replica-id ID [--advertise-address "
+      "HOST:PORT] [--etcd-prefix /phalanx/NAME] [--etcd-lease-ttl 5s]]");
+  absl::FlagsUsageConfig usage;
+  usage.version_string = [version = std::move(version)] { return version; };
+  absl::SetFlagsUsageConfig(usage);
+  absl::ParseCommandLine(argc, argv);
 }
 
 }  // namespace phalanx::server

@@ -48,9 +48,13 @@ struct DaemonOptions {
 // spells it ("--watch-sweep-quiet: must be in 0s..10s, not 11s").
 absl::Status CheckDaemonOptions(const DaemonOptions& options);
 
+// Parses phalanxd's command line into the flags (spelled with dashes,
+// --data-dir, or underscores), with phalanxd's usage text and `version`
+// for --version; exits as Abseil does on --help or a bad flag.
+void ParseDaemonFlags(int argc, char** argv, std::string version);
+
 // The options phalanxd's flags give (--advertise-address defaulting to
-// --listen), checked by CheckDaemonOptions. Call after
-// absl::ParseCommandLine.
+// --listen), checked by CheckDaemonOptions. Call after ParseDaemonFlags.
 absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags();
 
 }  // namespace phalanx::server

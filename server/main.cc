@@ -7,13 +7,9 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <thread>
 
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/synchronization/mutex.h"
 #include "phalanx_version.h"
 #include "server/daemon.h"
@@ -57,32 +53,6 @@ void TakeSignals(const sigset_t& signals, phalanx::server::Daemon& daemon,
   }
 }
 
-// Lets flags be spelled with dashes (--data-dir) as well as underscores.
-void DashesToUnderscores(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--", 2) != 0) continue;
-    for (char* c = argv[i] + 2; *c != '\0' && *c != '='; ++c) {
-      if (*c == '-') *c = '_';
-    }
-  }
-}
-
-void ParseFlags(int argc, char** argv) {
-  DashesToUnderscores(argc, argv);
-  absl::SetProgramUsageMessage(
-      "phalanxd [--listen ADDR] [--data-dir DIR] [--metrics-listen ADDR] "
-      "[--config FILE] [--fleet FILE] [--queues FILE] [--auth FILE] "
-      "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] "
-      "[--etcd-endpoints URL[,URL...] --replica-id ID [--advertise-address "
-      "HOST:PORT] [--etcd-prefix /phalanx/NAME] [--etcd-lease-ttl 5s]]");
-  absl::FlagsUsageConfig usage;
-  usage.version_string = [] {
-    return std::string("phalanxd " PHALANX_VERSION_STRING "\n");
-  };
-  absl::SetFlagsUsageConfig(usage);
-  absl::ParseCommandLine(argc, argv);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,7 +60,8 @@ int main(int argc, char** argv) {
   // then updates a global lock graph (3-4 % of the daemon's CPU in a watch
   // fan-out profile). Lock order is kept by design and by tests instead.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  ParseFlags(argc, argv);
+  phalanx::server::ParseDaemonFlags(
+      argc, argv, std::string("phalanxd " PHALANX_VERSION_STRING "\n"));
   const sigset_t signals = BlockSignals();
   absl::StatusOr<phalanx::server::DaemonOptions> options =
       phalanx::server::DaemonOptionsFromFlags();
