@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
@@ -250,6 +252,12 @@ TEST_F(WatchHubTest, ShutdownEndsStreamsWithUnavailableAndRefusesNewOnes) {
   auto late = Watch(After(0));
   EXPECT_TRUE(Read(*late, 1).empty());
   EXPECT_EQ(late->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  // A stream leaves the count when the server sees it done, which may come
+  // a moment after the client's Finish returned: wait for it, boundedly.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (hub_->watchers() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
   EXPECT_EQ(hub_->watchers(), 0);
 }
 
