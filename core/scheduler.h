@@ -50,25 +50,38 @@ class Scheduler {
   static absl::StatusOr<std::unique_ptr<Scheduler>> Restore(LoadedState state,
                                                             absl::Time now);
 
-  // --- Commands: each changes state and returns OK, or changes nothing.
-  // Errors name the field (scheduler_commands.cc has each one's contract).
+  // --- Commands: each changes state and returns OK, or changes nothing;
+  // errors name the field (full contracts in scheduler_commands.cc).
+  // A new PENDING gang (or the one an earlier submit with the same
+  // request_id made). NotFound queue; InvalidArgument spec; FailedPrecondition
+  // never fits; AlreadyExists reused request_id; PermissionDenied priority;
+  // ResourceExhausted pending limit.
   absl::StatusOr<SubmitResult> Submit(GangSpec spec, absl::Time now,
                                       std::string owner = {});
+  // CANCELLED (a final gang unchanged). NotFound.
   absl::StatusOr<GangPtr> Cancel(const GangId& id, absl::string_view reason,
                                  absl::Time now);
+  // A launcher's report; FailedPrecondition for a transition not allowed.
   absl::StatusOr<GangPtr> Report(const GangReport& report, absl::Time now);
+  // The lease to now + lease_duration, no event. FailedPrecondition unless
+  // leased and holding GPUs.
   absl::StatusOr<GangPtr> RenewLease(const GangId& id, absl::Time now);
   using ExistingNodeState = core::ExistingNodeState;
+  // Adds or updates nodes, all or none.
   absl::StatusOr<std::vector<Node>> UpsertNodes(
       std::vector<Node> nodes, absl::Time now = absl::InfinitePast(),
       ExistingNodeState existing = ExistingNodeState::kKeep);
+  // UNHEALTHY repairs or evicts the node's gangs; DRAINING may take a
+  // deadline by which they are.
   absl::StatusOr<Node> SetNodeState(
       const NodeId& id, NodeState state, absl::string_view reason,
       absl::Time now, std::optional<absl::Time> drain_deadline = std::nullopt);
-  absl::Status RemoveNode(const NodeId& id);
+  absl::Status RemoveNode(const NodeId& id);  // one that holds no gang
   absl::Status Heartbeat(const std::vector<NodeId>& ids, absl::Time now);
-  absl::StatusOr<Queue> PutQueue(Queue queue);
+  absl::StatusOr<Queue> PutQueue(Queue queue);  // creates or replaces
+  // A queue without non-final gangs or children.
   absl::Status DeleteQueue(const QueueName& name);
+  // Aborted when `expected_version` is stale.
   absl::StatusOr<Config> UpdateConfig(Config config,
                                       std::optional<int64_t> expected_version);
 
