@@ -29,8 +29,7 @@ const std::string& FitCache::NeverFitsReason(const GangSpec& spec,
   // twin of the fleet, where the sets take room from one another.
   it->second = PlaceGang(spec, fleet, CapacityBasis::kTotal).reason;
   if (it->second.empty() && spec.pod_sets.size() > 1) {
-    Fleet& twin = const_cast<Fleet&>(IdleTwin(fleet));
-    PlacementResult joint = PlaceGang(spec, twin);
+    PlacementResult joint = PlaceGang(spec, IdleTwin(fleet));
     if (!joint.placed) {
       std::string why =
           absl::StrReplaceAll(joint.reason, {{"NO_FIT: ", ""},
@@ -42,7 +41,7 @@ const std::string& FitCache::NeverFitsReason(const GangSpec& spec,
   return it->second;
 }
 
-const Fleet& FitCache::IdleTwin(const Fleet& fleet) {
+Fleet& FitCache::IdleTwin(const Fleet& fleet) {
   if (idle_twin_ != nullptr &&
       idle_twin_version_ == fleet.structure_version()) {
     return *idle_twin_;

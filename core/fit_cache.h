@@ -53,7 +53,9 @@ class FitCache {
   void ForgetRestricted() { restricted_slots_.reset(); }
 
  private:
-  const Fleet& IdleTwin(const Fleet& fleet);
+  // `fleet` with every node READY and idle, rebuilt when its structure
+  // changes (for the joint "can it ever fit" search).
+  Fleet& IdleTwin(const Fleet& fleet);
 
   // "Can it ever fit" by placement shape, for one structure version.
   absl::flat_hash_map<std::string, std::string> ever_fits_;

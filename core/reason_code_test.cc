@@ -90,13 +90,15 @@ TEST_F(ReasonCodeTest, AReservationAndTheCauseItLeavesWhenItGoes) {
   Cycle();
   ASSERT_EQ(scheduler_->reservations().size(), 1u);
   EXPECT_EQ(CodeOf(head), ReasonCode::kReserved);
+  EXPECT_EQ(ReasonCodeOfStoredText(Get(head)->reason), ReasonCode::kReserved);
   Config off = scheduler_->config();
   off.reservation.depth = 0;
   ASSERT_TRUE(scheduler_->UpdateConfig(off, std::nullopt).ok());
   Cycle();
   EXPECT_TRUE(scheduler_->reservations().empty());
+  // The code and the text agree again: the cause it reserved for.
   EXPECT_EQ(CodeOf(head), ReasonCode::kNoFit);
-  EXPECT_THAT(Get(head)->reason, StartsWith("NO_FIT"));
+  EXPECT_EQ(ReasonCodeOfStoredText(Get(head)->reason), ReasonCode::kNoFit);
 }
 
 TEST_F(ReasonCodeTest, StrictFifoNamesTheBlockedGangs) {

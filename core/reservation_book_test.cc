@@ -71,6 +71,16 @@ TEST_F(ReservationBookTest, AReplanDropsReservationsOfGangsNoLongerPending) {
   EXPECT_FALSE(book_.KeepOrReplan(config_, 1, fleet_, gangs_, kT0));
 }
 
+TEST_F(ReservationBookTest, ACauseIsTakenOnceAndAbsentOnesAreNone) {
+  book_.NoteCause(GangId("g-1"), {ReasonCode::kNoFit, "NO_FIT: x"});
+  book_.NoteCause(GangId("g-1"), {ReasonCode::kNoFit, "NO_FIT: y"});  // newer
+  const ReservationBook::Cause cause = book_.TakeCause(GangId("g-1"));
+  EXPECT_EQ(cause.code, ReasonCode::kNoFit);
+  EXPECT_EQ(cause.reason, "NO_FIT: y");
+  EXPECT_EQ(book_.TakeCause(GangId("g-1")).code, ReasonCode::kNone);
+  EXPECT_EQ(book_.TakeCause(GangId("g-2")).reason, "");
+}
+
 TEST(ReservationBookStaticTest, WindowAndBackfillRules) {
   const Reservation r = Holding("g-1", {}, kT0 + absl::Hours(2));
   ReservationConfig config;

@@ -62,13 +62,16 @@ absl::Status Refuse(absl::string_view why) {
 // does (a damaged store) must not reach placement. Sizes are checked
 // against the widest limits a config may set, so records stored under
 // looser limits than today's still load.
-LimitsConfig WidestLimits() {
-  LimitsConfig widest;
-  widest.max_labels = 1024;
-  widest.max_label_key_bytes = 1024;
-  widest.max_label_value_bytes = 65536;
-  widest.max_id_bytes = 4096;
-  return widest;
+const LimitsConfig& WidestLimits() {
+  static const LimitsConfig kWidest = [] {
+    LimitsConfig widest;
+    widest.max_labels = 1024;
+    widest.max_label_key_bytes = 1024;
+    widest.max_label_value_bytes = 65536;
+    widest.max_id_bytes = 4096;
+    return widest;
+  }();
+  return kWidest;
 }
 
 // A waiting gang's shape passed validation when it was submitted; a
@@ -207,8 +210,8 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
 // Operations the commands and the cycle's phases share.
 
 GangPtr Scheduler::Put(Gang gang) {
-  const GangId id = gang.id;
   GangTable::PutResult put = gangs_.Put(std::move(gang));
+  const GangId& id = put.gang->id;
   const GangState state = put.gang->state;
   // Its reservation, if any, goes at the next cycle.
   if (put.left_pending && reservations_.Of(id) != nullptr) BumpEpoch();
