@@ -201,8 +201,8 @@ absl::Time AdmissionCycle::LatestEndIn(int domain) const {
   const Fleet::Domain& d = fleet.domains()[domain];
   absl::Time latest = absl::InfinitePast();
   for (int i = d.node_begin; i < d.node_end; ++i) {
-    for (const auto& [id, pods] : fleet.slots()[i].gang_pods) {
-      if (const Gang* holder = s_.gangs_.Peek(id)) {
+    for (const Fleet::GangPods& on : fleet.slots()[i].gang_pods) {
+      if (const Gang* holder = s_.gangs_.Peek(on.gang)) {
         latest = std::max(latest, ExpectedEnd(*holder, now_));
       }
     }
@@ -259,8 +259,8 @@ std::function<NodeRank(int, int)> AdmissionCycle::NodeRanker(
     const Fleet::Slot& s = fleet.slots()[slot];
     ScoredNode node{s.node.spec.gpu_count, s.FreeGpus(), absl::InfinitePast()};
     if (config.end_time_packing) {
-      for (const auto& [id, pods] : s.gang_pods) {
-        if (const Gang* holder = gangs.Peek(id)) {
+      for (const Fleet::GangPods& on : s.gang_pods) {
+        if (const Gang* holder = gangs.Peek(on.gang)) {
           node.latest_end =
               std::max(node.latest_end, ExpectedEnd(*holder, now));
         }
@@ -322,9 +322,8 @@ std::optional<std::string> AdmissionCycle::Reserve(const GangPtr& gang) {
   // a bound that lets the plan skip domains that cannot win.
   const GangTable& gangs = s_.gangs_;
   std::optional<Reservation> reservation = PlanReservation(
-      *gang, s_.fleet_, taken,
-      [&gangs](const GangId& id) { return gangs.Peek(id); }, now_,
-      gangs.EarliestEnd(), s_.config_.reservation.choose_by_stranding);
+      *gang, s_.fleet_, taken, [&gangs](GangHandle h) { return gangs.Peek(h); },
+      now_, gangs.EarliestEnd(), s_.config_.reservation.choose_by_stranding);
   if (!reservation || !ReservationBook::WithinWindow(s_.config_.reservation,
                                                      *reservation, now_)) {
     return std::nullopt;

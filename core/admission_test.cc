@@ -492,7 +492,7 @@ TEST(PendingGroupTest, PassesOverMembersWithEstimatesNoShorterThanAFailure) {
     gang.spec.pod_sets.push_back(PodSetSpec{});
     gang.spec.estimated_runtime = absl::Hours(hours[i]);
     gang.submit_time = absl::FromUnixSeconds(i);
-    index.Insert(gang);
+    index.Insert(gang, static_cast<GangHandle>(i));
     gangs.push_back(gang);
   }
   PendingGroup& group = *index.GroupOf(gangs[0].id);

@@ -51,8 +51,8 @@ CycleOrder::Offer CycleOrder::Next() {
     }
     last_ = {name, cursor};
     const PendingKey& key = *cursor->it++;
-    return Offer{gangs_.At(key.id), const_cast<PendingGroup*>(cursor->group),
-                 key.estimate};
+    return Offer{gangs_.At(key.handle),
+                 const_cast<PendingGroup*>(cursor->group), key.estimate};
   }
   return Offer{};
 }

@@ -84,8 +84,8 @@ FitCache::NaturalStart FitCache::WhenItFits(const Gang& gang, Fleet& fleet,
   const std::vector<char> none(fleet.slots().size());
   // PlanReservation releases gangs tentatively and restores them.
   const std::optional<Reservation> natural = PlanReservation(
-      gang, fleet, none, [&gangs](const GangId& id) { return gangs.Peek(id); },
-      now, earliest_end);
+      gang, fleet, none, [&gangs](GangHandle h) { return gangs.Peek(h); }, now,
+      earliest_end);
   if (natural) answer.start = natural->start;
   return answer;
 }

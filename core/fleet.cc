@@ -232,7 +232,7 @@ void Fleet::Rebuild() {
   }
 }
 
-absl::Status Fleet::Allocate(const Gang& gang,
+absl::Status Fleet::Allocate(const Gang& gang, GangHandle handle,
                              const std::vector<PodPlacement>& placement) {
   // Check every pod against the masks as they would be before changing any.
   absl::flat_hash_map<int, uint64_t> taken;
@@ -268,14 +268,14 @@ absl::Status Fleet::Allocate(const Gang& gang,
     for (int gpu : pod.gpu_indices) slot.used_gpu_mask |= uint64_t{1} << gpu;
     slot.used_cpu_millis += set->cpu_millis;
     slot.used_memory_bytes += set->memory_bytes;
-    ++slot.gang_pods[gang.id];
+    AddPods(slot, handle, +1);
   }
   for (const auto& [index, mask] : taken) IndexSlot(index);
   ++version_;
   return absl::OkStatus();
 }
 
-void Fleet::Release(const Gang& gang,
+void Fleet::Release(const Gang& gang, GangHandle handle,
                     const std::vector<PodPlacement>& placement) {
   // The free index is told once per run of pods on one node (what it holds
   // depends only on the slot's final state, not on the steps to it).
@@ -290,11 +290,27 @@ void Fleet::Release(const Gang& gang,
     for (int gpu : pod.gpu_indices) slot.used_gpu_mask &= ~(uint64_t{1} << gpu);
     slot.used_cpu_millis -= set->cpu_millis;
     slot.used_memory_bytes -= set->memory_bytes;
-    auto pods = slot.gang_pods.try_emplace(gang.id, 0).first;
-    if (--pods->second == 0) slot.gang_pods.erase(pods);
+    AddPods(slot, handle, -1);
   }
   if (last >= 0) IndexSlot(last);
   ++version_;
+}
+
+void Fleet::AddPods(Slot& slot, GangHandle gang, int pods) {
+  auto& list = slot.gang_pods;
+  auto it = std::find_if(list.begin(), list.end(),
+                         [gang](const GangPods& g) { return g.gang == gang; });
+  if (it == list.end()) {
+    PHALANX_CHECK(pods > 0);
+    list.push_back({gang, pods});
+    return;
+  }
+  it->pods += pods;
+  PHALANX_CHECK(it->pods >= 0);
+  if (it->pods == 0) {
+    *it = list.back();
+    list.pop_back();
+  }
 }
 
 const PodSetSpec* FindPodSet(const GangSpec& spec, absl::string_view name) {

@@ -20,13 +20,20 @@ namespace phalanx::core {
 
 class Fleet {
  public:
+  // A gang with pods on a node: its handle and how many pods.
+  struct GangPods {
+    GangHandle gang;
+    int pods = 0;
+  };
   // One node and what is allocated on it.
   struct Slot {
     Node node;
     uint64_t used_gpu_mask = 0;  // bit i = GPU i allocated
     int64_t used_cpu_millis = 0;
     int64_t used_memory_bytes = 0;
-    std::map<GangId, int> gang_pods;  // gangs with pods here -> pods
+    // The gangs with pods here, in no particular order (a reader that
+    // decides by their order sorts them by id first).
+    std::vector<GangPods> gang_pods;
 
     int FreeGpus() const;
     bool Idle() const { return used_gpu_mask == 0 && gang_pods.empty(); }
@@ -86,14 +93,18 @@ class Fleet {
   // have changed in between.
   void RestoreVersion(uint64_t version) { version_ = version; }
 
-  // Marks the pods of `gang` at `placement` allocated. Fails (and changes
+  // Marks the pods of `gang`, whose handle is `handle` (no other gang on
+  // the fleet has it), at `placement` allocated. Fails (and changes
   // nothing) when a node is unknown or a GPU is already held.
-  absl::Status Allocate(const Gang& gang,
+  absl::Status Allocate(const Gang& gang, GangHandle handle,
                         const std::vector<PodPlacement>& placement);
-  // Frees what Allocate took for `gang` at `placement`.
-  void Release(const Gang& gang, const std::vector<PodPlacement>& placement);
+  // Frees what Allocate took for `gang` (handle `handle`) at `placement`.
+  void Release(const Gang& gang, GangHandle handle,
+               const std::vector<PodPlacement>& placement);
 
  private:
+  // Adds `pods` (negative: removes) to `gang`'s pod count on `slot`.
+  static void AddPods(Slot& slot, GangHandle gang, int pods);
   void Rebuild();
   // Returns whether the set of models changed.
   bool RefreshModels();

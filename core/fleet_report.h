@@ -1,6 +1,6 @@
 // DescribeFleet: free capacity and fragmentation per topology domain and
-// level, and GPUs by state and model (docs/design.md §6 "Fragmentation"). Used by
-// GetTopology, the metrics and the simulator. Pure function; O(nodes).
+// level, and GPUs by state and model (docs/design.md §6 "Fragmentation"). Used
+// by GetTopology, the metrics and the simulator. Pure function; O(nodes).
 #ifndef PHALANX_CORE_FLEET_REPORT_H_
 #define PHALANX_CORE_FLEET_REPORT_H_
 

@@ -13,8 +13,10 @@ TEST(FleetReportTest, CountsFreeWholeNodesAndFragmentation) {
   gang.id = GangId("g");
   gang.spec = testing::Spec("q").Pods(1, 4, "p");
   // Half of one node in rack 0 is used: rack 0 keeps 1 whole node, rack 1 2.
-  ASSERT_TRUE(
-      fleet.Allocate(gang, {{"p", 0, NodeId("H100-0000"), {0, 1, 2, 3}}}).ok());
+  ASSERT_TRUE(fleet
+                  .Allocate(gang, GangHandle{0},
+                            {{"p", 0, NodeId("H100-0000"), {0, 1, 2, 3}}})
+                  .ok());
   FleetReport report = DescribeFleet(fleet);
   ASSERT_EQ(report.domains.size(), 3u);
   EXPECT_EQ(report.domains[0].path, "b0");

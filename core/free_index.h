@@ -1,6 +1,7 @@
 // FreeIndex: what is free on the READY nodes of a Fleet, kept current as GPUs
 // are allocated and released, so placement can size a domain without visiting
-// its nodes (docs/design.md §4 speed rules: incremental per-shape domain capacities).
+// its nodes (docs/design.md §4 speed rules: incremental per-shape domain
+// capacities).
 //
 // It keeps, for every domain and GPU model, how many READY nodes have each
 // count of free GPUs (a pod set of g GPUs per pod fits floor(k / g) pods on a

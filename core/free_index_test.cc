@@ -115,7 +115,8 @@ class RandomFleet {
       if (Between(0, 2) != 0) continue;
       pods.push_back({"f", static_cast<int>(pods.size()), node.id, {gpu}});
     }
-    ASSERT_TRUE(fleet.Allocate(filler, pods).ok());
+    const auto handle = static_cast<GangHandle>(fleet.Find(node.id));
+    ASSERT_TRUE(fleet.Allocate(filler, handle, pods).ok());
   }
 
   std::mt19937 rng_;

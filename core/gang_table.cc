@@ -79,9 +79,11 @@ GangTable::PutResult GangTable::Put(Gang gang) {
   bool was_pending = false;
   bool held = false;
   bool leased = false;
-  auto it = gangs_.find(gang.id);
-  if (it != gangs_.end()) {
-    const Gang& old = *it->second;
+  auto it = handles_.find(gang.id);
+  const bool known = it != handles_.end();
+  const GangHandle handle = known ? it->second : AddHandle(gang.id);
+  if (known) {
+    const Gang& old = *At(handle);
     was_pending = old.state == GangState::kPending;
     held = HoldsCapacity(old.state);
     leased = old.lease_expire_time.has_value();
@@ -91,7 +93,9 @@ GangTable::PutResult GangTable::Put(Gang gang) {
     }
     Unindex(old);
   }
-  if (gang.state == GangState::kPending && !was_pending) pending_.Insert(gang);
+  if (gang.state == GangState::kPending && !was_pending) {
+    pending_.Insert(gang, handle);
+  }
   if (held && !HoldsCapacity(gang.state)) active_.erase(gang.id);
   if (gang.lease_expire_time) {
     leases_.Set(gang.id, *gang.lease_expire_time);
@@ -99,39 +103,63 @@ GangTable::PutResult GangTable::Put(Gang gang) {
     leases_.Erase(gang.id);
   }
   Index(gang);
-  auto ptr = std::make_shared<const Gang>(std::move(gang));
-  // Nothing above adds or removes a gang record: `it` still stands.
-  if (it != gangs_.end()) {
-    it->second = ptr;
-  } else {
-    gangs_.emplace(ptr->id, ptr);
-  }
-  result.gang = std::move(ptr);
+  result.gang = std::make_shared<const Gang>(std::move(gang));
+  result.handle = handle;
+  by_handle_[IndexOf(handle)] = result.gang;
   return result;
 }
 
+GangHandle GangTable::AddHandle(const GangId& id) {
+  GangHandle handle;
+  if (!free_handles_.empty()) {
+    handle = free_handles_.back();
+    free_handles_.pop_back();
+  } else {
+    handle = static_cast<GangHandle>(by_handle_.size());
+    by_handle_.emplace_back();
+  }
+  handles_.emplace(id, handle);
+  return handle;
+}
+
+GangHandle GangTable::HandleOf(const GangId& id) const {
+  auto it = handles_.find(id);
+  return it == handles_.end() ? kNoGang : it->second;
+}
+
 GangPtr GangTable::ReplacePending(const GangPtr& current, Gang&& updated) {
-  auto it = gangs_.find(current->id);
-  if (it == gangs_.end() || it->second != current) return nullptr;
-  it->second = std::make_shared<const Gang>(std::move(updated));
-  return it->second;
+  auto it = handles_.find(current->id);
+  if (it == handles_.end()) return nullptr;
+  GangPtr& stored = by_handle_[IndexOf(it->second)];
+  if (stored != current) return nullptr;
+  stored = std::make_shared<const Gang>(std::move(updated));
+  return stored;
 }
 
 void GangTable::Erase(const GangId& id) {
-  auto it = gangs_.find(id);
-  PHALANX_CHECK(it != gangs_.end());
-  --counts_[{it->second->spec.queue, it->second->state}];
-  gangs_.erase(it);
+  auto it = handles_.find(id);
+  PHALANX_CHECK(it != handles_.end());
+  GangPtr& stored = by_handle_[IndexOf(it->second)];
+  --counts_[{stored->spec.queue, stored->state}];
+  stored = nullptr;
+  free_handles_.push_back(it->second);
+  handles_.erase(it);
 }
 
 GangPtr GangTable::Find(const GangId& id) const {
-  auto it = gangs_.find(id);
-  return it == gangs_.end() ? nullptr : it->second;
+  auto it = handles_.find(id);
+  return it == handles_.end() ? nullptr : At(it->second);
 }
 
 const Gang* GangTable::Peek(const GangId& id) const {
-  auto it = gangs_.find(id);
-  return it == gangs_.end() ? nullptr : it->second.get();
+  auto it = handles_.find(id);
+  return it == handles_.end() ? nullptr : At(it->second).get();
+}
+
+GangTable::Records::Iterator& GangTable::Records::Iterator::operator++() {
+  ++it_;
+  SkipFree();
+  return *this;
 }
 
 const GangTable::ActiveByPriority* GangTable::ActiveIn(
@@ -164,7 +192,7 @@ std::vector<GangId> GangTable::Retire(
           finished_.begin()->first + keep.finished_gang_age <= now)) {
     const GangId id = finished_.begin()->second;
     finished_.erase(finished_.begin());
-    if (still_named(*gangs_.at(id))) {
+    if (still_named(*At(id))) {
       tombstones_.insert(id);
       continue;
     }

@@ -4,6 +4,9 @@
 // order of finish for retention, the tombstones retention let go, the leases
 // of gangs holding GPUs, and the count of gangs per (queue, state).
 //
+// Each stored gang has a dense handle (core/ids.h) from its first Put to
+// its Erase; the hot paths read records by handle.
+//
 // The only writer of gang records and of those indexes: `Put` normalizes a
 // record (what its placement means follows from its state) and moves it
 // between indexes in one step. It knows nothing of reservations, holds or
@@ -43,6 +46,7 @@ class GangTable {
   // What a Put did besides storing the record.
   struct PutResult {
     GangPtr gang;               // the stored record
+    GangHandle handle;          // its handle
     bool left_pending = false;  // it was PENDING and is no longer
   };
   // Stores `gang` (new or replacing its record) and re-indexes it. The
@@ -56,7 +60,7 @@ class GangTable {
   // record; null, and `updated` untouched, when `current` is not the
   // stored record.
   GangPtr ReplacePending(const GangPtr& current, Gang&& updated);
-  // Forgets gang `id`, which must exist.
+  // Forgets gang `id`, which must exist; its handle is free again.
   void Erase(const GangId& id);
 
   GangPtr Find(const GangId& id) const;
@@ -64,8 +68,53 @@ class GangTable {
   // loops that only read, with no reference count to move).
   const Gang* Peek(const GangId& id) const;
   // The stored record of a gang known to exist.
-  const GangPtr& At(const GangId& id) const { return gangs_.at(id); }
-  const absl::flat_hash_map<GangId, GangPtr>& all() const { return gangs_; }
+  const GangPtr& At(const GangId& id) const { return At(handles_.at(id)); }
+  // The handle of gang `id`, or kNoGang when there is no such gang.
+  GangHandle HandleOf(const GangId& id) const;
+  // The stored record of the gang with handle `handle`, which must be live.
+  const GangPtr& At(GangHandle handle) const {
+    return by_handle_[IndexOf(handle)];
+  }
+  // The gang with handle `handle`, or null when the handle is free or out
+  // of range (kNoGang included); valid until the table changes.
+  const Gang* Peek(GangHandle handle) const {
+    return IndexOf(handle) < by_handle_.size()
+               ? by_handle_[IndexOf(handle)].get()
+               : nullptr;
+  }
+  // Every stored gang, as (id, record) pairs in handle order.
+  class Records {
+   public:
+    class Iterator {
+     public:
+      using value_type = std::pair<const GangId&, const GangPtr&>;
+      value_type operator*() const { return {(*it_)->id, *it_}; }
+      Iterator& operator++();
+      bool operator==(const Iterator& other) const { return it_ == other.it_; }
+
+     private:
+      friend class Records;
+      using Slot = std::vector<GangPtr>::const_iterator;
+      Iterator(Slot it, Slot end) : it_(it), end_(end) { SkipFree(); }
+      void SkipFree() {
+        while (it_ != end_ && *it_ == nullptr) ++it_;
+      }
+      Slot it_;
+      Slot end_;
+    };
+    Iterator begin() const { return {by_handle_.begin(), by_handle_.end()}; }
+    Iterator end() const { return {by_handle_.end(), by_handle_.end()}; }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+
+   private:
+    friend class GangTable;
+    Records(const std::vector<GangPtr>& by_handle, size_t size)
+        : by_handle_(by_handle), size_(size) {}
+    const std::vector<GangPtr>& by_handle_;
+    size_t size_;
+  };
+  Records all() const { return Records(by_handle_, handles_.size()); }
 
   const PendingIndex& pending() const { return pending_; }
   PendingIndex& pending() { return pending_; }
@@ -98,7 +147,13 @@ class GangTable {
   void Unindex(const Gang& old);
   void Index(const Gang& gang);
 
-  absl::flat_hash_map<GangId, GangPtr> gangs_;
+  GangHandle AddHandle(const GangId& id);
+
+  // The records by handle (null where a handle is free), the handle of
+  // each stored id, and the free handles (the last freed is reused first).
+  std::vector<GangPtr> by_handle_;
+  absl::flat_hash_map<GangId, GangHandle> handles_;
+  std::vector<GangHandle> free_handles_;
   PendingIndex pending_;
   absl::btree_set<GangId> active_;
   absl::flat_hash_map<QueueName, ActiveByPriority> active_by_queue_;

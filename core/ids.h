@@ -5,6 +5,8 @@
 #define PHALANX_CORE_IDS_H_
 
 #include <compare>
+#include <cstddef>
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -42,6 +44,18 @@ class StrongId {
 using GangId = StrongId<struct GangIdTag>;
 using NodeId = StrongId<struct NodeIdTag>;
 using QueueName = StrongId<struct QueueNameTag>;
+
+// A gang's dense handle inside core: a small integer the GangTable hands
+// out when a gang's record is first stored and takes back when it is
+// erased (then it may name another gang). Hot paths index by it instead of
+// hashing and comparing id strings; ids stay strings at the API and in
+// storage, and every decision that depends on order still sorts by id.
+enum class GangHandle : uint32_t {};
+// No gang in a table. A fleet also takes it for the transient allocations
+// of gangs that are not stored (placement and repair probes, each undone
+// before the call that made it returns).
+inline constexpr GangHandle kNoGang = static_cast<GangHandle>(~uint32_t{0});
+inline size_t IndexOf(GangHandle handle) { return static_cast<size_t>(handle); }
 
 }  // namespace phalanx::core
 

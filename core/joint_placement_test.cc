@@ -57,7 +57,10 @@ void Occupy(Fleet& fleet, const std::string& id, int gpus) {
   filler.spec = Spec("q").Pods(1, gpus, "p");
   std::vector<int> indices;
   for (int g = 0; g < gpus; ++g) indices.push_back(g);
-  ASSERT_TRUE(fleet.Allocate(filler, {{"p", 0, NodeId(id), indices}}).ok());
+  ASSERT_TRUE(fleet
+                  .Allocate(filler, static_cast<GangHandle>(seq),
+                            {{"p", 0, NodeId(id), indices}})
+                  .ok());
 }
 
 std::map<std::string, int> PodsPerNode(const PlacementResult& result,

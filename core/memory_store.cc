@@ -41,8 +41,7 @@ absl::Status MemoryStore::Commit(const Mutation& m) {
 }
 
 absl::StatusOr<std::vector<Event>> MemoryStore::ReadEvents(int64_t after,
-                                                           int limit,
-                                                           size_t) {
+                                                           int limit, size_t) {
   if (after + 1 < meta_.first_retained_revision) {
     return absl::OutOfRangeError(absl::StrCat("after_revision: ", after,
                                               " has been trimmed; oldest is ",

@@ -35,8 +35,9 @@ std::vector<std::pair<GangId, NodeId>> GangsOn(const Fleet& fleet,
                                                const std::vector<int>& slots) {
   std::vector<std::tuple<int, GangId, NodeId>> found;
   for (int slot : slots) {
-    for (const auto& [id, pods] : fleet.slots()[slot].gang_pods) {
-      found.emplace_back(-gangs.At(id)->spec.priority, id,
+    for (const Fleet::GangPods& on : fleet.slots()[slot].gang_pods) {
+      const Gang& gang = *gangs.At(on.gang);
+      found.emplace_back(-gang.spec.priority, gang.id,
                          fleet.slots()[slot].node.spec.id);
     }
   }
@@ -92,9 +93,10 @@ absl::Status NodeVacator::TryRepair(const GangPtr& current,
   Gang gang = *current;
   s_.quotas_.Accrue(gang.spec.queue, now_);
   s_.quotas_.Charge(gang, fleet, -1);
-  fleet.Release(gang, gang.placement);
+  const GangHandle handle = s_.gangs_.HandleOf(gang.id);
+  fleet.Release(gang, handle, gang.placement);
   gang.placement = std::move(plan.placement);
-  PHALANX_CHECK(fleet.Allocate(gang, gang.placement).ok());
+  PHALANX_CHECK(fleet.Allocate(gang, handle, gang.placement).ok());
   s_.quotas_.Charge(gang, fleet, +1);
   s_.Transition(std::move(gang), EventType::kRepaired, now_);
   return absl::OkStatus();

@@ -75,13 +75,14 @@ void PendingGroup::RecordFailure(int64_t epoch, absl::Duration estimate,
   }
 }
 
-void PendingIndex::Insert(const Gang& gang) {
+void PendingIndex::Insert(const Gang& gang, GangHandle handle) {
   auto [it, inserted] = group_of_.try_emplace(gang.id);
   PHALANX_CHECK(inserted);
   const std::string key = GroupKey(gang.spec);
   PendingGroup& group = groups_[key];
   group.queue = gang.spec.queue;
-  const PendingKey pending = PendingKeyOf(gang);
+  PendingKey pending = PendingKeyOf(gang);
+  pending.handle = handle;
   // A new gang mostly sorts last in its group (the latest submit): the
   // hint makes that insertion constant time.
   auto member = group.members.insert(group.members.end(), pending);

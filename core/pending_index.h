@@ -24,14 +24,15 @@
 namespace phalanx::core {
 
 // A pending gang's place in line: priority (desc), submit time, sequence, id.
-// `estimate` rides along (not compared): the estimated runtime, or
-// InfiniteDuration without one.
+// `estimate` and `handle` ride along (not compared): the estimated runtime,
+// or InfiniteDuration without one, and the gang's handle in its GangTable.
 struct PendingKey {
   int priority = 0;
   absl::Time submit_time;
   int64_t seq = 0;
   GangId id;
   absl::Duration estimate;
+  GangHandle handle = kNoGang;
   bool operator<(const PendingKey& other) const;
 };
 
@@ -117,7 +118,8 @@ class PendingIndex {
   PendingIndex() = default;
   PendingIndex(const PendingIndex&) = delete;
   PendingIndex& operator=(const PendingIndex&) = delete;
-  void Insert(const Gang& gang);
+  // Files pending gang `gang`, whose handle is `handle`.
+  void Insert(const Gang& gang, GangHandle handle);
   void Erase(const Gang& gang);
   // The group of a pending gang, or null.
   PendingGroup* GroupOf(const GangId& id) const;

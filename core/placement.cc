@@ -794,7 +794,7 @@ class GroupPlacer {
       }
       per_set_[m] = *std::move(pods);
       if (options_.basis == CapacityBasis::kFree) {
-        PHALANX_CHECK(fleet_.Allocate(probe_, per_set_[m]).ok());
+        PHALANX_CHECK(fleet_.Allocate(probe_, kNoGang, per_set_[m]).ok());
       }
       placed.push_back(m);
     }
@@ -803,7 +803,7 @@ class GroupPlacer {
 
   void Unhold(size_t member) {
     if (options_.basis == CapacityBasis::kFree) {
-      fleet_.Release(probe_, per_set_[member]);
+      fleet_.Release(probe_, kNoGang, per_set_[member]);
     }
     per_set_[member].clear();
   }
@@ -856,13 +856,13 @@ PlacementResult PlaceInOrder(const GangSpec& spec, Fleet& fleet,
     if (i == order.back()) {
       unheld = i;
     } else if (options.basis == CapacityBasis::kFree) {
-      PHALANX_CHECK(fleet.Allocate(probe, per_set[i]).ok());
+      PHALANX_CHECK(fleet.Allocate(probe, kNoGang, per_set[i]).ok());
     }
   }
   for (size_t i = 0; i < per_set.size(); ++i) {
     std::vector<PodPlacement>& pods = per_set[i];
     if (options.basis == CapacityBasis::kFree && i != unheld) {
-      fleet.Release(probe, pods);
+      fleet.Release(probe, kNoGang, pods);
     }
     result.pods.insert(result.pods.end(), std::make_move_iterator(pods.begin()),
                        std::make_move_iterator(pods.end()));

@@ -27,9 +27,10 @@ Fleet MakeFleet(const std::map<int, int>& busy_per_rack) {
   for (const auto& [rack, busy] : busy_per_rack) {
     for (int n = 0; n < busy; ++n) {
       const NodeId node(absl::StrFormat("H100-0%d%02d", rack, n));
-      EXPECT_TRUE(
-          fleet.Allocate(filler, {{"p", 0, node, {0, 1, 2, 3, 4, 5, 6, 7}}})
-              .ok());
+      EXPECT_TRUE(fleet
+                      .Allocate(filler, GangHandle{0},
+                                {{"p", 0, node, {0, 1, 2, 3, 4, 5, 6, 7}}})
+                      .ok());
     }
   }
   return fleet;
@@ -65,10 +66,10 @@ TEST(PlacementTest, PlacementLeavesTheFleetVersionAsItFoundIt) {
   Gang gang;
   gang.id = GangId("g");
   gang.spec = Spec("q").Pods(2, 8, "a").Pods(3, 4, "b");
-  ASSERT_TRUE(fleet.Allocate(gang, result.pods).ok());
+  ASSERT_TRUE(fleet.Allocate(gang, GangHandle{0}, result.pods).ok());
   const uint64_t allocated = fleet.version();
   EXPECT_NE(allocated, before);
-  fleet.Release(gang, result.pods);
+  fleet.Release(gang, GangHandle{0}, result.pods);
   EXPECT_NE(fleet.version(), allocated);
   fleet.RestoreVersion(before);
   EXPECT_EQ(fleet.version(), before);
@@ -135,7 +136,9 @@ TEST(PlacementTest, NodeSlicesPutEachSliceOnOneNode) {
   pin.spec = Spec("q").Pods(1, 2, "p");
   for (const Fleet::Slot& slot : std::vector<Fleet::Slot>(fleet.slots())) {
     ASSERT_TRUE(
-        fleet.Allocate(pin, {{"p", 0, slot.node.spec.id, {0, 1}}}).ok());
+        fleet
+            .Allocate(pin, GangHandle{0}, {{"p", 0, slot.node.spec.id, {0, 1}}})
+            .ok());
   }
   PlacementResult result =
       PlaceGang(Spec("q").Pods(6, 2).Slices(2, "node"), fleet);
@@ -195,8 +198,10 @@ TEST(PlacementTest, UnconstrainedPacksThePartlyUsedNodeFirst) {
   Gang half;
   half.id = GangId("half");
   half.spec = Spec("q").Pods(1, 4, "p");
-  ASSERT_TRUE(
-      fleet.Allocate(half, {{"p", 0, NodeId("H100-0203"), {0, 1, 2, 3}}}).ok());
+  ASSERT_TRUE(fleet
+                  .Allocate(half, GangHandle{0},
+                            {{"p", 0, NodeId("H100-0203"), {0, 1, 2, 3}}})
+                  .ok());
   PlacementResult result = PlaceGang(Spec("q").Pods(1, 4), fleet);
   ASSERT_TRUE(result.placed);
   EXPECT_EQ(result.pods[0].node, NodeId("H100-0203"));

@@ -55,12 +55,15 @@ bool Preemptor::IsVictim(const Gang& victim, const VictimRules& rules) {
 }
 
 void Preemptor::SetAside(const Gang& victim) {
-  s_.fleet_.Release(victim, victim.placement);
+  s_.fleet_.Release(victim, s_.gangs_.HandleOf(victim.id), victim.placement);
   s_.quotas_.Charge(victim, s_.fleet_, -1);
 }
 
 void Preemptor::PutBack(const Gang& victim) {
-  PHALANX_CHECK(s_.fleet_.Allocate(victim, victim.placement).ok());
+  PHALANX_CHECK(
+      s_.fleet_
+          .Allocate(victim, s_.gangs_.HandleOf(victim.id), victim.placement)
+          .ok());
   s_.quotas_.Charge(victim, s_.fleet_, +1);
 }
 

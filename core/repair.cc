@@ -209,7 +209,7 @@ RepairResult PlanRepair(const Gang& gang, Fleet& fleet,
           absl::StrCat("pod set ", split.set->name, ": ", placed.reason);
       break;
     }
-    PHALANX_CHECK(fleet.Allocate(probe, placed.pods).ok());
+    PHALANX_CHECK(fleet.Allocate(probe, kNoGang, placed.pods).ok());
     if (!model) model = ModelOf(fleet, placed.pods.front().node);
     for (size_t k = 0; k < split.moved.size(); ++k) {
       PodPlacement& pod = result.placement[split.moved[k]];
@@ -222,7 +222,7 @@ RepairResult PlanRepair(const Gang& gang, Fleet& fleet,
   if (result.reason.empty()) {
     result.reason = GateAll(options.model_gate, fleet, taken);
   }
-  fleet.Release(probe, taken);
+  fleet.Release(probe, kNoGang, taken);
   result.repaired = result.reason.empty();
   if (!result.repaired) {
     result.placement = gang.placement;

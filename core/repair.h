@@ -1,5 +1,5 @@
-// Repair in place (docs/design.md §6 "Node failure"): new places for only those pods
-// of a gang that sit on nodes it must leave (failed, or drained past their
+// Repair in place (docs/design.md §6 "Node failure"): new places for only those
+// pods of a gang that sit on nodes it must leave (failed, or drained past their
 // deadline), such that every pod set's topology constraint still holds:
 //   REQUIRED level L     — inside the domain at L that holds the pod set's
 //                          other pods (anywhere at L when none is left);

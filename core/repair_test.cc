@@ -477,7 +477,7 @@ TEST(PlanRepairTest, LeavesTheFleetAsItWasAndNamesThePodSet) {
   gang.spec = Spec("q").Pods(2, 8, "workers").Required("rack");
   gang.placement = {{"workers", 0, NodeId("H100-0000"), kAll},
                     {"workers", 1, NodeId("H100-0001"), kAll}};
-  ASSERT_TRUE(fleet.Allocate(gang, gang.placement).ok());
+  ASSERT_TRUE(fleet.Allocate(gang, GangHandle{0}, gang.placement).ok());
   std::vector<uint64_t> before;
   for (const Fleet::Slot& slot : fleet.slots()) {
     before.push_back(slot.used_gpu_mask);

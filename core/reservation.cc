@@ -74,7 +74,12 @@ struct Outcome {
 // destruction (or when fewer are asked for).
 class Projection {
  public:
-  Projection(Fleet& fleet, std::vector<const Gang*> holders)
+  // A holder's record and its handle.
+  struct Holder {
+    const Gang* gang;
+    GangHandle handle;
+  };
+  Projection(Fleet& fleet, std::vector<Holder> holders)
       : fleet_(fleet),
         holders_(std::move(holders)),
         version_(fleet.version()) {}
@@ -86,23 +91,23 @@ class Projection {
   }
 
   size_t size() const { return holders_.size(); }
-  const Gang* holder(size_t i) const { return holders_[i]; }
+  const Gang* holder(size_t i) const { return holders_[i].gang; }
 
   // Leaves exactly the first `k` holders released.
   void ReleaseFirst(size_t k) {
     while (released_ < k) {
-      const Gang& gang = *holders_[released_++];
-      fleet_.Release(gang, gang.placement);
+      const Holder& h = holders_[released_++];
+      fleet_.Release(*h.gang, h.handle, h.gang->placement);
     }
     while (released_ > k) {
-      const Gang& gang = *holders_[--released_];
-      PHALANX_CHECK(fleet_.Allocate(gang, gang.placement).ok());
+      const Holder& h = holders_[--released_];
+      PHALANX_CHECK(fleet_.Allocate(*h.gang, h.handle, h.gang->placement).ok());
     }
   }
 
  private:
   Fleet& fleet_;
-  std::vector<const Gang*> holders_;
+  std::vector<Holder> holders_;
   const uint64_t version_;
   size_t released_ = 0;
 };
@@ -140,8 +145,7 @@ int64_t EligibleFreeGpus(const Fleet& fleet, int domain,
 // cannot fit. Neither shortcut changes which candidate wins.
 Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
                  const std::vector<char>& taken,
-                 const std::vector<int>& taken_slots,
-                 const std::function<const Gang*(const GangId&)>& find,
+                 const std::vector<int>& taken_slots, const HolderLookup& find,
                  absl::Time now, int64_t eligible_free, const Candidate* best) {
   const Fleet::Domain& domain = fleet.domains()[domain_index];
   int64_t capacity = 0;  // GPUs of eligible nodes
@@ -152,25 +156,27 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
   }
   const int64_t need = gang.spec.TotalGpus();
   if (capacity < need) return {};
-  // Each holder once (a gang spans several nodes), by the id the fleet
-  // stores; the sort below puts them in a total order, so the order they
-  // are met in does not matter.
-  absl::flat_hash_set<absl::string_view> seen;
-  std::vector<std::pair<absl::Time, const Gang*>> ends;
+  // Each holder once (a gang spans several nodes), by the handle the
+  // fleet stores; the sort below puts them in a total order (by expected
+  // end, then id), so the order they are met in does not matter.
+  absl::flat_hash_set<GangHandle> seen;
+  std::vector<std::pair<absl::Time, Projection::Holder>> ends;
   for (int i = domain.node_begin; i < domain.node_end; ++i) {
     const Fleet::Slot& slot = fleet.slots()[i];
     if (taken[i] || slot.node.state != NodeState::kReady) continue;
-    for (const auto& [id, count] : slot.gang_pods) {
-      if (!seen.insert(id.value()).second) continue;
-      if (const Gang* holder = find(id)) {
-        ends.emplace_back(ExpectedEnd(*holder, now), holder);
+    for (const Fleet::GangPods& on : slot.gang_pods) {
+      if (!seen.insert(on.gang).second) continue;
+      if (const Gang* holder = find(on.gang)) {
+        ends.emplace_back(ExpectedEnd(*holder, now),
+                          Projection::Holder{holder, on.gang});
       }
     }
   }
   std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first, a.second->id) < std::tie(b.first, b.second->id);
+    return std::tie(a.first, a.second.gang->id) <
+           std::tie(b.first, b.second.gang->id);
   });
-  std::vector<const Gang*> holders;
+  std::vector<Projection::Holder> holders;
   holders.reserve(ends.size());
   for (const auto& [end, holder] : ends) holders.push_back(holder);
   Projection projection(fleet, holders);
@@ -179,7 +185,7 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
   std::vector<int64_t> released = {0};
   auto released_by = [&](size_t k) {
     while (released.size() <= k) {
-      const Gang& holder = *holders[released.size() - 1];
+      const Gang& holder = *holders[released.size() - 1].gang;
       int64_t gpus = released.back();
       for (const PodPlacement& pod : holder.placement) {
         const int slot = fleet.Find(pod.node);
@@ -307,10 +313,12 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {
   return std::max(now, *gang.admit_time + gang.spec.estimated_runtime);
 }
 
-std::optional<Reservation> PlanReservation(
-    const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
-    const std::function<const Gang*(const GangId&)>& find, absl::Time now,
-    absl::Time earliest_end, bool by_stranding) {
+std::optional<Reservation> PlanReservation(const Gang& gang, Fleet& fleet,
+                                           const std::vector<char>& taken,
+                                           const HolderLookup& find,
+                                           absl::Time now,
+                                           absl::Time earliest_end,
+                                           bool by_stranding) {
   const std::vector<int> taken_slots = TakenSlots(taken);
   const int64_t need = gang.spec.TotalGpus();
   const absl::Time start_floor = std::max(now, earliest_end);
@@ -362,10 +370,11 @@ std::optional<Reservation> PlanReservation(
                      best->to_release, NodesAt(fleet, best->slots)};
 }
 
-std::optional<Reservation> RefreshReservation(
-    const Reservation& reservation, const Gang& gang, Fleet& fleet,
-    const std::vector<char>& taken,
-    const std::function<const Gang*(const GangId&)>& find, absl::Time now) {
+std::optional<Reservation> RefreshReservation(const Reservation& reservation,
+                                              const Gang& gang, Fleet& fleet,
+                                              const std::vector<char>& taken,
+                                              const HolderLookup& find,
+                                              absl::Time now) {
   if (reservation.domain >= static_cast<int>(fleet.domains().size()) ||
       fleet.domains()[reservation.domain].path != reservation.path) {
     return std::nullopt;

@@ -35,13 +35,17 @@ struct Reservation {
   bool operator==(const Reservation&) const = default;
 };
 
+// Looks up a gang holding nodes by its handle (Fleet::Slot::gang_pods):
+// its record, or null for an unknown handle.
+using HolderLookup = std::function<const Gang*(GangHandle)>;
+
 // When a running gang is expected to end: admit time + estimate, never
 // before `now`; InfiniteFuture without an estimate.
 absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
 
 // Plans a reservation for `gang` on `fleet`, avoiding nodes where
 // `taken[slot]` is true (reserved for earlier gangs, held for preemptors).
-// `find` looks up the gangs holding nodes (null for an unknown id; the
+// `find` looks up the gangs holding nodes (null for an unknown one; the
 // gangs stay put until the call returns); no running gang is expected to
 // end before `earliest_end` (a bound the plan uses to skip domains that
 // cannot win; InfinitePast when unknown). Returns nullopt when no domain
@@ -52,7 +56,7 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
 // the least idle capacity (ReservationConfig::choose_by_stranding).
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
-    const std::function<const Gang*(const GangId&)>& find, absl::Time now,
+    const HolderLookup& find, absl::Time now,
     absl::Time earliest_end = absl::InfinitePast(), bool by_stranding = false);
 
 // Re-estimates `reservation` of `gang` on its own domain (start, GPUs still
@@ -60,10 +64,11 @@ std::optional<Reservation> PlanReservation(
 // domain could no longer host the gang, or could now (it is then admitted
 // like any gang). Costs O(log gangs there) placements inside the domain,
 // where PlanReservation weighs every domain of the level.
-std::optional<Reservation> RefreshReservation(
-    const Reservation& reservation, const Gang& gang, Fleet& fleet,
-    const std::vector<char>& taken,
-    const std::function<const Gang*(const GangId&)>& find, absl::Time now);
+std::optional<Reservation> RefreshReservation(const Reservation& reservation,
+                                              const Gang& gang, Fleet& fleet,
+                                              const std::vector<char>& taken,
+                                              const HolderLookup& find,
+                                              absl::Time now);
 
 }  // namespace phalanx::core
 

@@ -78,7 +78,7 @@ bool ReservationBook::KeepOrReplan(const ReservationConfig& config,
     if (gang == nullptr || gang->state != GangState::kPending) continue;
     std::optional<Reservation> again = RefreshReservation(
         reservation, *gang, fleet, taken,
-        [&gangs](const GangId& id) { return gangs.Peek(id); }, now);
+        [&gangs](GangHandle h) { return gangs.Peek(h); }, now);
     if (!again || !WithinWindow(config, *again, now)) continue;
     for (int slot : SlotsOf(*again, fleet)) taken[slot] = 1;
     kept.push_back(*std::move(again));

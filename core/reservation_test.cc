@@ -142,7 +142,7 @@ TEST(ReservationPlanTest, NoReservationForAGangThatFitsNow) {
   Fleet fleet = s->fleet();
   EXPECT_FALSE(PlanReservation(
                    gang, fleet, std::vector<char>(1, 0),
-                   [](const GangId&) { return nullptr; }, kT0)
+                   [](GangHandle) { return nullptr; }, kT0)
                    .has_value());
 }
 
@@ -158,18 +158,18 @@ void CheckReservationsDeliver(const Scheduler& s, absl::Time now) {
     EXPECT_GE(r.start, now - absl::Seconds(1));
     Fleet fleet = s.fleet();
     std::set<int> reserved;
-    std::set<GangId> holders;
+    std::set<GangHandle> holders;
     for (const NodeId& node : r.nodes) {
       const int slot = fleet.Find(node);
       ASSERT_GE(slot, 0);
       reserved.insert(slot);
-      for (const auto& [id, pods] : fleet.slots()[slot].gang_pods) {
-        holders.insert(id);
+      for (const Fleet::GangPods& on : fleet.slots()[slot].gang_pods) {
+        holders.insert(on.gang);
       }
     }
-    for (const GangId& id : holders) {
-      const GangPtr holder = s.FindGang(id);
-      fleet.Release(*holder, holder->placement);
+    for (GangHandle handle : holders) {
+      const Gang* holder = s.GangAt(handle);
+      fleet.Release(*holder, handle, holder->placement);
     }
     PlacementOptions options;
     options.node_allowed = [&](int slot) { return reserved.contains(slot); };

@@ -159,17 +159,18 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
       return Refuse(st.message());
     }
     const bool holds = HoldsCapacity(gang.state);
-    if (holds) {
-      if (absl::Status st = s.fleet_.Allocate(gang, gang.placement); !st.ok()) {
-        return Refuse(st.message());
-      }
-    }
     if (gang.state == GangState::kPreempting && !gang.grace_deadline) {
       // A record from before grace_deadline existed: a fresh grace period.
       gang.grace_deadline = now + s.config_.preemption.grace_period;
     }
     GangPtr stored = s.Put(std::move(gang));
     if (holds) {
+      // (A refused restore drops the scheduler whole: no undo is needed.)
+      if (absl::Status st = s.fleet_.Allocate(
+              *stored, s.gangs_.HandleOf(stored->id), stored->placement);
+          !st.ok()) {
+        return Refuse(st.message());
+      }
       s.quotas_.Charge(*stored, s.fleet_, +1);
       s.deadlines_.ArmGang(*stored, s.config_.start_timeout);
     }
@@ -236,7 +237,7 @@ void Scheduler::ReleaseCapacity(Gang& gang, absl::Time now) {
   quotas_.Accrue(gang.spec.queue, now);
   quotas_.Charge(gang, fleet_, -1);
   BumpEpoch();
-  fleet_.Release(gang, gang.placement);
+  fleet_.Release(gang, gangs_.HandleOf(gang.id), gang.placement);
   gang.placement_released = true;
 }
 
@@ -244,7 +245,9 @@ void Scheduler::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
                       absl::Time now) {
   Gang admitted = *gang;
   admitted.placement = std::move(pods);
-  PHALANX_CHECK(fleet_.Allocate(admitted, admitted.placement).ok());
+  PHALANX_CHECK(
+      fleet_.Allocate(admitted, gangs_.HandleOf(gang->id), admitted.placement)
+          .ok());
   admitted.state = GangState::kAdmitted;
   admitted.reason_code = ReasonCode::kNone;
   admitted.reason.clear();
@@ -340,8 +343,16 @@ Mutation Scheduler::TakeMutation() {
 // ---------------------------------------------------------------------------
 // Reads.
 
-const absl::flat_hash_map<GangId, GangPtr>& Scheduler::gangs() const {
-  return gangs_.all();
+GangTable::Records Scheduler::gangs() const { return gangs_.all(); }
+
+std::vector<GangPtr> Scheduler::GangsOn(int slot) const {
+  std::vector<GangPtr> on;
+  for (const Fleet::GangPods& pods : fleet_.slots()[slot].gang_pods) {
+    on.push_back(gangs_.At(pods.gang));
+  }
+  std::sort(on.begin(), on.end(),
+            [](const GangPtr& a, const GangPtr& b) { return a->id < b->id; });
+  return on;
 }
 
 std::optional<absl::Time> Scheduler::LastHeartbeat(const NodeId& id) const {

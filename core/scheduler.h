@@ -93,9 +93,14 @@ class Scheduler {
 
   // --- Reads.
   GangPtr FindGang(const GangId& id) const { return gangs_.Find(id); }
-  const absl::flat_hash_map<GangId, GangPtr>& gangs() const;
+  // Every stored gang, as (id, record) pairs.
+  GangTable::Records gangs() const;
   const Config& config() const { return config_; }
   const Fleet& fleet() const { return fleet_; }
+  // The gangs with pods on fleet slot `slot`, by id.
+  std::vector<GangPtr> GangsOn(int slot) const;
+  // The gang with handle `handle` (Fleet::Slot::gang_pods), or null.
+  const Gang* GangAt(GangHandle handle) const { return gangs_.Peek(handle); }
   const PendingIndex& pending() const { return gangs_.pending(); }
   std::optional<absl::Time> LastHeartbeat(const NodeId& id) const;
   const absl::btree_map<QueueName, Queue>& queues() const;

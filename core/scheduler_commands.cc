@@ -429,8 +429,8 @@ absl::Status Scheduler::RemoveNode(const NodeId& id) {
   const Fleet::Slot& s = fleet_.slots()[slot];
   if (!s.Idle()) {
     std::vector<std::string> holders;
-    for (const auto& [gang, pods] : s.gang_pods)
-      holders.push_back(gang.value());
+    for (const GangPtr& gang : GangsOn(slot))
+      holders.push_back(gang->id.value());
     return absl::FailedPreconditionError(absl::StrCat(
         "node_id: node ", QuoteForError(id.value()), " holds gangs ",
         absl::StrJoin(holders, ", "), "; drain it or mark it UNHEALTHY first"));

@@ -1,6 +1,6 @@
-// StateStore: the port through which Phalanx persists its state (docs/design.md §7).
-// Core declares it; storage/ implements it on RocksDB and memory_store.h in
-// memory. Implementations say whether they are thread-safe.
+// StateStore: the port through which Phalanx persists its state (docs/design.md
+// §7). Core declares it; storage/ implements it on RocksDB and memory_store.h
+// in memory. Implementations say whether they are thread-safe.
 #ifndef PHALANX_CORE_STATE_STORE_H_
 #define PHALANX_CORE_STATE_STORE_H_
 

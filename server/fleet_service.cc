@@ -12,19 +12,16 @@
 
 namespace phalanx::server {
 
-void NodeToProto(const core::Scheduler& scheduler,
-                 const core::Fleet::Slot& slot, v1::Node* out,
+void NodeToProto(const core::Scheduler& scheduler, int index, v1::Node* out,
                  const GangFilter& show_gang) {
+  const core::Fleet::Slot& slot = scheduler.fleet().slots()[index];
   convert::ToProto(slot.node, out);
   for (int gpu = 0; gpu < slot.node.spec.gpu_count; ++gpu) {
     if (slot.used_gpu_mask >> gpu & 1) out->add_used_gpu_indices(gpu);
   }
-  for (const auto& [id, pods] : slot.gang_pods) {
-    if (show_gang) {
-      core::GangPtr gang = scheduler.FindGang(id);
-      if (gang == nullptr || !show_gang(*gang)) continue;
-    }
-    out->add_gang_ids(id.value());
+  for (const core::GangPtr& gang : scheduler.GangsOn(index)) {
+    if (show_gang && !show_gang(*gang)) continue;
+    out->add_gang_ids(gang->id.value());
   }
   if (auto beat = scheduler.LastHeartbeat(slot.node.spec.id)) {
     convert::ToProto(*beat, out->mutable_last_heartbeat());
@@ -87,8 +84,7 @@ grpc::ServerUnaryReactor* FleetService::UpsertNodes(
                     s.UpsertNodes(std::move(upsert), absl::InfinitePast(),
                                   core::Scheduler::ExistingNodeState::kRefuse));
                 for (const core::Node& node : stored) {
-                  const int slot = s.fleet().Find(node.spec.id);
-                  NodeToProto(s, s.fleet().slots()[slot],
+                  NodeToProto(s, s.fleet().Find(node.spec.id),
                               response->add_nodes());
                 }
                 return absl::OkStatus();
@@ -133,8 +129,7 @@ grpc::ServerUnaryReactor* FleetService::SetNodeState(
                 ASSIGN_OR_RETURN(
                     core::Node node,
                     s.SetNodeState(id, state, reason, now, drain_deadline));
-                NodeToProto(s, s.fleet().slots()[s.fleet().Find(id)],
-                            response->mutable_node());
+                NodeToProto(s, s.fleet().Find(id), response->mutable_node());
                 return absl::OkStatus();
               }));
 }
@@ -199,10 +194,12 @@ grpc::ServerUnaryReactor* FleetService::ListNodes(
       *loop_, context,
       [state, model = request->gpu_model(), response,
        show_gang = std::move(show_gang)](core::Scheduler& s, absl::Time) {
-        for (const core::Fleet::Slot& slot : s.fleet().slots()) {
-          if (state && slot.node.state != *state) continue;
-          if (!model.empty() && slot.node.spec.gpu_model != model) continue;
-          NodeToProto(s, slot, response->add_nodes(), show_gang);
+        const std::vector<core::Fleet::Slot>& slots = s.fleet().slots();
+        for (size_t i = 0; i < slots.size(); ++i) {
+          const core::Node& node = slots[i].node;
+          if (state && node.state != *state) continue;
+          if (!model.empty() && node.spec.gpu_model != model) continue;
+          NodeToProto(s, static_cast<int>(i), response->add_nodes(), show_gang);
         }
         return absl::OkStatus();
       },

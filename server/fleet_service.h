@@ -46,9 +46,9 @@ class FleetService final : public v1::Fleet::CallbackService {
 // of gangs in queues a tenant may not see); null = all.
 using GangFilter = std::function<bool(const core::Gang& gang)>;
 
-// Fills `out` with the node in `slot` and its usage.
-void NodeToProto(const core::Scheduler& scheduler,
-                 const core::Fleet::Slot& slot, v1::Node* out,
+// Fills `out` with the node in fleet slot `index` and its usage (its gangs
+// by id).
+void NodeToProto(const core::Scheduler& scheduler, int index, v1::Node* out,
                  const GangFilter& show_gang = nullptr);
 
 // OK when a caller with only ROLE_NODE_AGENT may move a node from `from`
