@@ -1,5 +1,5 @@
 #!/bin/bash
-# The scale grid (bench/README.md "Scale"): the core at
+# The scale grid (bench/README.md "Performance"): the core at
 # 1k / 10k / 50k nodes × 10k / 100k / 1M pending gangs (and 0, the RSS
 # baseline), one phalanx-scale-bench process a point, each under `timeout`,
 # and the first full-fleet cycle over never-reached gangs (--waiting);
