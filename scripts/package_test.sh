@@ -4,8 +4,8 @@
 #
 #   scripts/package_test.sh [BUILD_DIR]      # default: build
 #
-# 1. builds phalanxd, phalanxctl and the Python stubs in BUILD_DIR and the
-#    .deb with cpack;
+# 1. builds what the package holds (target package_contents) in BUILD_DIR
+#    and the .deb with cpack;
 # 2. debootstraps a minimal bookworm root in a temporary directory (the
 #    downloaded base system is kept in $PHALANX_PACKAGE_CACHE, default
 #    /var/cache/phalanx-package-test, and so are the .debs apt fetches);
@@ -65,12 +65,8 @@ check_host() {
 }
 
 build_package() {
-  local targets=(phalanxd phalanxctl phalanx_python_stubs)
   [[ -f $build/CMakeCache.txt ]] || die "$build is not a configured build folder (scripts/build.sh)"
-  if cmake --build "$build" --target help | grep -q '^phalanx-node-agent:'; then
-    targets+=(phalanx-node-agent)
-  fi
-  cmake --build "$build" --target "${targets[@]}" >/dev/null
+  cmake --build "$build" --target package_contents >/dev/null
   (cd "$build" && cpack -G DEB -B "$work/package" >/dev/null)
   deb=$(echo "$work"/package/phalanx_*.deb)
   [[ -f $deb ]] || die "cpack wrote no phalanx_*.deb"
