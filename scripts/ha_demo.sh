@@ -1,9 +1,11 @@
 #!/bin/bash
 # The 3-replica HA setup of deploy/ha/ on this machine, without systemd: 3
 # etcd members and 3 phalanxd replicas on loopback, started from the very
-# env files and the ExecStart line of deploy/ha/*.service (only the binary
-# and data paths are swapped for local ones). README.md, "High
-# availability: 3 replicas", walks through it.
+# env files and the ExecStart line of deploy/ha/*.service (only the binary,
+# data and /etc/phalanx paths are swapped for local ones; the TLS files, the
+# --auth file and the admin token come from deploy/phalanx-bootstrap, in
+# $PHALANX_HA_DEMO_DIR/etc). README.md, "High availability: 3 replicas",
+# walks through it.
 #
 #   scripts/ha_demo.sh start          # 3 etcd members + r0, r1, r2
 #   scripts/ha_demo.sh status         # who leads: etcd's key, each replica's health
@@ -22,6 +24,7 @@ build=${PHALANX_BUILD_DIR:-$root/build}
 ha=$root/deploy/ha
 phalanxd=$build/server/phalanxd
 phalanxctl=$build/clients/phalanxctl
+etc=$demo/etc
 replicas=(r0 r1 r2)
 members=(e0 e1 e2)
 
@@ -44,10 +47,11 @@ pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 # grpc.health.v1.Health/Check of service $2 at $1: SERVING, NOT_SERVING or
 # the RPC error (UNAVAILABLE when nothing listens).
 health() {
-  /usr/bin/python3 - "$1" "$2" <<'EOF'
+  /usr/bin/python3 - "$1" "$2" "$etc/tls/ca.crt" <<'EOF'
 import sys, grpc
 service = sys.argv[2].encode()
-channel = grpc.insecure_channel(sys.argv[1])
+with open(sys.argv[3], "rb") as ca:
+    channel = grpc.secure_channel(sys.argv[1], grpc.ssl_channel_credentials(ca.read()))
 check = channel.unary_unary("/grpc.health.v1.Health/Check")
 try:
     reply = check(b"\x0a" + bytes([len(service)]) + service, timeout=1)
@@ -63,6 +67,16 @@ address_of() { (load_env "$ha/phalanxd-$1.env"; echo "$PHALANX_LISTEN"); }
 etcd_endpoints() { (load_env "$ha/phalanxd.env"; echo "$PHALANX_ETCD_ENDPOINTS"); }
 
 etcdctl_() { ETCDCTL_API=3 etcdctl --endpoints "$(etcd_endpoints)" "$@"; }
+
+# phalanxctl as the admin of $etc (TLS, token).
+ctl() { "$phalanxctl" --tls-ca "$etc/tls/ca.crt" --token-file "$etc/admin.token" "$@"; }
+
+# The CA, server certificate, auth.json and admin token of the replicas.
+make_secrets() {
+  [[ -f $etc/auth.json ]] && return
+  "$root/deploy/phalanx-bootstrap" --dir "$etc" --group "$(id -gn)" \
+    --name localhost --name 127.0.0.1 >/dev/null
+}
 
 start_member() {
   local m=$1
@@ -90,9 +104,10 @@ replica_command() {
     eval "set -- $line"
     for word in "$@"; do
       case $word in
-        /usr/local/bin/phalanxd) echo "$phalanxd" ;;
+        /usr/bin/phalanxd) echo "$phalanxd" ;;
         --data-dir=/var/lib/phalanx/*) echo "--data-dir=$demo/${word#--data-dir=/var/lib/phalanx/}" ;;
         --etcd-prefix=*) echo "--etcd-prefix=/phalanx/demo" ;;
+        *=/etc/phalanx/*) echo "${word%%=*}=$etc/${word#*=/etc/phalanx/}" ;;
         *) echo "$word" ;;
       esac
     done
@@ -127,6 +142,7 @@ cmd_start() {
   command -v /usr/bin/etcd >/dev/null || die "install etcd-server (scripts/setup.sh)"
   ensure_built
   mkdir -p "$demo"
+  make_secrets
   for m in "${members[@]}"; do start_member "$m"; done
   local deadline=$((SECONDS + 30))
   until etcdctl_ endpoint health >/dev/null 2>&1; do
@@ -160,7 +176,7 @@ cmd_submit() {
   local leader
   leader=$(await_leader 30) || die "nobody leads"
   say "submitting through $leader ($(address_of "$leader"))"
-  "$phalanxctl" --server "$(address_of "$leader")" submit \
+  ctl --server "$(address_of "$leader")" submit \
     --queue llm-finetune --pods 1 --gpus 8 --request-id "demo-$(date +%s%N)"
 }
 

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build ccache g++ pkg-config clang-format openssl libssl-dev
+  cmake ninja-build ccache g++ pkg-config clang-format openssl libssl-dev dpkg-dev
   clang libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libabsl-dev prometheus-cpp-dev

@@ -4,8 +4,10 @@
 Every PromQL expression of the Grafana dashboard and of the alerting rules may
 use only the series that server/metrics.cc declares (read from the source, not
 from a list kept here), with their real label names and, where the source
-spells them out, their real label values; the systemd unit may pass phalanxd
-only flags that server/daemon_options.cc defines. Standard library only.
+spells them out, their real label values; the systemd units may pass phalanxd
+only flags that server/daemon_options.cc defines, every variable they use is
+set by their env files, and every file they name is one the package installs
+or phalanx-bootstrap writes. Standard library only.
 
 Usage: deploy_files_test.py PROJECT_SOURCE_DIR
 """
@@ -339,8 +341,47 @@ def unit_file(text):
     return sections
 
 
+def env_file(text):
+    """Returns {name: value} of a systemd EnvironmentFile."""
+    values = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            values[name] = value.strip('"')
+    return values
+
+
+def installed_files():
+    """Where deploy/CMakeLists.txt installs the example files: {path under
+    /etc/phalanx: source path under deploy/}."""
+    cmake = read("deploy", "CMakeLists.txt")
+    files = {}
+    for block in re.findall(r"install\(FILES ([^)]*?)\s+DESTINATION\s+"
+                            r"\$\{PHALANX_ETC\}(/\w+)?\)", cmake):
+        sources, subdir = block
+        for source in sources.split():
+            name = os.path.basename(source)
+            files["/etc/phalanx%s/%s" % (subdir, name)] = source
+    return files
+
+
+def bootstrap_files():
+    """The files phalanx-bootstrap writes, as paths under /etc/phalanx."""
+    script = read("deploy", "phalanx-bootstrap")
+    outputs = re.search(r"outputs\(\) {(.*?)\n}", script, re.S).group(1)
+    return {"/etc/phalanx/" + f for f in re.findall(r'"\$dir/([\w/.]+)"', outputs)}
+
+
 def daemon_flags(main_cc):
     return set(re.findall(r"ABSL_FLAG\(\s*[\w:<>]+\s*,\s*(\w+)\s*,", main_cc))
+
+
+def expand(exec_start, env):
+    """ExecStart with its variables filled in from `env`, as systemd does:
+    ${NAME} is one word, $NAME is split at white space."""
+    text = re.sub(r"\$\{(\w+)\}", lambda m: env[m.group(1)], exec_start)
+    return re.sub(r"\$(\w+)", lambda m: env[m.group(1)], text)
 
 
 def exec_start_flags(exec_start):
@@ -368,7 +409,9 @@ class DeployFilesTest(unittest.TestCase):
             read("deploy", "grafana", "phalanx-dashboard.json"))
         cls.rules = alert_rules(read("deploy", "alerts.yml"))
         cls.unit = unit_file(read("deploy", "phalanxd.service"))
+        cls.env = env_file(read("deploy", "phalanxd.env"))
         cls.flags = daemon_flags(read("server", "daemon_options.cc"))
+        cls.exec_start = expand(cls.unit["Service"]["ExecStart"], cls.env)
 
     def test_source_is_read(self):
         # If these go, the regexes above no longer understand metrics.cc.
@@ -435,38 +478,52 @@ class DeployFilesTest(unittest.TestCase):
         for key in ("User", "StateDirectory", "LimitNOFILE", "TimeoutStopSec"):
             self.assertIn(key, service)
         self.assertIn("WantedBy", self.unit["Install"])
-        flags = exec_start_flags(service["ExecStart"])
-        self.assertTrue(service["ExecStart"].split()[0].endswith("/phalanxd"))
+        flags = exec_start_flags(self.exec_start)
         unknown = sorted(set(flags) - self.flags)
         self.assertEqual(unknown, [], "flags not in server/daemon_options.cc")
         # The store lives in the directory systemd creates for the user.
         self.assertEqual(flags.get("data_dir"),
                          "/var/lib/" + service["StateDirectory"].split()[0])
 
+    def test_unit_runs_the_installed_binary_with_its_env_file(self):
+        service = self.unit["Service"]
+        # The package installs under /usr (deploy/CMakeLists.txt).
+        self.assertEqual(service["ExecStart"].split()[0], "/usr/bin/phalanxd")
+        self.assertEqual(service["EnvironmentFile"], "/etc/phalanx/phalanxd.env")
+        self.assertEqual(installed_files().get(service["EnvironmentFile"]),
+                         "phalanxd.env")
+        used = set(re.findall(r"\$\{?(\w+)\}?", service["ExecStart"]))
+        self.assertEqual(sorted(used - set(self.env)), [])
+
+    def test_unit_serves_tls_with_auth_and_loads_the_start_up_files(self):
+        flags = exec_start_flags(self.exec_start)
+        for flag in ("auth", "tls_cert", "tls_key", "config", "fleet", "queues"):
+            self.assertIn(flag, flags)
+        written, installed = bootstrap_files(), installed_files()
+        for flag in ("auth", "tls_cert", "tls_key"):
+            self.assertIn(flags[flag], written, flag)
+        for flag in ("config", "fleet", "queues"):
+            self.assertIn(flags[flag], installed, flag)
+
+    def test_unit_may_write_the_backup_directory(self):
+        service = self.unit["Service"]
+        self.assertEqual(service["ProtectSystem"], "strict")
+        self.assertIn("/var/backups/phalanx",
+                      [p.lstrip("-") for p in service["ReadWritePaths"].split()])
+        self.assertIn("/var/backups/phalanx", read("deploy", "debian", "postinst"))
+
     def test_prometheus_scrapes_the_unit_metrics_port(self):
         config = read("deploy", "prometheus.yml")
         self.assertRegex(config, r"(?m)^rule_files:\s*\n\s*- alerts\.yml")
         job = re.search(r"job_name:\s*(\S+)", config).group(1)
         targets = re.findall(r'targets:\s*\["([^"]+)"\]', config)
-        listen = exec_start_flags(self.unit["Service"]["ExecStart"]).get(
-            "metrics_listen")
+        listen = exec_start_flags(self.exec_start).get("metrics_listen")
         self.assertIsNotNone(listen)
         self.assertIn(listen.rsplit(":", 1)[1],
                       [t.rsplit(":", 1)[1] for t in targets])
         for rule in self.rules:
             for value in re.findall(r'job="([^"]*)"', rule["expr"]):
                 self.assertEqual(value, job, rule["alert"])
-
-
-def env_file(text):
-    """Returns {name: value} of a systemd EnvironmentFile."""
-    values = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            name, _, value = line.partition("=")
-            values[name] = value.strip('"')
-    return values
 
 
 class HaDeployFilesTest(unittest.TestCase):
@@ -492,6 +549,29 @@ class HaDeployFilesTest(unittest.TestCase):
         for flag in self.shared["PHALANX_STARTUP_FLAGS"].split():
             self.assertIn(flag[2:].partition("=")[0].replace("-", "_"),
                           self.flags)
+
+    def test_replica_unit_serves_tls_with_auth(self):
+        service = self.unit["Service"]
+        self.assertEqual(service["ExecStart"].split()[0], "/usr/bin/phalanxd")
+        own = env_file(read("deploy", "ha", "phalanxd-r0.env"))
+        flags = exec_start_flags(expand(service["ExecStart"],
+                                        dict(self.shared, **own)))
+        written = bootstrap_files()
+        for flag in ("auth", "tls_cert", "tls_key"):
+            self.assertIn(flags.get(flag), written, flag)
+        # etcd's TLS flags have their place in the shared env file.
+        self.assertIn("$PHALANX_ETCD_TLS_FLAGS", service["ExecStart"])
+        for flag in re.findall(r"--([\w-]+)=", read("deploy", "ha", "phalanxd.env")):
+            self.assertIn(flag.replace("-", "_"), self.flags)
+        self.assertIn("/var/backups/phalanx", service["ReadWritePaths"])
+
+    def test_every_env_file_is_installed(self):
+        installed = installed_files()
+        for name in ("phalanxd.env", "phalanxd-r0.env", "phalanxd-r1.env",
+                     "phalanxd-r2.env", "etcd-e0.env", "etcd-e1.env",
+                     "etcd-e2.env"):
+            self.assertEqual(installed.get("/etc/phalanx/ha/" + name),
+                             "ha/" + name)
 
     def test_every_variable_is_set(self):
         used = set(re.findall(r"\$\{?(\w+)\}?", self.unit["Service"]["ExecStart"]))
