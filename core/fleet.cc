@@ -120,9 +120,10 @@ bool Fleet::RefreshModels() {
   std::set<std::string> models;
   for (const Slot& slot : slots_) models.insert(slot.node.spec.gpu_model);
   std::vector<std::string> sorted(models.begin(), models.end());
-  if (sorted == models_) return false;
+  const bool changed = sorted != models_;
   models_ = std::move(sorted);
-  return true;
+  for (Slot& slot : slots_) slot.model = ModelIndex(slot.node.spec.gpu_model);
+  return changed;
 }
 
 int Fleet::ModelIndex(absl::string_view model) const {
@@ -159,7 +160,7 @@ void Fleet::IndexSlot(int index) {
   FreeIndex::SlotFree free;
   const int free_gpus = slot.FreeGpus();
   if (slot.node.state == NodeState::kReady && free_gpus > 0) {
-    free.model = ModelIndex(spec.gpu_model);
+    free.model = slot.model;
     free.free_gpus = free_gpus;
     if (spec.cpu_millis > 0) {
       free.cpu_per_gpu = static_cast<double>(std::max<int64_t>(

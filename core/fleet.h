@@ -28,6 +28,7 @@ class Fleet {
   // One node and what is allocated on it.
   struct Slot {
     Node node;
+    int model = -1;              // index of the node's GPU model in Models()
     uint64_t used_gpu_mask = 0;  // bit i = GPU i allocated
     int64_t used_cpu_millis = 0;
     int64_t used_memory_bytes = 0;

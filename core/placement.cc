@@ -166,12 +166,15 @@ class PodSetPlacer {
     node_pods_.resize(slots.size());
     prefix_.assign(slots.size() + 1, 0);
     free_prefix_.assign(slots.size() + 1, 0);
+    const int model = model_ == nullptr ? -1 : fleet_.ModelIndex(*model_);
     for (size_t i = 0; i < slots.size(); ++i) {
       const bool allowed = static_cast<int>(i) >= slot_begin_ &&
                            static_cast<int>(i) < slot_end_ &&
                            (!options.node_allowed || options.node_allowed(i));
       node_pods_[i] =
-          allowed ? PodsOnNode(PodRequest{set_, model_, basis_}, slots[i]) : 0;
+          allowed
+              ? PodsOnNode(PodRequest{set_, model_, basis_, model}, slots[i])
+              : 0;
       prefix_[i + 1] = prefix_[i] + node_pods_[i];
       free_prefix_[i + 1] =
           free_prefix_[i] +
@@ -209,7 +212,7 @@ class PodSetPlacer {
   int64_t IndexedPodsOnNode(int slot) const {
     const Fleet::Slot& s = fleet_.slots()[slot];
     if (s.node.state != NodeState::kReady) return 0;
-    if (model_ != nullptr && s.node.spec.gpu_model != *model_) return 0;
+    if (model_ != nullptr && s.model != model_index_) return 0;
     return std::min<int64_t>(set_.count, s.FreeGpus() / set_.gpus);
   }
 
@@ -224,7 +227,9 @@ class PodSetPlacer {
         Excluded(slot)) {
       return 0;
     }
-    return PodsOnNode(PodRequest{set_, model_, basis_}, fleet_.slots()[slot]);
+    return PodsOnNode(
+        PodRequest{set_, model_, basis_, model_ == nullptr ? -1 : model_index_},
+        fleet_.slots()[slot]);
   }
 
   // Pods of the set that fit in `domain`.

@@ -5,7 +5,9 @@
 namespace phalanx::core {
 
 bool ModelFilter(const PodRequest& request, const Fleet::Slot& slot) {
-  return request.model == nullptr || slot.node.spec.gpu_model == *request.model;
+  if (request.model == nullptr) return true;
+  if (request.model_index >= 0) return slot.model == request.model_index;
+  return slot.node.spec.gpu_model == *request.model;
 }
 
 bool StateFilter(const PodRequest& request, const Fleet::Slot& slot) {

@@ -25,6 +25,9 @@ struct PodRequest {
   const PodSetSpec& set;
   const std::string* model;  // the GPU model the pods must use; null = any
   CapacityBasis basis;
+  // The index of *model in the fleet's Models() (Fleet::Slot::model), or
+  // -1 to compare model names.
+  int model_index = -1;
 };
 
 // Stage "gpu_model": the node has the requested GPU model (any, when none
