@@ -14,6 +14,7 @@ absl::StatusOr<LoadedState> MemoryStore::LoadAll() {
   for (const auto& [queue, entry] : ledger_)
     state.ledger.emplace_back(queue, entry);
   state.meta = meta_;
+  state.startup_files = startup_files_;
   return state;
 }
 
@@ -36,13 +37,13 @@ absl::Status MemoryStore::Commit(const Mutation& m) {
     events_.erase(events_.begin(), events_.lower_bound(m.trim_events_before));
   }
   meta_ = m.meta;
+  if (m.startup_files) startup_files_ = *m.startup_files;
   ++commits_;
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Event>> MemoryStore::ReadEvents(int64_t after,
-                                                           int limit,
-                                                           size_t) {
+                                                           int limit, size_t) {
   if (after + 1 < meta_.first_retained_revision) {
     return absl::OutOfRangeError(absl::StrCat("after_revision: ", after,
                                               " has been trimmed; oldest is ",
