@@ -102,6 +102,18 @@ TEST_F(HaTest, ACleanShutdownHandsOverAtOnce) {
   SubmitOk(*b_stub, SubmitRequest("a", 1, 8));
 }
 
+// Kills `leader` with SIGKILL and waits (bounded) until `next` leads;
+// reads what `next` printed meanwhile. Returns whether it leads.
+bool FailOver(DaemonProcess& leader, DaemonProcess& next) {
+  leader.Kill9();
+  const bool leads = Eventually(
+      [&] { return HealthStatus(next.channel(), "phalanx.v1.Leader") == 1; });
+  next.ReadOutput();
+  return leads;
+}
+
+constexpr char kQueuesUnchanged[] = "queues.json: unchanged since it was last";
+
 // Each replica has its own copy of the demo files; the same text, so the
 // same hashes.
 TEST_F(HaTest, AFailoverKeepsRunTimeChangesAndAppliesAnEditedFileOnce) {
@@ -115,14 +127,9 @@ TEST_F(HaTest, AFailoverKeepsRunTimeChangesAndAppliesAnEditedFileOnce) {
   ChangeAtRunTime(*a);
   ASSERT_EQ(ReadOperatorFields(*a), ChangedFields());
 
-  a->Kill9();
-  ASSERT_TRUE(Eventually([&] {
-    return HealthStatus(b->channel(), "phalanx.v1.Leader") == 1;
-  })) << b->output();
-  b->ReadOutput();
+  ASSERT_TRUE(FailOver(*a, *b)) << b->output();
   EXPECT_EQ(ReadOperatorFields(*b), ChangedFields()) << b->output();
-  EXPECT_NE(b->output().find("queues.json: unchanged since it was last"),
-            std::string::npos)
+  EXPECT_NE(b->output().find(kQueuesUnchanged), std::string::npos)
       << b->output();
 
   // The queues file edited on every replica; a rejoins and takes over.
@@ -130,11 +137,7 @@ TEST_F(HaTest, AFailoverKeepsRunTimeChangesAndAppliesAnEditedFileOnce) {
   a->WriteFile("queues.json", edited);
   b->WriteFile("queues.json", edited);
   ASSERT_TRUE(a->Start()) << a->output();
-  b->Kill9();
-  ASSERT_TRUE(Eventually([&] {
-    return HealthStatus(a->channel(), "phalanx.v1.Leader") == 1;
-  })) << a->output();
-  a->ReadOutput();
+  ASSERT_TRUE(FailOver(*b, *a)) << a->output();
   EXPECT_NE(a->output().find("queues.json: applied"), std::string::npos)
       << a->output();
   OperatorFields expected = ChangedFields();
@@ -145,14 +148,9 @@ TEST_F(HaTest, AFailoverKeepsRunTimeChangesAndAppliesAnEditedFileOnce) {
   // Held again; the next failover applies nothing.
   ChangeAtRunTime(*a);
   ASSERT_TRUE(b->Start()) << b->output();
-  a->Kill9();
-  ASSERT_TRUE(Eventually([&] {
-    return HealthStatus(b->channel(), "phalanx.v1.Leader") == 1;
-  })) << b->output();
-  b->ReadOutput();
+  ASSERT_TRUE(FailOver(*a, *b)) << b->output();
   EXPECT_EQ(ReadOperatorFields(*b), ChangedFields()) << b->output();
-  EXPECT_NE(b->output().find("queues.json: unchanged since it was last"),
-            std::string::npos)
+  EXPECT_NE(b->output().find(kQueuesUnchanged), std::string::npos)
       << b->output();
 }
 
