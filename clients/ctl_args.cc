@@ -80,8 +80,18 @@ std::vector<CommandDef> BuildCommandTable() {
       {"queues delete", "queues delete NAME", "delete a queue without gangs", 1,
        1},
       {"config get", "config get", "print the configuration (JSON)", 0, 0},
-      {"config set", "config set -f CONFIG.json [--expected-version V]",
-       "replace the configuration", 0, 0},
+      {"config set",
+       "config set -f CONFIG.json [--expected-version V] "
+       "[--update-mask PATHS | --merge]",
+       "replace the configuration, or only some of its fields", 0, 0},
+      {"diff", "diff -f FILE|DIR [--expected-version V]",
+       "what apply would change: config, fleet and queues files against "
+       "the daemon",
+       0, 0},
+      {"apply", "apply -f FILE|DIR [--expected-version V]",
+       "make the daemon's config, nodes and queues say what the files say "
+       "(only the fields that differ)",
+       0, 0},
       {"audit", "audit [--page-size N] [--page-token T] [--all]",
        "list audit records, oldest first (admins)", 0, 0},
       {"backup", "backup DIR",

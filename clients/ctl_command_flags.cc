@@ -265,6 +265,24 @@ void BindConfigSet(CLI::App* app, CommandOptions* o) {
   AddValue(app, "--expected-version", &o->config_set.expected_version, "V",
            "fail with ABORTED unless current")
       ->check(IntegerIn(0, kInt64Max));
+  AddParsed(
+      app, "--update-mask", &o->config_set.update_mask,
+      [](absl::string_view text) -> absl::StatusOr<std::vector<std::string>> {
+        return SplitList(text);
+      },
+      "PATHS", "change only these fields, e.g. preemption.enabled,limits");
+  AddSwitch(app, "--merge", &o->config_set.merge,
+            "change only the fields the file names");
+}
+
+void BindDeclare(CLI::App* app, CommandOptions* o) {
+  AddValue(app, "-f,--file", &o->declare.file, "FILE|DIR",
+           "a config, fleet or queues file (proto3 JSON), or a directory of "
+           "them (*.json)")
+      ->required();
+  AddValue(app, "--expected-version", &o->declare.expected_version, "V",
+           "fail with ABORTED unless the config in force has version V")
+      ->check(IntegerIn(0, kInt64Max));
 }
 
 void BindAudit(CLI::App* app, CommandOptions* o) {
@@ -301,6 +319,8 @@ Binder BinderFor(absl::string_view path) {
       {"queues put", &BindQueuesPut},
       {"queues set", &BindQueuesSet},
       {"config set", &BindConfigSet},
+      {"diff", &BindDeclare},
+      {"apply", &BindDeclare},
       {"audit", &BindAudit},
   };
   auto it = binders->find(path);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -11,7 +12,9 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -21,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "clients/ctl_channel.h"
+#include "clients/ctl_declare.h"
 #include "clients/ctl_format.h"
 #include "clients/ctl_requests.h"
 #include "clients/ctl_run.h"
@@ -464,6 +468,116 @@ int ConfigSet(Session& s) {
                                       config.version(), "\n"));
 }
 
+// The files of apply's and diff's -f: FILE itself ("-" = stdin), or the
+// *.json files of DIR in name order.
+absl::StatusOr<std::vector<std::string>> DeclaredPaths(
+    const std::string& path) {
+  std::error_code error;
+  if (path == "-" || !std::filesystem::is_directory(path, error)) {
+    return std::vector<std::string>{path};
+  }
+  std::vector<std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") {
+      paths.push_back(entry.path().string());
+    }
+  }
+  if (error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read ", path, ": ", error.message()));
+  }
+  if (paths.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": no *.json file"));
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+absl::StatusOr<Declared> ReadDeclared(const std::string& path) {
+  absl::StatusOr<std::vector<std::string>> paths = DeclaredPaths(path);
+  if (!paths.ok()) return paths.status();
+  Declared declared;
+  for (const std::string& file : *paths) {
+    absl::StatusOr<std::string> text = Session::ReadInput(file);
+    if (!text.ok()) return text.status();
+    absl::Status added = AddDeclaredFile(*text, file, declared);
+    if (!added.ok()) return added;
+  }
+  return declared;
+}
+
+// The config (for its version), and the queues and nodes when `declared`
+// names any.
+grpc::Status ReadInForce(Session& s, const Declared& declared,
+                         v1::Config* config, v1::ListQueuesResponse* queues,
+                         v1::ListNodesResponse* nodes) {
+  grpc::Status status = Call(s, s.admin(), &v1::Admin::Stub::GetConfig,
+                             v1::GetConfigRequest(), config);
+  if (status.ok() && !declared.queues.empty()) {
+    status = Call(s, s.admin(), &v1::Admin::Stub::ListQueues,
+                  v1::ListQueuesRequest(), queues);
+  }
+  if (status.ok() && !declared.nodes.empty()) {
+    status = Call(s, s.fleet(), &v1::Fleet::Stub::ListNodes,
+                  v1::ListNodesRequest(), nodes);
+  }
+  return status;
+}
+
+// Sends the plan's requests in its order; stops at the first refusal.
+grpc::Status SendPlan(Session& s, const Plan& plan) {
+  if (plan.config.has_value()) {
+    v1::Config updated;
+    grpc::Status status = Call(s, s.admin(), &v1::Admin::Stub::UpdateConfig,
+                               *plan.config, &updated);
+    if (!status.ok()) return status;
+  }
+  if (plan.nodes.has_value()) {
+    v1::UpsertNodesResponse response;
+    grpc::Status status = Call(s, s.fleet(), &v1::Fleet::Stub::UpsertNodes,
+                               *plan.nodes, &response);
+    if (!status.ok()) return status;
+  }
+  for (const v1::PutQueueRequest& request : plan.queues) {
+    v1::Queue queue;
+    grpc::Status status =
+        Call(s, s.admin(), &v1::Admin::Stub::PutQueue, request, &queue);
+    if (!status.ok()) return status;
+  }
+  return grpc::Status::OK;
+}
+
+// diff (`apply` false) and apply: prints what differs, and applies it.
+int Declare(Session& s, bool apply) {
+  const DeclareOptions& options = s.options().declare;
+  absl::StatusOr<Declared> declared = ReadDeclared(options.file);
+  if (!declared.ok()) return s.UsageError(declared.status());
+  v1::Config config;
+  v1::ListQueuesResponse queues;
+  v1::ListNodesResponse nodes;
+  grpc::Status status = ReadInForce(s, *declared, &config, &queues, &nodes);
+  if (!status.ok()) return s.RpcError(status);
+  if (options.expected_version.has_value() &&
+      *options.expected_version != config.version()) {
+    return s.RpcError(grpc::Status(
+        grpc::StatusCode::ABORTED,
+        absl::StrCat("the config in force has version ", config.version(),
+                     ", not ", *options.expected_version,
+                     " (--expected-version); nothing changed: diff again")));
+  }
+  const Plan plan = PlanChanges(*declared, config, queues, nodes);
+  s.out() << PlanText(plan);
+  if (!apply || plan.changes.empty()) return kExitOk;
+  status = SendPlan(s, plan);
+  if (!status.ok()) return s.RpcError(status);
+  s.out() << "applied: " << plan.changes.size() << " changed\n";
+  return kExitOk;
+}
+
+int Diff(Session& s) { return Declare(s, /*apply=*/false); }
+
+int Apply(Session& s) { return Declare(s, /*apply=*/true); }
+
 // Appends audit pages to `all` while --all asks for more and the server
 // makes progress. Sets `*stop` to why it stopped.
 grpc::Status FetchAudit(Session& s, const AuditQuery& query,
@@ -556,6 +670,8 @@ const std::map<std::string, Handler, std::less<>>& Handlers() {
       {"queues delete", &QueuesDelete},
       {"config get", &ConfigGet},
       {"config set", &ConfigSet},
+      {"diff", &Diff},
+      {"apply", &Apply},
       {"audit", &Audit},
       {"backup", &Backup},
   };

@@ -153,6 +153,15 @@ struct QueueSetOptions {
 struct ConfigSetOptions {
   std::string file;
   std::optional<int64_t> expected_version;  // >= 0
+  // --update-mask: change only these fields (proto names, dotted paths).
+  std::optional<std::vector<std::string>> update_mask;
+  bool merge = false;  // --merge: change only the fields the file names
+};
+
+// apply, diff: -f FILE|DIR.
+struct DeclareOptions {
+  std::string file;
+  std::optional<int64_t> expected_version;  // >= 0
 };
 
 // audit.
@@ -177,6 +186,7 @@ struct CommandOptions {
   QueuePutOptions queue_put;
   QueueSetOptions queue_set;
   ConfigSetOptions config_set;
+  DeclareOptions declare;  // apply, diff
   AuditOptions audit;
 };
 

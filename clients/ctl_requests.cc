@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "clients/ctl_declare.h"
 #include "clients/ctl_format.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -294,6 +295,25 @@ absl::StatusOr<v1::UpdateConfigRequest> BuildUpdateConfigRequest(
   if (!status.ok()) return status;
   if (options.expected_version.has_value()) {
     request.set_expected_version(*options.expected_version);
+  }
+  if (options.update_mask.has_value() && options.merge) {
+    return FlagError("merge", "give --update-mask or --merge, not both");
+  }
+  if (options.update_mask.has_value()) {
+    for (const std::string& path : *options.update_mask) {
+      request.mutable_update_mask()->add_paths(path);
+    }
+  }
+  if (options.merge) {
+    absl::StatusOr<std::vector<std::string>> named =
+        NamedFields(file_text, *v1::Config::descriptor(), options.file);
+    if (!named.ok()) return named.status();
+    for (const std::string& field : *named) {
+      if (field != "version") request.mutable_update_mask()->add_paths(field);
+    }
+    if (request.update_mask().paths_size() == 0) {
+      return FlagError("merge", "the file names no field to change");
+    }
   }
   return request;
 }

@@ -98,7 +98,10 @@ absl::StatusOr<v1::Queue> BuildQueue(const QueuePutOptions& options,
 absl::StatusOr<v1::PutQueueRequest> BuildQueueUpdate(
     absl::string_view name, const QueueSetOptions& options);
 
-// `config set`: the JSON Config `file_text` and --expected-version.
+// `config set`: the JSON Config `file_text`, --expected-version, and the
+// update_mask of --update-mask (its paths as given; the daemon checks
+// them) or of --merge (the top-level fields the file names, but
+// "version"). Fails with both, or with --merge on a file naming nothing.
 absl::StatusOr<v1::UpdateConfigRequest> BuildUpdateConfigRequest(
     const ConfigSetOptions& options, absl::string_view file_text);
 

@@ -14,6 +14,7 @@ absl::StatusOr<LoadedState> MemoryStore::LoadAll() {
   for (const auto& [queue, entry] : ledger_)
     state.ledger.emplace_back(queue, entry);
   state.meta = meta_;
+  state.startup_files = startup_files_;
   return state;
 }
 
@@ -36,6 +37,7 @@ absl::Status MemoryStore::Commit(const Mutation& m) {
     events_.erase(events_.begin(), events_.lower_bound(m.trim_events_before));
   }
   meta_ = m.meta;
+  if (m.startup_files) startup_files_ = *m.startup_files;
   ++commits_;
   return absl::OkStatus();
 }

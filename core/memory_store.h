@@ -30,6 +30,7 @@ class MemoryStore : public StateStore {
   std::map<int64_t, Event> events_;
   std::map<QueueName, LedgerEntry> ledger_;
   Meta meta_;
+  StartupFileHashes startup_files_;
   int commits_ = 0;
 };
 

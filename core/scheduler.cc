@@ -18,7 +18,8 @@ bool Mutation::empty() const {
          nodes_deleted.empty() && queues_put.empty() &&
          queues_deleted.empty() && !config.has_value() &&
          requests_put.empty() && requests_deleted.empty() && events.empty() &&
-         trim_events_before == 0 && audit_put.empty() && trim_audit_before == 0;
+         trim_events_before == 0 && audit_put.empty() &&
+         trim_audit_before == 0 && !startup_files.has_value();
 }
 
 Scheduler::Scheduler(Config config)

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,18 @@
 #include "core/model.h"
 
 namespace phalanx::core {
+
+// The SHA-256 (lower-case hex) of the text of each start-up file (the
+// daemon's --config, --fleet and --queues) as last applied to the state; ""
+// when none was. Kept beside the state, not in the scheduler: the daemon's
+// start-up reads it to apply only a file that changed, and writes it in the
+// batch that applied the file (server/startup.h).
+struct StartupFileHashes {
+  std::string config;
+  std::string fleet;
+  std::string queues;
+  bool operator==(const StartupFileHashes&) const = default;
+};
 
 // Everything a scheduler needs at start-up.
 struct LoadedState {
@@ -24,6 +37,7 @@ struct LoadedState {
   std::vector<RequestRecord> requests;
   std::vector<std::pair<QueueName, LedgerEntry>> ledger;
   Meta meta;
+  StartupFileHashes startup_files;
 };
 
 // What one scheduler-loop batch changed; committed atomically.
@@ -57,6 +71,8 @@ struct Mutation {
   std::vector<AuditRecord> audit_put;
   int64_t trim_audit_before = 0;  // drop audit records below this sequence
   Meta meta;
+  // Replaces the stored start-up file hashes when set.
+  std::optional<StartupFileHashes> startup_files;
 
   // Returns true when nothing needs to be written.
   bool empty() const;

@@ -703,6 +703,19 @@ void ToProto(const core::Meta& in, storage::v1::MetaRecord* out) {
   out->set_first_retained_revision(in.first_retained_revision);
 }
 
+core::StartupFileHashes StartupFilesFromProto(
+    const storage::v1::StartupFilesRecord& in) {
+  return core::StartupFileHashes{in.config_sha256(), in.fleet_sha256(),
+                                 in.queues_sha256()};
+}
+
+void ToProto(const core::StartupFileHashes& in,
+             storage::v1::StartupFilesRecord* out) {
+  out->set_config_sha256(in.config);
+  out->set_fleet_sha256(in.fleet);
+  out->set_queues_sha256(in.queues);
+}
+
 void ToProto(const core::AuditRecord& in, pb::AuditRecord* out) {
   out->set_sequence(in.sequence);
   ToProto(in.time, out->mutable_time());

@@ -81,6 +81,10 @@ core::LedgerEntry LedgerFromProto(const storage::v1::LedgerRecord& in);
 void ToProto(const core::LedgerEntry& in, storage::v1::LedgerRecord* out);
 core::Meta MetaFromProto(const storage::v1::MetaRecord& in);
 void ToProto(const core::Meta& in, storage::v1::MetaRecord* out);
+core::StartupFileHashes StartupFilesFromProto(
+    const storage::v1::StartupFilesRecord& in);
+void ToProto(const core::StartupFileHashes& in,
+             storage::v1::StartupFilesRecord* out);
 
 // Audit records (stored as the API's message).
 void ToProto(const core::AuditRecord& in, pb::AuditRecord* out);

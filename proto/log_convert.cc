@@ -38,6 +38,9 @@ void RecordsToProto(const core::Mutation& m, spb::LogBatch* out) {
   }
   out->set_trim_audit_before(m.trim_audit_before);
   ToProto(m.meta, out->mutable_meta());
+  if (m.startup_files) {
+    ToProto(*m.startup_files, out->mutable_startup_files());
+  }
 }
 
 absl::Status DataLoss(const absl::Status& status, absl::string_view what) {
@@ -74,6 +77,9 @@ absl::Status RecordsFromProto(const spb::LogBatch& batch, core::Mutation& m) {
   }
   m.trim_audit_before = batch.trim_audit_before();
   m.meta = MetaFromProto(batch.meta());
+  if (batch.has_startup_files()) {
+    m.startup_files = StartupFilesFromProto(batch.startup_files());
+  }
   return absl::OkStatus();
 }
 

@@ -40,6 +40,7 @@ core::Mutation FullMutation() {
   m.audit_put.push_back(
       {3, kT0, "alice", "/phalanx.v1.Admin/PutQueue", "llm", "OK", "put"});
   m.trim_audit_before = 2;
+  m.startup_files = core::StartupFileHashes{"c0ffee", "", "beef"};
   return m;
 }
 
@@ -72,6 +73,7 @@ TEST(LogConvertTest, RoundTripKeepsEveryRecord) {
   EXPECT_EQ(back->audit_put, m.audit_put);
   EXPECT_EQ(back->trim_audit_before, 2);
   EXPECT_EQ(back->meta, m.meta);
+  EXPECT_EQ(back->startup_files, m.startup_files);
 }
 
 TEST(LogConvertTest, NoConfigStaysNoConfig) {
@@ -82,6 +84,7 @@ TEST(LogConvertTest, NoConfigStaysNoConfig) {
   auto back = MutationFromProto(batch);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_FALSE(back->config.has_value());
+  EXPECT_FALSE(back->startup_files.has_value());
   EXPECT_EQ(back->meta.last_revision, 4);
 }
 

@@ -36,9 +36,11 @@ class SingleNodeMode : public DaemonMode {
             }};
   }
   absl::StatusOr<StartState> Recover(const StartupFiles& files) override {
+    ASSIGN_OR_RETURN(Recovered recovered,
+                     server::Recover(*db_, files, absl::Now()));
+    PrintFileNotes(recovered);
     StartState state;
-    ASSIGN_OR_RETURN(state.scheduler,
-                     RecoverAndApply(*db_, files, absl::Now()));
+    state.scheduler = std::move(recovered.scheduler);
     state.revision = state.scheduler->revision();
     state.gangs = state.scheduler->gangs().size();
     return state;

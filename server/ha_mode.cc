@@ -309,6 +309,7 @@ absl::Status HaMode::Promote() {
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(Recovered recovered,
                    server::Recover(*replica_->store(), *parts_.files, start));
+  PrintFileNotes(recovered);
   replica_->store()->set_apply_listener(nullptr);
   RETURN_IF_ERROR(parts_.audit->Resume());
   const size_t gangs = recovered.scheduler->gangs().size();

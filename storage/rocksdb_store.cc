@@ -52,6 +52,8 @@ constexpr char kConfigKey[] = "current";
 constexpr char kSchemaVersionKey[] = "schema_version";
 // The HA log's last applied seq (docs/ha.md), beside the state it produced.
 constexpr char kLogSeqKey[] = "log_seq";
+// The start-up files' hashes (StartupFilesRecord), beside what they applied.
+constexpr char kStartupFilesKey[] = "startup_files";
 
 absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
   if (s.ok()) return absl::OkStatus();
@@ -246,6 +248,14 @@ absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
     return FromRocks(s, "read meta");
   }
   first_retained_ = state.meta.first_retained_revision;
+  s = db_->Get({}, handles_[kMeta], kStartupFilesKey, &value);
+  if (s.ok()) {
+    storage::v1::StartupFilesRecord record;
+    RETURN_IF_ERROR(ParseInto(value, &record, "startup files"));
+    state.startup_files = convert::StartupFilesFromProto(record);
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read startup files");
+  }
 
   auto scan = [&](Family family, auto&& each) -> absl::Status {
     std::unique_ptr<rocksdb::Iterator> it(
@@ -352,11 +362,20 @@ absl::Status FrozenState::Export(
   } else if (!s.IsNotFound()) {
     return FromRocks(s, "read meta");
   }
+  std::optional<storage::v1::StartupFilesRecord> startup_files;
+  s = db_->Get(read, handles_[kMeta], kStartupFilesKey, &value);
+  if (s.ok()) {
+    RETURN_IF_ERROR(
+        ParseInto(value, &startup_files.emplace(), "startup files"));
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "read startup files");
+  }
   v1::LogBatch part;
   size_t bytes = 0;
   auto flush = [&]() -> absl::Status {
     if (bytes == 0) return absl::OkStatus();
     *part.mutable_meta() = meta;
+    if (startup_files) *part.mutable_startup_files() = *startup_files;
     part.set_seq(log_seq_);
     RETURN_IF_ERROR(emit(part));
     part.Clear();
@@ -441,6 +460,7 @@ absl::Status RocksDbStore::ReplaceAll(const PartSource& next, int64_t seq) {
     RETURN_IF_ERROR(FromRocks(it->status(), kFamilyNames[family]));
   }
   batch.Delete(handles_[kMeta], kMetaKey);
+  batch.Delete(handles_[kMeta], kStartupFilesKey);
   core::Meta meta;
   for (;;) {
     ASSIGN_OR_RETURN(std::optional<core::Mutation> part, next());
@@ -587,6 +607,11 @@ void RocksDbStore::AddToBatch(const core::Mutation& m,
   storage::v1::MetaRecord meta;
   convert::ToProto(m.meta, &meta);
   put(kMeta, kMetaKey, meta);
+  if (m.startup_files) {
+    storage::v1::StartupFilesRecord record;
+    convert::ToProto(*m.startup_files, &record);
+    put(kMeta, kStartupFilesKey, record);
+  }
 }
 
 absl::Status RocksDbStore::Write(const core::Mutation& m, int64_t log_seq) {

@@ -272,10 +272,32 @@ TEST_F(RocksDbStoreTest, AppliedLogSeqIsKeptWithItsBatch) {
   EXPECT_EQ(store->LoadAll()->gangs.size(), 1u);
 }
 
+TEST_F(RocksDbStoreTest, StartupFileHashesLastUntilABatchReplacesThem) {
+  {
+    auto store = OpenStore();
+    EXPECT_EQ(store->LoadAll()->startup_files, core::StartupFileHashes{});
+    core::Mutation applied = Populated()->TakeMutation();
+    applied.startup_files = core::StartupFileHashes{"c1", "f1", "q1"};
+    ASSERT_TRUE(store->Commit(applied).ok());
+    // A batch without them leaves them alone.
+    ASSERT_TRUE(store->Commit(core::Mutation{}).ok());
+  }
+  auto store = OpenStore();
+  EXPECT_EQ(store->LoadAll()->startup_files,
+            (core::StartupFileHashes{"c1", "f1", "q1"}));
+  core::Mutation next;
+  next.startup_files = core::StartupFileHashes{"c1", "f1", "q2"};
+  EXPECT_FALSE(next.empty());
+  ASSERT_TRUE(store->Commit(next).ok());
+  EXPECT_EQ(store->LoadAll()->startup_files.queues, "q2");
+}
+
 TEST_F(RocksDbStoreTest, FrozenStateReplacesAnotherStoreWhole) {
   auto s = Populated();
   auto store = OpenStore();
-  ASSERT_TRUE(store->ApplyLogBatch(s->TakeMutation(), 7).ok());
+  core::Mutation first = s->TakeMutation();
+  first.startup_files = core::StartupFileHashes{"aa", "bb", "cc"};
+  ASSERT_TRUE(store->ApplyLogBatch(first, 7).ok());
   const core::LoadedState before = *store->LoadAll();
   const size_t events_before = store->ReadEvents(0, 100)->size();
   auto frozen = store->Freeze();
@@ -310,7 +332,9 @@ TEST_F(RocksDbStoreTest, FrozenStateReplacesAnotherStoreWhole) {
     queue.name = core::QueueName("other");
     ASSERT_TRUE(t.PutQueue(queue).ok());
     ASSERT_TRUE(t.Submit(Spec("other").Pods(1, 1).RequestId("x"), kT0).ok());
-    ASSERT_TRUE(other->ApplyLogBatch(t.TakeMutation(), 3).ok());
+    core::Mutation other_first = t.TakeMutation();
+    other_first.startup_files = core::StartupFileHashes{"", "dd", ""};
+    ASSERT_TRUE(other->ApplyLogBatch(other_first, 3).ok());
     size_t next = 0;
     // A failing source writes nothing.
     EXPECT_EQ(other
@@ -340,6 +364,8 @@ TEST_F(RocksDbStoreTest, FrozenStateReplacesAnotherStoreWhole) {
   EXPECT_EQ(after.gangs, before.gangs);
   EXPECT_EQ(after.config, before.config);
   EXPECT_EQ(after.meta, before.meta);
+  EXPECT_EQ(after.startup_files, before.startup_files);
+  EXPECT_EQ(after.startup_files.fleet, "bb");
   ASSERT_EQ(after.requests.size(), 1u);
   EXPECT_EQ(after.requests[0].request_id, "r1");
   auto events = other->ReadEvents(0, 100);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "tests/auth_client.h"
 #include "tests/daemon.h"
+#include "tests/runtime_changes.h"
 
 namespace phalanx::testing {
 namespace {
@@ -517,6 +519,56 @@ TEST(CtlTest, VersionQueuesSetAndNodeAddresses) {
   EXPECT_EQ(nodes.exit_code, 0) << nodes.output;
   EXPECT_THAT(nodes.output, HasSubstr("ADDRESS"));
   EXPECT_THAT(nodes.output, HasSubstr("node-000  node-000"));
+}
+
+TEST(CtlTest, DiffShowsAndApplyMakesOnlyTheDeclaredChanges) {
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  ASSERT_EQ(Ctl(server, "queues set a --held").exit_code, 0);
+  ASSERT_EQ(Ctl(server, "nodes cordon node-000").exit_code, 0);
+  // A directory of declarations, one file of each kind.
+  const std::filesystem::path dir =
+      std::filesystem::path(daemon->WriteFile("unused", "")).parent_path() /
+      "declared";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "10-config.json")
+      << R"({"topologyLevels":["block","rack"],"cycleInterval":"0.3s"})";
+  std::ofstream(dir / "20-queues.json")
+      << R"({"queues":[{"name":"a","weight":7},{"name":"c","weight":2}]})";
+  std::ofstream(dir / "30-fleet.json")
+      << R"({"nodes":[{"id":"node-000","address":"10.0.0.1"}]})";
+
+  const CtlResult diff = Ctl(server, "diff -f " + dir.string());
+  EXPECT_EQ(diff.exit_code, 0) << diff.output;
+  EXPECT_THAT(diff.output, HasSubstr("~ config (version "));
+  EXPECT_THAT(diff.output,
+              HasSubstr("cycle_interval: \"0.200s\" -> \"0.300s\""));
+  EXPECT_THAT(diff.output, HasSubstr("~ queue a\n    weight: 1 -> 7\n"));
+  EXPECT_THAT(diff.output, HasSubstr("+ queue c\n    weight: 2\n"));
+  EXPECT_THAT(diff.output,
+              HasSubstr("~ node node-000\n    address: \"node-000\" -> "
+                        "\"10.0.0.1\"\n"));
+  EXPECT_EQ(ReadOperatorFields(*daemon).queue_a_weight,
+            1);  // diff changes nothing
+
+  // A stale version is refused before anything changes.
+  const CtlResult stale =
+      Ctl(server, "apply --expected-version 99 -f " + dir.string());
+  EXPECT_EQ(stale.exit_code, 1) << stale.output;
+  EXPECT_THAT(stale.output, HasSubstr("ABORTED: the config in force has"));
+  EXPECT_EQ(ReadOperatorFields(*daemon).queue_a_weight, 1);
+
+  const CtlResult apply = Ctl(server, "apply -f " + dir.string());
+  EXPECT_EQ(apply.exit_code, 0) << apply.output;
+  EXPECT_THAT(apply.output, HasSubstr("applied: 4 changed"));
+  // What the files leave out stays: queue a held, node-000 cordoned.
+  EXPECT_EQ(ReadOperatorFields(*daemon),
+            (OperatorFields{7, true, 300, v1::NODE_STATE_CORDONED}));
+  const CtlResult nodes = Ctl(server, "nodes list");
+  EXPECT_THAT(nodes.output, HasSubstr("10.0.0.1"));
+  const CtlResult again = Ctl(server, "diff -f " + dir.string());
+  EXPECT_EQ(again.output, "no changes\n");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/daemon.h"
 #include "tests/etcd_cluster.h"
+#include "tests/runtime_changes.h"
 
 namespace phalanx::testing {
 namespace {
@@ -99,6 +100,58 @@ TEST_F(HaTest, ACleanShutdownHandsOverAtOnce) {
       << b->output();
   auto b_stub = b->Scheduler();
   SubmitOk(*b_stub, SubmitRequest("a", 1, 8));
+}
+
+// Kills `leader` with SIGKILL and waits (bounded) until `next` leads;
+// reads what `next` printed meanwhile. Returns whether it leads.
+bool FailOver(DaemonProcess& leader, DaemonProcess& next) {
+  leader.Kill9();
+  const bool leads = Eventually(
+      [&] { return HealthStatus(next.channel(), "phalanx.v1.Leader") == 1; });
+  next.ReadOutput();
+  return leads;
+}
+
+constexpr char kQueuesUnchanged[] = "queues.json: unchanged since it was last";
+
+// Each replica has its own copy of the demo files; the same text, so the
+// same hashes.
+TEST_F(HaTest, AFailoverKeepsRunTimeChangesAndAppliesAnEditedFileOnce) {
+  auto a = Replica("1");
+  ASSERT_TRUE(a->Start()) << a->output();
+  ASSERT_TRUE(Eventually([&] {
+    return HealthStatus(a->channel(), "phalanx.v1.Leader") == 1;
+  })) << a->output();
+  auto b = Replica("2");
+  ASSERT_TRUE(b->Start()) << b->output();
+  ChangeAtRunTime(*a);
+  ASSERT_EQ(ReadOperatorFields(*a), ChangedFields());
+
+  ASSERT_TRUE(FailOver(*a, *b)) << b->output();
+  EXPECT_EQ(ReadOperatorFields(*b), ChangedFields()) << b->output();
+  EXPECT_NE(b->output().find(kQueuesUnchanged), std::string::npos)
+      << b->output();
+
+  // The queues file edited on every replica; a rejoins and takes over.
+  const std::string edited = R"({"queues":[{"name":"a","weight":5}]})";
+  a->WriteFile("queues.json", edited);
+  b->WriteFile("queues.json", edited);
+  ASSERT_TRUE(a->Start()) << a->output();
+  ASSERT_TRUE(FailOver(*b, *a)) << a->output();
+  EXPECT_NE(a->output().find("queues.json: applied"), std::string::npos)
+      << a->output();
+  OperatorFields expected = ChangedFields();
+  expected.queue_a_weight = 5;
+  expected.queue_a_held = false;
+  EXPECT_EQ(ReadOperatorFields(*a), expected);
+
+  // Held again; the next failover applies nothing.
+  ChangeAtRunTime(*a);
+  ASSERT_TRUE(b->Start()) << b->output();
+  ASSERT_TRUE(FailOver(*a, *b)) << b->output();
+  EXPECT_EQ(ReadOperatorFields(*b), ChangedFields()) << b->output();
+  EXPECT_NE(b->output().find(kQueuesUnchanged), std::string::npos)
+      << b->output();
 }
 
 TEST_F(HaTest, HaModeFlagsAreChecked) {
