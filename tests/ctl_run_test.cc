@@ -38,28 +38,20 @@ using ::testing::HasSubstr;
 // hostfile in OUT/hostfile-R; then exits 0
 // ("ok"), exits 0 after 3 s ("nap"), exits 3 on rank 1 ("fail"), or waits for
 // SIGTERM and records it in OUT/term-R ("sleep").
-constexpr char kFakeTorchrun[] = R"(#!/bin/sh
+constexpr char kFakeTorchrun[] = R"sh(#!/bin/sh
 out="$1"; mode="$2"
 env | grep -E '^(PHALANX_|MASTER_|NNODES=|NODE_RANK=|NPROC_PER_NODE=|CUDA_VISIBLE_DEVICES=|FAKE_SSH_HOST=)' | sort > "$out/rank-$NODE_RANK.tmp"
 echo "START_DIR=$(pwd -P)" >> "$out/rank-$NODE_RANK.tmp"
 cp "$PHALANX_HOSTFILE" "$out/hostfile-$NODE_RANK"
 mv "$out/rank-$NODE_RANK.tmp" "$out/rank-$NODE_RANK.env"
 case "$mode" in
-  ok) exit 0 ;
-;
-  nap) sleep 3;
-  exit 0;
-  ;
-  fail) if [ "$NODE_RANK" = 1 ];
-  then exit 3;
-  fi;
-  exit 0;
-  ;
+  ok) exit 0 ;;
+  nap) sleep 3; exit 0 ;;
+  fail) if [ "$NODE_RANK" = 1 ]; then exit 3; fi; exit 0 ;;
   sleep) trap 'echo term > "$out/term-$NODE_RANK"; exit 0' TERM
-         sleep 120 & wait $! ;
-  ;
+         sleep 120 & wait $! ;;
 esac
-)";
+)sh";
 
 // Stands in for ssh: "fake_ssh.sh HOST WORDS..." runs WORDS through a shell,
 // as sshd does, with FAKE_SSH_HOST=HOST, starting in / (as a remote shell
@@ -309,7 +301,8 @@ TEST_F(CtlRunTest, ExecTemplateStartsEachRankOnItsHost) {
 }
 
 TEST_F(CtlRunTest, RanksStartInTheLaunchingDirectoryOrTheWorkdir) {
-  const std::string here = std::filesystem::current_path().string();
+  const std::string here =
+      std::filesystem::canonical(std::filesystem::current_path()).string();
   const std::string there = std::filesystem::canonical(out_).string();
   struct Case {
     std::string name;
@@ -469,7 +462,7 @@ TEST_F(CtlRunTest, CtrlCWhilePendingCancelsTheGang) {
 // One rank of torch.distributed (started by torch.distributed.run, which
 // sets RANK and WORLD_SIZE): a gloo all-reduce of rank+1 over env://
 // rendezvous; writes "WORLD SUM" to OUT/allreduce-RANK.
-constexpr char kAllReduce[] = R"(import datetime, os, sys
+constexpr char kAllReduce[] = R"py(import datetime, os, sys
 import torch
 import torch.distributed as dist
 dist.init_process_group("gloo", init_method="env://",
@@ -480,7 +473,7 @@ dist.all_reduce(value)
 with open(os.path.join(sys.argv[1], "allreduce-%d" % rank), "w") as out:
     out.write("%d %g\n" % (dist.get_world_size(), value.item()))
 dist.destroy_process_group()
-)";
+)py";
 
 // `run --exec local` on the demo fleet (deploy/: no node has an address)
 // with real torch.distributed ranks. Skipped without Debian's python3-torch.
