@@ -505,14 +505,15 @@ TEST(CtlAuthTest, AContextOfTheClientConfigReplacesTheConnectionFlags) {
                    "--tls-key=" + pki.Path("server.key")});
   ASSERT_TRUE(daemon->Start()) << daemon->output();
   // Relative paths are relative to the config file; the server is the
-  // daemon's loopback address, its certificate's name phalanx.internal.
+  // daemon's loopback address, checked as "localhost" (a name the
+  // certificate holds).
   const std::string config = daemon->WriteFile(
       "phalanx-config", absl::StrCat(R"({"currentContext": "prod",
         "contexts": {
           "prod": {"server": ")",
                                      daemon->address(), R"(",
                    "tokenFile": "admin.token", "tlsCa": "ca.crt",
-                   "tlsServerName": "phalanx.internal"},
+                   "tlsServerName": "localhost"},
           "plain": {"server": ")",
                                      daemon->address(), R"("}}})"));
   ASSERT_TRUE(std::filesystem::exists(dir + "/ca.crt"));
