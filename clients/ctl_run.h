@@ -84,8 +84,10 @@ std::vector<std::string> RankArgv(absl::string_view exec, const RankPlan& rank,
 // Runs `phalanxctl run` (see clients/README.md); returns the exit code: 0
 // when every rank exited 0; the first failing rank's exit code (128+N for
 // a signal N); 75 after a preemption (without --requeue); 130/143 after
-// SIGINT/SIGTERM (the gang is cancelled); 1 when the gang ended otherwise
-// or a call failed; 2 on a usage error; 3 when the daemon is unreachable.
+// SIGINT/SIGTERM (the gang is cancelled); 1 when the gang ended otherwise,
+// a call failed, or MASTER_ADDR does not resolve here (the gang is
+// reported FAILED before any rank starts); 2 on a usage error; 3 when the
+// daemon is unreachable.
 int RunGang(const Invocation& invocation, const Connection& connection,
             std::ostream& out, std::ostream& err);
 
