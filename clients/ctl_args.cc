@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "clients/ctl_command_flags.h"
+#include "clients/ctl_contexts.h"
 #include "clients/ctl_flag_checks.h"
 #include "clients/ctl_format.h"
 
@@ -40,9 +42,12 @@ std::vector<CommandDef> BuildCommandTable() {
        "submit a gang, run COMMAND once per pod, report how it ends", 1,
        kManyArgs},
       {"get", "get ID", "show a gang and its placement", 1, 1},
-      {"list", "list [--queue Q] [--state S1,S2] [--limit N]", "list gangs", 0,
-       0},
-      {"cancel", "cancel ID [--reason R]", "cancel a gang", 1, 1},
+      {"list",
+       "list [--queue Q] [--state S1,S2] [--owner NAME] [-l SELECTOR] "
+       "[--limit N] [--no-headers]",
+       "list gangs", 0, 0},
+      {"cancel", "cancel (ID... | -l SELECTOR) [--reason R]",
+       "cancel gangs, by id or by label", 0, kManyArgs},
       {"watch", "watch [--after REV] [--queue Q]... [--gang ID]...",
        "stream gang events until Ctrl-C or the stream ends", 0, 0},
       {"report",
@@ -224,7 +229,8 @@ std::string CommandsFooter() {
 // class adds the checks across flags and phrases the usage errors.
 class CommandLine {
  public:
-  explicit CommandLine(const Environment& env) : env_token_(env.token) {
+  CommandLine(const Environment& env, const ConfigFile& config_file)
+      : env_token_(env.token), env_(env), config_file_(config_file) {
     if (!env.server.empty()) inv_.global.connection.server = env.server;
     Declare();
   }
@@ -456,6 +462,7 @@ class CommandLine {
   // Settles where the token comes from and checks the connection flags
   // against each other. No message quotes the token.
   absl::Status FinishConnection() {
+    if (absl::Status status = ApplyConfigFile(); !status.ok()) return status;
     ConnectionOptions& connection = inv_.global.connection;
     const bool token_flag = global_flags_.token->count() > 0;
     if (token_flag && !connection.token_file.empty()) {
@@ -485,6 +492,33 @@ class CommandLine {
     return absl::OkStatus();
   }
 
+  // Fills the connection flags not given (nor set by the environment) from
+  // the client config file's context.
+  absl::Status ApplyConfigFile() {
+    const std::string& name = inv_.global.context;
+    if (!config_file_.text.has_value()) {
+      if (name.empty()) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--context %s: no client config file (%s)", SafeCell(name),
+          config_file_.path.empty() ? "set $PHALANX_CONFIG"
+                                    : SafeCell(config_file_.path)));
+    }
+    absl::StatusOr<ClientConfig> config = ParseClientConfig(
+        *config_file_.text, config_file_.path, config_file_.home);
+    if (!config.ok()) return config.status();
+    absl::StatusOr<const ClientContext*> context = SelectContext(*config, name);
+    if (!context.ok()) return context.status();
+    if (*context == nullptr) return absl::OkStatus();
+    std::set<std::string> given;
+    for (const CLI::Option* option : root_.get_options()) {
+      if (option->count() > 0) given.insert(option->get_name());
+    }
+    if (!env_.server.empty()) given.insert("--server");
+    if (!env_token_.empty()) given.insert("--token");
+    ApplyContext(**context, given, &inv_.global.connection);
+    return absl::OkStatus();
+  }
+
   static absl::Status CheckTls(const ConnectionOptions& connection) {
     const bool tls = !connection.tls_ca_file.empty();
     if (connection.tls_cert_file.empty() != connection.tls_key_file.empty()) {
@@ -504,7 +538,9 @@ class CommandLine {
   }
 
   const std::string env_token_;  // $PHALANX_TOKEN, used unless a flag wins
-  Invocation inv_;               // the flags are bound to its fields
+  const Environment env_;
+  const ConfigFile config_file_;
+  Invocation inv_;  // the flags are bound to its fields
   std::shared_ptr<HelpFormatter> formatter_ = std::make_shared<HelpFormatter>();
   CLI::App root_{
       "phalanxctl: command-line client of the Phalanx gang "
@@ -533,8 +569,14 @@ const CommandDef* FindCommand(absl::string_view path) {
 }
 
 Invocation ParseCommandLine(const std::vector<std::string>& argv,
+                            const Environment& env,
+                            const ConfigFile& config_file) {
+  return CommandLine(env, config_file).Parse(argv);
+}
+
+Invocation ParseCommandLine(const std::vector<std::string>& argv,
                             const Environment& env) {
-  return CommandLine(env).Parse(argv);
+  return ParseCommandLine(argv, env, ConfigFile());
 }
 
 absl::Status CheckToken(absl::string_view token, absl::string_view source) {
@@ -602,10 +644,12 @@ std::string UsageErrorText(const absl::Status& error,
                       UsageLine(command), "\nRun \"", help, "\" for more.\n");
 }
 
-std::string GlobalHelp() { return CommandLine(Environment()).Help(nullptr); }
+std::string GlobalHelp() {
+  return CommandLine(Environment(), ConfigFile()).Help(nullptr);
+}
 
 std::string CommandHelp(const CommandDef& command) {
-  return CommandLine(Environment()).Help(&command);
+  return CommandLine(Environment(), ConfigFile()).Help(&command);
 }
 
 }  // namespace phalanx::ctl

@@ -8,6 +8,7 @@
 #ifndef PHALANX_CLIENTS_CTL_ARGS_H_
 #define PHALANX_CLIENTS_CTL_ARGS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,13 @@ struct Environment {
   std::string token;   // $PHALANX_TOKEN
 };
 
+// The client config file (ctl_contexts.h) as phalanxctl found it.
+struct ConfigFile {
+  std::string path;                 // "" = no path (no $HOME)
+  std::optional<std::string> text;  // unset = no such file
+  std::string home;                 // $HOME, for "~/" in the file
+};
+
 // A parsed command line.
 struct Invocation {
   GlobalOptions global;
@@ -52,6 +60,10 @@ struct Invocation {
 // Parses `argv` (without the program name). Global flags may appear anywhere;
 // a command's flags only after its words. `env` gives the defaults of
 // --server and --token; --token or --token-file wins over $PHALANX_TOKEN.
+// Then the context of the client config file (--context NAME, else the
+// file's currentContext) fills the connection flags that neither the
+// command line nor the environment set (ApplyContext); a bad file, or a
+// --context it does not have (or without a file), is a usage error.
 // Never fails outright: a usage error is returned in Invocation::error, with
 // `command` set when it was recognised so the caller can print that
 // command's usage. Usage errors include: both --token and --token-file; a
@@ -61,6 +73,12 @@ struct Invocation {
 // plain-text channel to a --server that is not loopback, unless --insecure.
 // A flag value its validator rejects is a usage error naming the flag. No
 // error message contains the token.
+Invocation ParseCommandLine(const std::vector<std::string>& argv,
+                            const Environment& env,
+                            const ConfigFile& config_file);
+
+// ParseCommandLine without a client config file (--context is then a usage
+// error).
 Invocation ParseCommandLine(const std::vector<std::string>& argv,
                             const Environment& env);
 

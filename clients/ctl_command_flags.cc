@@ -131,6 +131,16 @@ void BindRun(CLI::App* app, CommandOptions* o) {
             "(default: exit 75)");
   AddValue(app, "--hostfile", &run->hostfile, "FILE",
            "write the hostfile here (default: a temporary file)");
+  AddValue(app, "--workdir", &run->workdir, "DIR",
+           "ranks start in DIR (default: the current directory; over ssh, "
+           "the same path on each host)");
+}
+
+// -l/--label SELECTOR.
+void BindLabelSelector(CLI::App* app, LabelSelector* selector,
+                       const std::string& help) {
+  AddParsed(app, "-l,--label", selector, &ParseLabelSelector, "SELECTOR",
+            absl::StrCat(help, ", e.g. team=a,tier!=batch (also KEY, !KEY)"));
 }
 
 void BindList(CLI::App* app, CommandOptions* o) {
@@ -142,6 +152,11 @@ void BindList(CLI::App* app, CommandOptions* o) {
       "S1,S2", "only these states, e.g. pending,admitted");
   AddValue(app, "--limit", &list->limit, "N", "at most N gangs (default: all)")
       ->check(IntegerIn(1, kInt64Max));
+  AddValue(app, "--owner", &list->owner, "NAME",
+           "only gangs this principal submitted");
+  BindLabelSelector(app, &list->labels, "only gangs whose labels match");
+  AddSwitch(app, "--no-headers", &list->no_headers,
+            "leave out the table's header line");
 }
 
 void BindReason(CLI::App* app, std::string* reason) {
@@ -150,6 +165,8 @@ void BindReason(CLI::App* app, std::string* reason) {
 
 void BindCancel(CLI::App* app, CommandOptions* o) {
   BindReason(app, &o->cancel.reason);
+  BindLabelSelector(app, &o->cancel.labels,
+                    "cancel every gang not yet finished whose labels match");
 }
 
 void BindWatch(CLI::App* app, CommandOptions* o) {
@@ -387,6 +404,11 @@ GlobalFlags BindGlobalFlags(CLI::App* root, GlobalOptions* global_options) {
           ->check(CLI::Validator(
               [](std::string& token) { return TokenProblem(token); }, ""));
   BindConnectionFiles(root, &c, &flags);
+  NotEmpty(&flags,
+           AddValue(root, "--context", &global.context, "NAME",
+                    "use this context of the client config file (default: "
+                    "its currentContext)"),
+           &global.context);
   AddSwitch(root, "--insecure", &c.insecure,
             "allow sending a token in plain text to a server off loopback");
   AddValue(root, "--max-message-bytes", &c.max_message_bytes, "N",

@@ -222,7 +222,7 @@ grpc::Status FetchGangs(Session& s, const ListQuery& query,
     if (first) all->set_revision(page.revision());
     for (v1::Gang& gang : *page.mutable_gangs()) {
       if (query.limit > 0 && all->gangs_size() >= query.limit) break;
-      *all->add_gangs() = std::move(gang);
+      if (query.Matches(gang)) *all->add_gangs() = std::move(gang);
     }
     all->set_next_page_token(page.next_page_token());
     if (page.next_page_token().empty() || page.gangs().empty() ||
@@ -244,18 +244,64 @@ int List(Session& s) {
     s.err() << "(more gangs than --limit " << query.limit << ")\n";
   }
   if (!s.json() && all.gangs().empty()) return kExitOk;
-  return s.Print(all, GangsTable(all.gangs(), s.now(), s.wide()));
+  std::string table = GangsTable(all.gangs(), s.now(), s.wide());
+  if (s.options().list.no_headers) table.erase(0, table.find('\n') + 1);
+  return s.Print(all, table);
 }
 
+// Cancels each of `ids` in turn (an error does not stop the others, but an
+// unreachable daemon does) and prints them: as before for `one` ID, else a
+// table, or one JSON object per line as watch prints events. Returns the
+// first failure's exit code.
+int CancelEach(Session& s, const std::vector<std::string>& ids, bool one) {
+  v1::ListGangsResponse cancelled;
+  int code = kExitOk;
+  for (const std::string& id : ids) {
+    v1::CancelGangRequest request;
+    request.set_gang_id(id);
+    request.set_reason(s.options().cancel.reason);
+    v1::CancelGangResponse response;
+    grpc::Status status = Call(
+        s, s.scheduler(), &v1::Scheduler::Stub::CancelGang, request, &response);
+    if (!status.ok()) {
+      const int failed = s.RpcError(status);
+      if (code == kExitOk) code = failed;
+      if (failed == kExitUnavailable) break;
+      continue;
+    }
+    if (one) {
+      return s.Print(response, GangTable(response.gang(), s.now(), s.wide()));
+    }
+    if (s.json()) s.PrintJson(response, /*pretty=*/false);
+    *cancelled.add_gangs() = response.gang();
+  }
+  if (!s.json() && !cancelled.gangs().empty()) {
+    s.out() << GangsTable(cancelled.gangs(), s.now(), s.wide());
+  }
+  return code;
+}
+
+// cancel ID..., or cancel -l SELECTOR: every unfinished gang that matches.
 int Cancel(Session& s) {
-  v1::CancelGangRequest request;
-  request.set_gang_id(s.arg(0));
-  request.set_reason(s.options().cancel.reason);
-  v1::CancelGangResponse response;
-  grpc::Status status = Call(s, s.scheduler(), &v1::Scheduler::Stub::CancelGang,
-                             request, &response);
+  const LabelSelector& labels = s.options().cancel.labels;
+  if (s.inv().args.empty() == labels.empty()) {
+    return s.UsageError(absl::InvalidArgumentError(
+        s.inv().args.empty() ? "give gang IDs or -l SELECTOR"
+                             : "give gang IDs or -l SELECTOR, not both"));
+  }
+  if (labels.empty()) {
+    return CancelEach(s, s.inv().args, s.inv().args.size() == 1);
+  }
+  v1::ListGangsResponse matching;
+  grpc::Status status = FetchGangs(s, BuildCancelQuery(labels), &matching);
   if (!status.ok()) return s.RpcError(status);
-  return s.Print(response, GangTable(response.gang(), s.now(), s.wide()));
+  if (matching.gangs().empty()) {
+    s.err() << "No unfinished gangs match.\n";
+    return kExitOk;
+  }
+  std::vector<std::string> ids;
+  for (const v1::Gang& gang : matching.gangs()) ids.push_back(gang.id());
+  return CancelEach(s, ids, /*one=*/false);
 }
 
 // Prints one event: a JSON line, or a table line (bookmarks left out).

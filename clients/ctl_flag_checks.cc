@@ -141,6 +141,42 @@ std::vector<std::string> SplitList(absl::string_view text) {
   return out;
 }
 
+absl::StatusOr<LabelSelector> ParseLabelSelector(absl::string_view text) {
+  LabelSelector selector;
+  for (const std::string& piece : SplitList(text)) {
+    LabelRequirement requirement;
+    absl::string_view key = piece;
+    if (const size_t at = piece.find("!="); at != std::string::npos) {
+      requirement.op = LabelRequirement::Op::kNotEquals;
+      key = absl::string_view(piece).substr(0, at);
+      requirement.value = piece.substr(at + 2);
+    } else if (const size_t eq = piece.find('='); eq != std::string::npos) {
+      requirement.op = LabelRequirement::Op::kEquals;
+      key = absl::string_view(piece).substr(0, eq);
+      absl::string_view value = absl::string_view(piece).substr(eq + 1);
+      absl::ConsumePrefix(&value, "=");
+      requirement.value = std::string(value);
+    } else if (absl::ConsumePrefix(&key, "!")) {
+      requirement.op = LabelRequirement::Op::kNotExists;
+    } else {
+      requirement.op = LabelRequirement::Op::kExists;
+    }
+    requirement.key = std::string(absl::StripAsciiWhitespace(key));
+    requirement.value =
+        std::string(absl::StripAsciiWhitespace(requirement.value));
+    if (requirement.key.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("want KEY=VALUE, KEY!=VALUE, KEY or !KEY, got \"%s\"",
+                          SafeCell(piece)));
+    }
+    selector.push_back(std::move(requirement));
+  }
+  if (selector.empty()) {
+    return absl::InvalidArgumentError("empty label selector");
+  }
+  return selector;
+}
+
 std::string TokenProblem(absl::string_view token) {
   if (token.empty()) return "empty token";
   for (char c : token) {

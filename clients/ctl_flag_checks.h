@@ -56,6 +56,11 @@ absl::StatusOr<std::map<std::string, int64_t>> ParseNominal(
 // Returns `text` split at commas, each piece trimmed, empty pieces dropped.
 std::vector<std::string> SplitList(absl::string_view text);
 
+// A label selector: comma-separated KEY=VALUE, KEY==VALUE, KEY!=VALUE, KEY
+// or !KEY (e.g. "team=a,tier!=batch"). Fails with InvalidArgument on an
+// empty selector or key.
+absl::StatusOr<LabelSelector> ParseLabelSelector(absl::string_view text);
+
 // Returns "" when `token` can be sent as "authorization: Bearer TOKEN"
 // (not empty, visible ASCII only), else the problem, never quoting it.
 std::string TokenProblem(absl::string_view token);

@@ -1,6 +1,7 @@
 #include "clients/ctl_flag_checks.h"
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -175,6 +176,9 @@ TEST(FlagValidatorsTest, RejectOutOfRangeValuesNamingTheFlag) {
       {{"audit", "--page-size", "1001"},
        "--page-size: want an integer in [1, 1000]"},
       {{"audit", "--all=perhaps"}, "--all: want true or false"},
+      {{"list", "-l", "=a"},
+       "--label: want KEY=VALUE, KEY!=VALUE, KEY or !KEY, got \"=a\""},
+      {{"cancel", "-l", ","}, "--label: empty label selector"},
       {{"topology", "-o", "xml"}, "--output: want table, json, yaml or wide"},
       {{"topology", "--timeout", "-1"}, "--timeout: want a positive number"},
       {{"topology", "--max-message-bytes", "x"},
@@ -183,6 +187,27 @@ TEST(FlagValidatorsTest, RejectOutOfRangeValuesNamingTheFlag) {
   for (const RejectCase& c : cases) {
     ExpectInvalid(ParseCommandLine(c.argv, {}).error, c.message);
   }
+}
+
+TEST(ParseLabelSelectorTest, EveryOperator) {
+  absl::StatusOr<LabelSelector> selector =
+      ParseLabelSelector(" team = a,tier!=batch,gpu==h100,ready,!draft");
+  ASSERT_TRUE(selector.ok()) << selector.status();
+  ASSERT_EQ(selector->size(), 5u);
+  using Op = LabelRequirement::Op;
+  const std::vector<std::tuple<std::string, Op, std::string>> want = {
+      {"team", Op::kEquals, "a"},
+      {"tier", Op::kNotEquals, "batch"},
+      {"gpu", Op::kEquals, "h100"},
+      {"ready", Op::kExists, ""},
+      {"draft", Op::kNotExists, ""}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ((*selector)[i].key, std::get<0>(want[i])) << i;
+    EXPECT_EQ((*selector)[i].op, std::get<1>(want[i])) << i;
+    EXPECT_EQ((*selector)[i].value, std::get<2>(want[i])) << i;
+  }
+  EXPECT_FALSE(ParseLabelSelector("").ok());
+  EXPECT_FALSE(ParseLabelSelector("!=x").ok());
 }
 
 }  // namespace

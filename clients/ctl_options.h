@@ -46,6 +46,7 @@ struct ConnectionOptions {
 // Flags that apply to every command.
 struct GlobalOptions {
   ConnectionOptions connection;
+  std::string context;  // --context: a context of the client config file
   OutputFormat output = OutputFormat::kTable;
   absl::Duration timeout = absl::Seconds(10);
 };
@@ -80,18 +81,35 @@ struct RunOptions {
   std::optional<absl::Duration> lease;
   bool requeue = false;
   std::string hostfile;  // "" = a temporary file
+  std::string workdir;   // where ranks start; "" = the launching directory
 };
+
+// One requirement of a label selector (-l): KEY=VALUE (also KEY==VALUE),
+// KEY!=VALUE (unset counts as different), KEY (the label is set), !KEY
+// (it is not).
+struct LabelRequirement {
+  enum class Op { kEquals, kNotEquals, kExists, kNotExists };
+  std::string key;
+  Op op = Op::kEquals;
+  std::string value;  // kEquals and kNotEquals only
+};
+// A label selector: every requirement must hold; empty matches everything.
+using LabelSelector = std::vector<LabelRequirement>;
 
 // list.
 struct ListOptions {
   std::string queue;  // "" = every queue
   std::vector<v1::GangState> states;
   std::optional<int64_t> limit;  // >= 1
+  std::string owner;             // "" = any owner
+  LabelSelector labels;          // -l/--label
+  bool no_headers = false;
 };
 
-// cancel.
+// cancel (IDs are Invocation::args).
 struct ReasonOptions {
   std::string reason;
+  LabelSelector labels;  // -l: every unfinished gang that matches
 };
 
 // watch.

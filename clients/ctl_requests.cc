@@ -171,12 +171,52 @@ absl::StatusOr<v1::GangSpec> SpecFromFlags(const SpecOptions& options) {
   return spec;
 }
 
+bool MatchesLabels(
+    const LabelSelector& selector,
+    const google::protobuf::Map<std::string, std::string>& labels) {
+  return std::all_of(selector.begin(), selector.end(),
+                     [&](const LabelRequirement& r) {
+                       auto it = labels.find(r.key);
+                       const bool set = it != labels.end();
+                       switch (r.op) {
+                         case LabelRequirement::Op::kEquals:
+                           return set && it->second == r.value;
+                         case LabelRequirement::Op::kNotEquals:
+                           return !set || it->second != r.value;
+                         case LabelRequirement::Op::kExists:
+                           return set;
+                         case LabelRequirement::Op::kNotExists:
+                           return !set;
+                       }
+                       return false;
+                     });
+}
+
+bool ListQuery::Matches(const v1::Gang& gang) const {
+  if (!owner.empty() && gang.owner() != owner) return false;
+  return MatchesLabels(labels, gang.spec().labels());
+}
+
 ListQuery BuildListQuery(const ListOptions& options) {
   ListQuery query;
   query.request.set_queue(options.queue);
   for (v1::GangState state : options.states) query.request.add_states(state);
   query.limit = options.limit.value_or(0);
   query.request.set_page_size(NextPageSize(query.limit, 0));
+  query.owner = options.owner;
+  query.labels = options.labels;
+  return query;
+}
+
+ListQuery BuildCancelQuery(const LabelSelector& labels) {
+  ListQuery query;
+  for (v1::GangState state :
+       {v1::GANG_STATE_PENDING, v1::GANG_STATE_ADMITTED, v1::GANG_STATE_RUNNING,
+        v1::GANG_STATE_PREEMPTING}) {
+    query.request.add_states(state);
+  }
+  query.request.set_page_size(NextPageSize(0, 0));
+  query.labels = labels;
   return query;
 }
 

@@ -57,12 +57,26 @@ absl::StatusOr<v1::GangSpec> BuildSpec(const SpecOptions& options,
 // "workers"; --level without --mode means REQUIRED.
 absl::StatusOr<v1::GangSpec> SpecFromFlags(const SpecOptions& options);
 
-// `list`: the first page's request and the total limit (0 = all).
+// Returns whether `labels` meet every requirement of `selector`.
+bool MatchesLabels(
+    const LabelSelector& selector,
+    const google::protobuf::Map<std::string, std::string>& labels);
+
+// `list`: the first page's request, the total limit (0 = all) and the
+// filters the daemon has no field for (applied to each page as it comes,
+// before the limit).
 struct ListQuery {
   v1::ListGangsRequest request;
   int64_t limit = 0;
+  std::string owner;     // "" = any
+  LabelSelector labels;  // empty = any
+  // Returns whether `gang` passes the owner and label filters.
+  bool Matches(const v1::Gang& gang) const;
 };
 ListQuery BuildListQuery(const ListOptions& options);
+
+// `cancel -l SELECTOR`: every gang not yet final whose labels match.
+ListQuery BuildCancelQuery(const LabelSelector& labels);
 
 // Page size for the next ListGangs call after `fetched` gangs.
 int32_t NextPageSize(int64_t limit, int64_t fetched);

@@ -208,6 +208,70 @@ TEST(BuildListQueryTest, FiltersAndLimit) {
   ExpectInvalid(ParseError({"list", "--limit", "0"}), "--limit");
 }
 
+TEST(BuildListQueryTest, OwnerAndLabelsFilterOnTheClient) {
+  const ListQuery query =
+      BuildListQuery(Flags({"list", "--owner", "team-a", "-l",
+                            "team=a,tier!=batch,!draft", "--no-headers"})
+                         .list);
+  EXPECT_EQ(query.request.ByteSizeLong(),
+            BuildListQuery(Flags({"list"}).list).request.ByteSizeLong())
+      << "the daemon has no owner or label filter: nothing more is sent";
+  struct Case {
+    const char* name;
+    const char* gang;
+    bool want;
+  };
+  const std::vector<Case> cases = {
+      {"all hold", R"pb(owner: "team-a"
+                        spec { labels { key: "team" value: "a" } })pb",
+       true},
+      {"another owner", R"pb(owner: "team-b"
+                             spec { labels { key: "team" value: "a" } })pb",
+       false},
+      {"label missing", R"pb(owner: "team-a")pb", false},
+      {"tier is batch", R"pb(owner: "team-a"
+                             spec {
+                               labels { key: "team" value: "a" }
+                               labels { key: "tier" value: "batch" }
+                             })pb",
+       false},
+      {"tier is other", R"pb(owner: "team-a"
+                             spec {
+                               labels { key: "team" value: "a" }
+                               labels { key: "tier" value: "prod" }
+                             })pb",
+       true},
+      {"draft set", R"pb(owner: "team-a"
+                         spec {
+                           labels { key: "team" value: "a" }
+                           labels { key: "draft" value: "" }
+                         })pb",
+       false},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(query.Matches(TextProto<v1::Gang>(c.gang)), c.want) << c.name;
+  }
+  EXPECT_TRUE(Flags({"list", "--no-headers"}).list.no_headers);
+}
+
+TEST(BuildCancelQueryTest, UnfinishedGangsWithTheLabels) {
+  const ListQuery query =
+      BuildCancelQuery(Flags({"cancel", "-l", "team=a"}).cancel.labels);
+  ExpectProtoEq(query.request, TextProto<v1::ListGangsRequest>(R"pb(
+                  states: [
+                    GANG_STATE_PENDING,
+                    GANG_STATE_ADMITTED,
+                    GANG_STATE_RUNNING,
+                    GANG_STATE_PREEMPTING
+                  ]
+                  page_size: 1000
+                )pb"));
+  EXPECT_TRUE(query.Matches(TextProto<v1::Gang>(
+      R"pb(spec { labels { key: "team" value: "a" } })pb")));
+  EXPECT_FALSE(query.Matches(TextProto<v1::Gang>(
+      R"pb(spec { labels { key: "team" value: "b" } })pb")));
+}
+
 TEST(BuildListQueryTest, NoLimitUsesFullPages) {
   const ListQuery query = BuildListQuery(Flags({"list"}).list);
   EXPECT_EQ(query.limit, 0);

@@ -1,6 +1,7 @@
 #include "clients/ctl_run.h"
 
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -318,6 +319,16 @@ class Launcher {
     requeue_ = options.requeue;
     hostfile_ = options.hostfile;
     command_ = inv_.args;
+    std::error_code error;
+    workdir_ = std::filesystem::absolute(
+                   options.workdir.empty() ? "." : options.workdir, error)
+                   .lexically_normal()
+                   .string();
+    if (error) {
+      return UsageError(absl::InvalidArgumentError(
+          absl::StrCat("--workdir: ", error.message())));
+    }
+    if (workdir_.size() > 1 && workdir_.back() == '/') workdir_.pop_back();
     return kExitOk;
   }
 
@@ -498,18 +509,19 @@ class Launcher {
   // Starts `plan`: its own process group, the environment (local) or the
   // remote argv. Returns the errno of a failed start, 0 on success.
   int Spawn(RankProcess& rank) {
-    const std::vector<std::string> argv = RankArgv(exec_, rank.plan, command_);
+    const bool local = exec_ == "local";
+    const std::vector<std::string> argv =
+        RankArgv(exec_, rank.plan, local ? "" : workdir_, command_);
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
       const absl::string_view entry(*e);
       const absl::string_view key = entry.substr(0, entry.find('='));
       const bool ours =
-          exec_ == "local" &&
-          std::any_of(rank.plan.env.begin(), rank.plan.env.end(),
-                      [&](const auto& kv) { return kv.first == key; });
+          local && std::any_of(rank.plan.env.begin(), rank.plan.env.end(),
+                               [&](const auto& kv) { return kv.first == key; });
       if (!ours) env.emplace_back(entry);
     }
-    if (exec_ == "local") {
+    if (local) {
       for (const auto& [key, value] : rank.plan.env) {
         env.push_back(absl::StrCat(key, "=", value));
       }
@@ -523,6 +535,9 @@ class Launcher {
       c_env.push_back(const_cast<char*>(entry.c_str()));
     }
     c_env.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (local) posix_spawn_file_actions_addchdir_np(&actions, workdir_.c_str());
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     sigset_t defaults, empty;
@@ -539,9 +554,10 @@ class Launcher {
                                         POSIX_SPAWN_SETSIGDEF |
                                         POSIX_SPAWN_SETSIGMASK);
     pid_t pid = -1;
-    const int error = posix_spawnp(&pid, c_argv[0], nullptr, &attr,
+    const int error = posix_spawnp(&pid, c_argv[0], &actions, &attr,
                                    c_argv.data(), c_env.data());
     posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
     if (error == 0) rank.pid = pid;
     return error;
   }
@@ -620,9 +636,16 @@ class Launcher {
     killed_ = false;
     const std::string path = HostfilePath();
     std::vector<RankPlan> plans =
-        PlanRanks(gang_, Addresses(), master_port_, path);
+        PlanRanks(gang_, exec_ == "local" ? LocalAddresses(gang_) : Addresses(),
+                  master_port_, path);
     if (path.empty() || WriteHostfile(plans, path).empty()) {
       return kExitRpcError;
+    }
+    if (!plans.empty()) {
+      if (const absl::Status status = CheckResolves(plans[0].host);
+          !status.ok()) {
+        return FailBeforeStart(status);
+      }
     }
     for (RankPlan& plan : plans) {
       RankProcess& rank = ranks_.emplace_back();
@@ -649,6 +672,18 @@ class Launcher {
     }
     Supervise();
     return Outcome();
+  }
+
+  // Reports the gang FAILED with `why` (no rank was started) and returns
+  // the exit code.
+  int FailBeforeStart(const absl::Status& why) {
+    Note(SafeText(why.message()));
+    const std::string message =
+        absl::StrCat("phalanxctl run: no rank started: ", why.message());
+    const grpc::Status status = Report(v1::GANG_STATE_FAILED, false, message);
+    if (!status.ok()) return RpcError("report FAILED", status);
+    Note(absl::StrCat(SafeText(gang_.id()), " FAILED"));
+    return kExitRpcError;
   }
 
   void Supervise() {
@@ -761,6 +796,7 @@ class Launcher {
   absl::Duration lease_ = absl::ZeroDuration();
   bool requeue_ = false;
   std::string hostfile_;
+  std::string workdir_;  // absolute: where every rank starts
   std::vector<std::string> command_;
 
   int signal_pipe_[2] = {-1, -1};
@@ -812,6 +848,30 @@ std::vector<RankPlan> PlanRanks(
   return ranks;
 }
 
+std::map<std::string, std::string> LocalAddresses(const v1::Gang& gang) {
+  std::map<std::string, std::string> out;
+  for (const v1::PodPlacement& pod : gang.placement()) {
+    out[pod.node()] = kLocalRankHost;
+  }
+  return out;
+}
+
+absl::Status CheckResolves(absl::string_view host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int error =
+      getaddrinfo(std::string(host).c_str(), nullptr, &hints, &found);
+  if (found != nullptr) freeaddrinfo(found);
+  if (error == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "MASTER_ADDR ", SafeCell(host), " does not resolve on this machine (",
+      gai_strerror(error),
+      "): set the node's address in the fleet (nodes upsert), or run every "
+      "rank here with --exec local"));
+}
+
 std::string HostfileText(const std::vector<RankPlan>& ranks) {
   std::string out;
   for (const RankPlan& rank : ranks) {
@@ -833,6 +893,7 @@ std::string ShellQuote(absl::string_view word) {
 }
 
 std::vector<std::string> RankArgv(absl::string_view exec, const RankPlan& rank,
+                                  absl::string_view workdir,
                                   const std::vector<std::string>& command) {
   if (exec == "local") return command;
   std::vector<std::string> argv;
@@ -842,6 +903,9 @@ std::vector<std::string> RankArgv(absl::string_view exec, const RankPlan& rank,
     argv.push_back(absl::StrReplaceAll(
         word,
         {{"{host}", rank.host}, {"{node}", rank.node}, {"{rank}", rank_text}}));
+  }
+  if (!workdir.empty()) {
+    argv.insert(argv.end(), {"cd", ShellQuote(workdir), "&&"});
   }
   argv.emplace_back("env");
   for (const auto& [key, value] : rank.env) {

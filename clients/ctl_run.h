@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "clients/ctl_args.h"
 #include "clients/ctl_channel.h"
@@ -39,13 +40,28 @@ struct RankPlan {
   std::vector<std::pair<std::string, std::string>> env;
 };
 
+// The address every rank uses under --exec local: all ranks run on this
+// machine, whatever nodes the placement names.
+inline constexpr char kLocalRankHost[] = "127.0.0.1";
+
 // Returns the ranks of `gang`'s placement in order. `addresses` maps node
-// ids to Node.address (a missing or empty address falls back to the id);
-// MASTER_ADDR is rank 0's host. NPROC_PER_NODE is the pod's GPU count (1
-// for a pod without GPUs).
+// ids to Node.address (a missing or empty address, or one equal to the id,
+// falls back to the id); MASTER_ADDR is rank 0's host. NPROC_PER_NODE is
+// the pod's GPU count (1 for a pod without GPUs).
 std::vector<RankPlan> PlanRanks(
     const v1::Gang& gang, const std::map<std::string, std::string>& addresses,
     int master_port, const std::string& hostfile_path);
+
+// Returns every node of `gang`'s placement mapped to kLocalRankHost: the
+// `addresses` of PlanRanks under --exec local, so that MASTER_ADDR and the
+// hostfile name this machine.
+std::map<std::string, std::string> LocalAddresses(const v1::Gang& gang);
+
+// Returns OK when `host` (MASTER_ADDR) resolves on this machine
+// (getaddrinfo). Else FailedPrecondition saying so, naming the host and
+// how to fix it (set the node's address, or --exec local): ranks started
+// with it would retry name resolution until killed.
+absl::Status CheckResolves(absl::string_view host);
 
 // Returns one "host slots=N" line per rank, in rank order (N as
 // NPROC_PER_NODE).
@@ -56,18 +72,22 @@ std::string HostfileText(const std::vector<RankPlan>& ranks);
 std::string ShellQuote(absl::string_view word);
 
 // Returns the argv that starts `rank`. For exec "local": `command` itself
-// (the caller sets the environment). Else: `exec` split at spaces, with
-// {host}, {node} and {rank} replaced, then "env", each K=V, and `command`,
-// all shell-quoted for the remote side's shell (ssh joins its arguments
-// into one command line).
+// (the caller sets the environment and the working directory). Else:
+// `exec` split at spaces, with {host}, {node} and {rank} replaced, then
+// "cd WORKDIR &&" (when `workdir` is not empty), "env", each K=V, and
+// `command`, all shell-quoted for the remote side's shell (ssh joins its
+// arguments into one command line, run in the remote $HOME).
 std::vector<std::string> RankArgv(absl::string_view exec, const RankPlan& rank,
+                                  absl::string_view workdir,
                                   const std::vector<std::string>& command);
 
 // Runs `phalanxctl run` (see clients/README.md); returns the exit code: 0
 // when every rank exited 0; the first failing rank's exit code (128+N for
 // a signal N); 75 after a preemption (without --requeue); 130/143 after
-// SIGINT/SIGTERM (the gang is cancelled); 1 when the gang ended otherwise
-// or a call failed; 2 on a usage error; 3 when the daemon is unreachable.
+// SIGINT/SIGTERM (the gang is cancelled); 1 when the gang ended otherwise,
+// a call failed, or MASTER_ADDR does not resolve here (the gang is
+// reported FAILED before any rank starts); 2 on a usage error; 3 when the
+// daemon is unreachable.
 int RunGang(const Invocation& invocation, const Connection& connection,
             std::ostream& out, std::ostream& err);
 

@@ -68,9 +68,9 @@ TEST(RankArgvTest, TemplateThenEnvThenCommand) {
   const std::vector<RankPlan> ranks =
       PlanRanks(TwoPodsOnOneNode(), {}, 1234, "/tmp/h f");
   const std::vector<std::string> command = {"torchrun", "train.py", "a b"};
-  EXPECT_EQ(RankArgv("local", ranks[0], command), command);
+  EXPECT_EQ(RankArgv("local", ranks[0], "/w", command), command);
   const std::vector<std::string> argv =
-      RankArgv("ssh -o BatchMode=yes {host} #{rank}", ranks[1], command);
+      RankArgv("ssh -o BatchMode=yes {host} #{rank}", ranks[1], "", command);
   EXPECT_THAT(argv,
               ElementsAre("ssh", "-o", "BatchMode=yes", "n-1", "#1", "env",
                           "PHALANX_GANG_ID=g-7", "PHALANX_NODE=n-1",
@@ -78,6 +78,44 @@ TEST(RankArgvTest, TemplateThenEnvThenCommand) {
                           "MASTER_PORT=1234", "NNODES=3", "NODE_RANK=1",
                           "NPROC_PER_NODE=2", "CUDA_VISIBLE_DEVICES=0,1",
                           "torchrun", "train.py", "'a b'"));
+}
+
+TEST(RankArgvTest, RemoteRanksChangeToTheWorkdirFirst) {
+  const std::vector<RankPlan> ranks =
+      PlanRanks(TwoPodsOnOneNode(), {}, 1234, "/h");
+  const std::vector<std::string> argv =
+      RankArgv("ssh {host}", ranks[0], "/shared/my job", {"./train.sh"});
+  ASSERT_GE(argv.size(), 6u);
+  EXPECT_THAT(std::vector<std::string>(argv.begin(), argv.begin() + 6),
+              ElementsAre("ssh", "n-2", "cd", "'/shared/my job'", "&&", "env"));
+  EXPECT_EQ(argv.back(), "./train.sh");
+}
+
+TEST(LocalAddressesTest, EveryRankAndTheHostfileNameThisMachine) {
+  const std::vector<RankPlan> ranks = PlanRanks(
+      TwoPodsOnOneNode(), LocalAddresses(TwoPodsOnOneNode()), 29500, "/h");
+  ASSERT_EQ(ranks.size(), 3u);
+  for (const RankPlan& rank : ranks) {
+    EXPECT_EQ(rank.host, "127.0.0.1");
+    EXPECT_THAT(rank.env,
+                ::testing::Contains(Pair("MASTER_ADDR", "127.0.0.1")));
+  }
+  EXPECT_EQ(ranks[1].node, "n-1") << "PHALANX_NODE keeps the node id";
+  EXPECT_EQ(HostfileText(ranks),
+            "127.0.0.1 slots=4\n127.0.0.1 slots=2\n127.0.0.1 slots=4\n");
+}
+
+TEST(CheckResolvesTest, LoopbackResolvesAnUnknownNameIsRefused) {
+  EXPECT_TRUE(CheckResolves("127.0.0.1").ok());
+  EXPECT_TRUE(CheckResolves("localhost").ok());
+  // RFC 6761: names under .invalid never resolve.
+  const absl::Status status = CheckResolves("h100-b1r1n1.invalid");
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(
+      std::string(status.message()),
+      ::testing::HasSubstr("MASTER_ADDR h100-b1r1n1.invalid does not resolve"));
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("--exec local"));
 }
 
 TEST(RunArgsTest, CommandAfterDoubleDashAndSubmitFlags) {
@@ -91,6 +129,11 @@ TEST(RunArgsTest, CommandAfterDoubleDashAndSubmitFlags) {
                                                         "command's";
   EXPECT_EQ(inv.options.run.exec, "local");
   EXPECT_EQ(inv.options.run.master_port, 1);
+  EXPECT_EQ(inv.options.run.workdir, "") << "default: the launching directory";
+  Invocation workdir = ParseCommandLine(
+      {"run", "--queue", "a", "--workdir", "/w", "--", "true"}, {});
+  ASSERT_TRUE(workdir.error.ok()) << workdir.error;
+  EXPECT_EQ(workdir.options.run.workdir, "/w");
   Invocation none = ParseCommandLine({"run", "--queue", "a"}, {});
   EXPECT_THAT(std::string(none.error.message()),
               ::testing::HasSubstr("needs a COMMAND"));

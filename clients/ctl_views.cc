@@ -312,7 +312,7 @@ std::string NodesTable(
             : "-";
     std::vector<std::string> row = {
         node.id(),
-        OrDash(node.address()),
+        OrDash(node.address() == node.id() ? "" : node.address()),
         node.gpu_model(),
         absl::StrFormat("%d/%d", node.used_gpu_indices_size(),
                         node.gpu_count()),

@@ -51,7 +51,8 @@ std::string DryRunText(const v1::DryRunGangResponse& response);
 
 // One row per node: NODE ADDRESS MODEL USED/GPUS STATE LABELS GANGS
 // HEARTBEAT REASON; `wide` adds CPU (millicores) and MEMORY (bytes) after
-// USED/GPUS.
+// USED/GPUS. ADDRESS is "-" for a node without one (the daemon sends the
+// node id then).
 std::string NodesTable(
     const google::protobuf::RepeatedPtrField<v1::Node>& nodes, absl::Time now,
     bool wide = false);

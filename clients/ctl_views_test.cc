@@ -197,6 +197,7 @@ TEST(NodesTableTest, UsageLabelsAndHeartbeat) {
     }
     nodes {
       id: "n-2"
+      address: "n-2"  # the daemon's answer for a node without an address
       gpu_model: "H200"
       gpu_count: 8
       state: NODE_STATE_CORDONED

@@ -3,13 +3,26 @@
 // command against the daemon. See clients/README.md and `phalanxctl --help`.
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "clients/ctl_args.h"
 #include "clients/ctl_commands.h"
+#include "clients/ctl_contexts.h"
 #include "clients/ctl_format.h"
 #include "phalanx_version.h"
+
+namespace {
+
+// The value of the environment variable `name`, "" when unset.
+std::string EnvOr(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace phalanx::ctl;  // NOLINT: main only
@@ -18,11 +31,22 @@ int main(int argc, char** argv) {
     std::cout << "phalanxctl " << PHALANX_VERSION_STRING << "\n";
     return kExitOk;
   }
-  const char* env_server = std::getenv("PHALANX_SERVER");
-  const char* env_token = std::getenv("PHALANX_TOKEN");
-  const Invocation invocation =
-      ParseCommandLine(args, {env_server == nullptr ? "" : env_server,
-                              env_token == nullptr ? "" : env_token});
+  ConfigFile config_file;
+  config_file.home = EnvOr("HOME");
+  const std::string env_config = EnvOr("PHALANX_CONFIG");
+  config_file.path =
+      ClientConfigPath(env_config, EnvOr("XDG_CONFIG_HOME"), config_file.home);
+  if (!config_file.path.empty()) {
+    absl::StatusOr<std::optional<std::string>> text =
+        ReadClientConfig(config_file.path, /*must_exist=*/!env_config.empty());
+    if (!text.ok()) {
+      std::cerr << UsageErrorText(text.status(), nullptr);
+      return kExitUsage;
+    }
+    config_file.text = *std::move(text);
+  }
+  const Invocation invocation = ParseCommandLine(
+      args, {EnvOr("PHALANX_SERVER"), EnvOr("PHALANX_TOKEN")}, config_file);
   if (invocation.help) {
     std::cout << (invocation.command == nullptr
                       ? GlobalHelp()

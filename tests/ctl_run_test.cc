@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/daemon.h"
+#include "tests/etcd_cluster.h"
 
 namespace phalanx::testing {
 namespace {
@@ -31,12 +34,14 @@ namespace {
 using ::testing::HasSubstr;
 
 // Records the launcher's variables (and FAKE_SSH_HOST, set by fake_ssh.sh)
-// in OUT/rank-R.env and the hostfile in OUT/hostfile-R; then exits 0
+// and the directory it started in (START_DIR) in OUT/rank-R.env and the
+// hostfile in OUT/hostfile-R; then exits 0
 // ("ok"), exits 0 after 3 s ("nap"), exits 3 on rank 1 ("fail"), or waits for
 // SIGTERM and records it in OUT/term-R ("sleep").
-constexpr char kFakeTorchrun[] = R"(#!/bin/sh
+constexpr char kFakeTorchrun[] = R"sh(#!/bin/sh
 out="$1"; mode="$2"
 env | grep -E '^(PHALANX_|MASTER_|NNODES=|NODE_RANK=|NPROC_PER_NODE=|CUDA_VISIBLE_DEVICES=|FAKE_SSH_HOST=)' | sort > "$out/rank-$NODE_RANK.tmp"
+echo "START_DIR=$(pwd -P)" >> "$out/rank-$NODE_RANK.tmp"
 cp "$PHALANX_HOSTFILE" "$out/hostfile-$NODE_RANK"
 mv "$out/rank-$NODE_RANK.tmp" "$out/rank-$NODE_RANK.env"
 case "$mode" in
@@ -46,13 +51,14 @@ case "$mode" in
   sleep) trap 'echo term > "$out/term-$NODE_RANK"; exit 0' TERM
          sleep 120 & wait $! ;;
 esac
-)";
+)sh";
 
 // Stands in for ssh: "fake_ssh.sh HOST WORDS..." runs WORDS through a shell,
-// as sshd does, with FAKE_SSH_HOST=HOST.
+// as sshd does, with FAKE_SSH_HOST=HOST, starting in / (as a remote shell
+// starts in the remote $HOME, not in the launching directory).
 constexpr char kFakeSsh[] = R"(#!/bin/sh
 host="$1"; shift
-FAKE_SSH_HOST="$host" exec /bin/sh -c "$*"
+cd / && FAKE_SSH_HOST="$host" exec /bin/sh -c "$*"
 )";
 
 // The demo fleet with addresses, but none for node-001 (MASTER_ADDR falls
@@ -86,10 +92,15 @@ class CtlRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
     daemon_ = std::make_unique<DaemonProcess>();
-    daemon_->AddArgs(
+    StartDaemon(
         {"--config=" + daemon_->WriteFile("config.json", DemoConfigJson()),
          "--fleet=" + daemon_->WriteFile("fleet.json", FleetWithAddresses()),
          "--queues=" + daemon_->WriteFile("queues.json", DemoQueuesJson())});
+  }
+
+  // Starts daemon_ with `args`; writes the fake torchrun and ssh.
+  void StartDaemon(const std::vector<std::string>& args) {
+    daemon_->AddArgs(args);
     ASSERT_TRUE(daemon_->Start()) << daemon_->output();
     scheduler_ = daemon_->Scheduler();
     out_ = std::filesystem::path(daemon_->data_dir()).parent_path() / "out";
@@ -98,11 +109,17 @@ class CtlRunTest : public ::testing::Test {
     ssh_ = daemon_->WriteFile("fake_ssh.sh", kFakeSsh);
   }
 
+  // A phalanxctl still running gets SIGTERM first (it stops its ranks,
+  // which are in process groups of their own), SIGKILL 20 s later.
   void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 200; ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      absl::SleepFor(absl::Milliseconds(100));
     }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
   }
 
   // Starts `phalanxctl --server … ARGS` with stdout and stderr to a file.
@@ -217,11 +234,17 @@ class CtlRunTest : public ::testing::Test {
     return addresses_.at(node);
   }
 
+  // The host of `node`'s ranks: its address over ssh; this machine's
+  // loopback address under --exec local.
+  std::string Host(const std::string& node, bool ssh) {
+    return ssh ? Address(node) : "127.0.0.1";
+  }
+
   // Checks rank r's environment and hostfile against the placement.
   void ExpectEnvironment(const v1::Gang& gang, bool ssh) {
     std::string hostfile;
     for (const v1::PodPlacement& pod : gang.placement()) {
-      absl::StrAppend(&hostfile, Address(pod.node()),
+      absl::StrAppend(&hostfile, Host(pod.node(), ssh),
                       " slots=", pod.gpu_indices_size(), "\n");
     }
     for (int r = 0; r < gang.placement_size(); ++r) {
@@ -230,7 +253,7 @@ class CtlRunTest : public ::testing::Test {
       std::map<std::string, std::string> env = RankEnv(r);
       EXPECT_EQ(env["PHALANX_GANG_ID"], gang.id());
       EXPECT_EQ(env["PHALANX_NODE"], pod.node());
-      EXPECT_EQ(env["MASTER_ADDR"], Address(gang.placement(0).node()));
+      EXPECT_EQ(env["MASTER_ADDR"], Host(gang.placement(0).node(), ssh));
       EXPECT_EQ(env["MASTER_PORT"], ssh ? "1234" : "29500");
       EXPECT_EQ(env["NNODES"], absl::StrCat(gang.placement_size()));
       EXPECT_EQ(env["NODE_RANK"], absl::StrCat(r));
@@ -275,6 +298,80 @@ TEST_F(CtlRunTest, ExecTemplateStartsEachRankOnItsHost) {
   const v1::Gang gang = Admitted(GangId());
   ASSERT_EQ(gang.placement_size(), 2);
   ExpectEnvironment(gang, /*ssh=*/true);
+}
+
+TEST_F(CtlRunTest, RanksStartInTheLaunchingDirectoryOrTheWorkdir) {
+  const std::string here =
+      std::filesystem::canonical(std::filesystem::current_path()).string();
+  const std::string there = std::filesystem::canonical(out_).string();
+  struct Case {
+    std::string name;
+    std::string exec;
+    std::vector<std::string> workdir;  // the flag, or nothing
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {"ssh, no flag", absl::StrCat("/bin/sh ", ssh_, " {host}"), {}, here},
+      {"ssh, --workdir",
+       absl::StrCat("/bin/sh ", ssh_, " {host}"),
+       {"--workdir", out_.string()},
+       there},
+      {"local, --workdir", "local", {"--workdir", out_.string()}, there},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::filesystem::remove(out_ / "rank-0.env");
+    std::vector<std::string> args = {"run", "--exec", c.exec};
+    args.insert(args.end(), c.workdir.begin(), c.workdir.end());
+    args.insert(args.end(), {"--queue", "a", "--pods", "1", "--gpus", "8", "--",
+                             "/bin/sh", torchrun_, out_.string(), "ok"});
+    Start(args);
+    EXPECT_EQ(Finish(), 0) << ReadFile(log_);
+    EXPECT_EQ(RankEnv(0)["START_DIR"], c.want);
+  }
+}
+
+TEST_F(CtlRunTest, AnUnresolvableMasterAddrFailsBeforeAnyRankStarts) {
+  // The demo fleet's way: no node has an address, so MASTER_ADDR is a node
+  // id, which does not resolve here.
+  v1::ListNodesResponse nodes;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(daemon_->Fleet()->ListNodes(&context, {}, &nodes).ok());
+  }
+  v1::UpsertNodesRequest upsert;
+  for (v1::Node& node : *nodes.mutable_nodes()) {
+    node.clear_address();
+    node.clear_used_gpu_indices();
+    node.clear_gang_ids();
+    *upsert.add_nodes() = node;
+  }
+  {
+    grpc::ClientContext context;
+    v1::UpsertNodesResponse response;
+    ASSERT_TRUE(
+        daemon_->Fleet()->UpsertNodes(&context, upsert, &response).ok());
+  }
+  Start({"run", "--exec", absl::StrCat("/bin/sh ", ssh_, " {host}"), "--queue",
+         "a", "--pods", "2", "--gpus", "8", "--", "/bin/sh", torchrun_,
+         out_.string(), "ok"});
+  EXPECT_EQ(Finish(), 1) << ReadFile(log_);
+  const std::string log = ReadFile(log_);
+  EXPECT_THAT(log, HasSubstr("does not resolve on this machine"));
+  EXPECT_THAT(log, HasSubstr("--exec local"));
+  const v1::Gang gang = GetOk(*scheduler_, GangId());
+  EXPECT_EQ(gang.state(), v1::GANG_STATE_FAILED);
+  EXPECT_THAT(gang.message(), HasSubstr("no rank started"));
+  EXPECT_FALSE(std::filesystem::exists(out_ / "rank-0.env"));
+  EXPECT_FALSE(std::filesystem::exists(out_ / "rank-1.env"));
+
+  // Under --exec local every rank is on this machine: MASTER_ADDR is
+  // loopback and the same fleet runs.
+  Start({"run", "--exec", "local", "--queue", "a", "--pods", "2", "--gpus", "8",
+         "--", "/bin/sh", torchrun_, out_.string(), "ok"});
+  EXPECT_EQ(Finish(), 0) << ReadFile(log_);
+  EXPECT_EQ(RankEnv(0)["MASTER_ADDR"], "127.0.0.1");
+  EXPECT_EQ(RankEnv(1)["MASTER_ADDR"], "127.0.0.1");
 }
 
 TEST_F(CtlRunTest, TheLeaseIsRenewedWhileTheRanksRun) {
@@ -360,6 +457,65 @@ TEST_F(CtlRunTest, CtrlCWhilePendingCancelsTheGang) {
   kill(pid_, SIGINT);
   EXPECT_EQ(Finish(), 130) << ReadFile(log_);
   EXPECT_EQ(GetOk(*scheduler_, id).state(), v1::GANG_STATE_CANCELLED);
+}
+
+// One rank of torch.distributed (started by torch.distributed.run, which
+// sets RANK and WORLD_SIZE): a gloo all-reduce of rank+1 over env://
+// rendezvous; writes "WORLD SUM" to OUT/allreduce-RANK.
+constexpr char kAllReduce[] = R"py(import datetime, os, sys
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo", init_method="env://",
+                        timeout=datetime.timedelta(seconds=60))
+rank = dist.get_rank()
+value = torch.tensor([float(rank + 1)])
+dist.all_reduce(value)
+with open(os.path.join(sys.argv[1], "allreduce-%d" % rank), "w") as out:
+    out.write("%d %g\n" % (dist.get_world_size(), value.item()))
+dist.destroy_process_group()
+)py";
+
+// `run --exec local` on the demo fleet (deploy/: no node has an address)
+// with real torch.distributed ranks. Skipped without Debian's python3-torch.
+class CtlRunTorchTest : public CtlRunTest {
+ protected:
+  void SetUp() override {
+    if (std::system("/usr/bin/python3 -c 'import torch.distributed' "
+                    ">/dev/null 2>&1") != 0) {
+      GTEST_SKIP() << "/usr/bin/python3 cannot import torch (Debian's "
+                      "python3-torch is not installed)";
+    }
+    daemon_ = std::make_unique<DaemonProcess>();
+    const std::string deploy = PHALANX_SOURCE_DIR "/deploy/";
+    StartDaemon({"--config=" + deploy + "config.json",
+                 "--fleet=" + deploy + "fleet.json",
+                 "--queues=" + deploy + "queues.json"});
+  }
+};
+
+TEST_F(CtlRunTorchTest, AGlooAllReduceOfTwoPodsOfTwoRanksEach) {
+  std::set<int> taken;
+  const int port = FreePortPair(taken);
+  ASSERT_NE(port, 0);
+  const std::string script = daemon_->WriteFile("allreduce.py", kAllReduce);
+  Start({"run", "--exec", "local", "--master-port", absl::StrCat(port),
+         "--queue", "eval", "--pods", "2", "--gpus", "2", "--", "/bin/sh", "-c",
+         // Debian's torch 1.13 spells its flags with underscores, and on
+         // Python 3.11 needs --redirects and --tee other than 0.
+         "exec /usr/bin/python3 -m torch.distributed.run --redirects 1 "
+         "--tee 1 --log_dir \"$1\" --nnodes \"$NNODES\" "
+         "--node_rank \"$NODE_RANK\" --nproc_per_node \"$NPROC_PER_NODE\" "
+         "--master_addr \"$MASTER_ADDR\" --master_port \"$MASTER_PORT\" "
+         "\"$0\" \"$1\"",
+         script, out_.string()});
+  EXPECT_EQ(Finish(), 0) << ReadFile(log_);
+  EXPECT_EQ(GetOk(*scheduler_, GangId()).state(), v1::GANG_STATE_SUCCEEDED);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(ReadFile((out_ / absl::StrCat("allreduce-", rank)).string()),
+              "4 10\n")
+        << "rank " << rank << " of 4 sums 1+2+3+4\n"
+        << ReadFile(log_);
+  }
 }
 
 }  // namespace

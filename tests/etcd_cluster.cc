@@ -39,6 +39,16 @@ int BindPort(int port) {
   return bound;
 }
 
+std::string Tail(const std::string& path, size_t bytes) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string all = text.str();
+  return all.size() > bytes ? all.substr(all.size() - bytes) : all;
+}
+
+}  // namespace
+
 // A free port P whose neighbour P+1 is free too (client and peer ports),
 // neither in `taken`. Picked below Linux's ephemeral range (32768 and up by
 // default), from which the kernel hands out port-0 binds and outgoing
@@ -58,16 +68,6 @@ int FreePortPair(std::set<int>& taken) {
   }
   return 0;
 }
-
-std::string Tail(const std::string& path, size_t bytes) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string all = text.str();
-  return all.size() > bytes ? all.substr(all.size() - bytes) : all;
-}
-
-}  // namespace
 
 bool EtcdCluster::Available() { return access(kEtcdPath, X_OK) == 0; }
 

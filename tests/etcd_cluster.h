@@ -7,12 +7,20 @@
 #define PHALANX_TESTS_ETCD_CLUSTER_H_
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "tests/child_process.h"
 
 namespace phalanx::testing {
+
+// Returns a free loopback port P whose neighbour P+1 is free too, neither
+// in `taken` (both are added to it), or 0 after 200 tries. Picked in
+// 20000..32000, below Linux's ephemeral range, so that a port found free
+// and released is not handed to another test's port-0 bind before its user
+// (etcd, a torch rendezvous) binds it.
+int FreePortPair(std::set<int>& taken);
 
 // Serves the client URLs over TLS with this certificate when set (the
 // peers keep plain HTTP); `ca_file` signs it, for the health checks.
