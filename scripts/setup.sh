@@ -16,6 +16,12 @@ packages=(
   golang-github-grpc-ecosystem-grpc-gateway-dev
 )
 
+# The launcher's real torch.distributed test (tests/ctl_run_test.cc) needs
+# python3-torch (167 packages, about 50 s to install); it is skipped with a
+# message where torch is missing. CI installs it: scripts/test.sh sets
+# PHALANX_WITH_TORCH=1 there.
+if [ "${PHALANX_WITH_TORCH:-}" = 1 ]; then packages+=(python3-torch); fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -4,12 +4,15 @@
 # In CI (CI=true), or with PHALANX_SANITIZE=address,undefined, the build is
 # the AddressSanitizer + UndefinedBehaviorSanitizer variant in ./build-asan
 # instead of the plain one in ./build, every test runs under it, and in CI
-# each libFuzzer target of fuzz/ then runs for 30 s (scripts/fuzz.sh).
+# each libFuzzer target of fuzz/ then runs for 30 s (scripts/fuzz.sh); CI
+# installs python3-torch for the launcher's torch.distributed test.
 # Extra arguments are passed to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize="${PHALANX_SANITIZE:-}"
 if [ "${CI:-}" = true ] && [ -z "$sanitize" ]; then sanitize=address,undefined; fi
+# CI also runs the launcher's torch.distributed test (scripts/setup.sh).
+if [ "${CI:-}" = true ]; then export PHALANX_WITH_TORCH="${PHALANX_WITH_TORCH:-1}"; fi
 
 if [ -z "$sanitize" ]; then
   scripts/build.sh
