@@ -28,6 +28,11 @@ class Fleet {
     int64_t used_memory_bytes = 0;
     std::map<GangId, int> gang_pods;  // gangs with pods here -> pods
 
+    // GPUs that may not be handed out: allocated or reported unhealthy.
+    uint64_t TakenGpuMask() const {
+      return used_gpu_mask | node.unhealthy_gpu_mask;
+    }
+    // GPUs neither allocated nor unhealthy.
     int FreeGpus() const;
     bool Idle() const { return used_gpu_mask == 0 && gang_pods.empty(); }
   };

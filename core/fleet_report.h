@@ -1,6 +1,6 @@
 // DescribeFleet: free capacity and fragmentation per topology domain and
-// level, and GPUs by state and model (docs/design.md §6 "Fragmentation"). Used by
-// GetTopology, the metrics and the simulator. Pure function; O(nodes).
+// level, and GPUs by state and model (docs/design.md §6 "Fragmentation"). Used
+// by GetTopology, the metrics and the simulator. Pure function; O(nodes).
 #ifndef PHALANX_CORE_FLEET_REPORT_H_
 #define PHALANX_CORE_FLEET_REPORT_H_
 
@@ -33,7 +33,9 @@ struct GpuCounts {
   int64_t allocated = 0;
   int64_t free = 0;         // on READY nodes
   int64_t unavailable = 0;  // free but on CORDONED or DRAINING nodes
-  int64_t unhealthy = 0;    // on UNHEALTHY nodes (allocated or not)
+  // On UNHEALTHY nodes (allocated or not), and GPUs reported unhealthy on
+  // other nodes.
+  int64_t unhealthy = 0;
 };
 
 struct FleetReport {
