@@ -87,11 +87,23 @@ TEST(NodeAgentTest, UnhealthyFromReadyAndBackOnlyFromItsOwn) {
       CheckNodeAgentTransition(agent, ready, NodeState::kUnhealthy).ok());
   EXPECT_TRUE(CheckNodeAgentTransition(agent, own, NodeState::kReady).ok());
   EXPECT_TRUE(CheckNodeAgentTransition(agent, own, NodeState::kUnhealthy).ok());
-  // An operator's or the heartbeat timeout's UNHEALTHY, a cordon, a drain.
+  EXPECT_FALSE(KeepsAnothersUnhealthy(agent, own, NodeState::kUnhealthy));
+  // An operator's or the heartbeat timeout's UNHEALTHY: never READY; an
+  // UNHEALTHY again is allowed but leaves the node as it is.
   for (const core::Node& node :
        {NodeIn(NodeState::kUnhealthy, Source::kOperator),
-        NodeIn(NodeState::kUnhealthy, Source::kHeartbeatTimeout),
-        NodeIn(NodeState::kCordoned, Source::kOperator),
+        NodeIn(NodeState::kUnhealthy, Source::kHeartbeatTimeout)}) {
+    EXPECT_EQ(CheckNodeAgentTransition(agent, node, NodeState::kReady).code(),
+              absl::StatusCode::kPermissionDenied);
+    EXPECT_TRUE(
+        CheckNodeAgentTransition(agent, node, NodeState::kUnhealthy).ok());
+    EXPECT_TRUE(KeepsAnothersUnhealthy(agent, node, NodeState::kUnhealthy));
+    EXPECT_FALSE(KeepsAnothersUnhealthy(Make(auth::kAdmin), node,
+                                        NodeState::kUnhealthy));
+  }
+  // A cordon, a drain.
+  for (const core::Node& node :
+       {NodeIn(NodeState::kCordoned, Source::kOperator),
         NodeIn(NodeState::kDraining, Source::kOperator)}) {
     EXPECT_EQ(CheckNodeAgentTransition(agent, node, NodeState::kReady).code(),
               absl::StatusCode::kPermissionDenied);

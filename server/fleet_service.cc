@@ -40,8 +40,8 @@ absl::Status CheckNodeAgentTransition(const Caller& caller,
   const bool agents_own =
       node.state == NodeState::kUnhealthy &&
       node.state_source == core::NodeStateSource::kNodeAgent;
-  if (to == NodeState::kUnhealthy &&
-      (node.state == NodeState::kReady || agents_own)) {
+  if (to == NodeState::kUnhealthy && (node.state == NodeState::kReady ||
+                                      node.state == NodeState::kUnhealthy)) {
     return absl::OkStatus();
   }
   if (to == NodeState::kReady && agents_own) return absl::OkStatus();
@@ -52,6 +52,13 @@ absl::Status CheckNodeAgentTransition(const Caller& caller,
       core::NodeStateName(to),
       ": a node agent sets READY nodes UNHEALTHY, and nodes a node agent "
       "made UNHEALTHY READY, only; the rest needs ADMIN"));
+}
+
+bool KeepsAnothersUnhealthy(const Caller& caller, const core::Node& node,
+                            core::NodeState to) {
+  return !caller.Has(auth::kAdmin) && to == core::NodeState::kUnhealthy &&
+         node.state == core::NodeState::kUnhealthy &&
+         node.state_source != core::NodeStateSource::kNodeAgent;
 }
 
 namespace {
@@ -148,6 +155,12 @@ grpc::ServerUnaryReactor* FleetService::SetNodeState(
                   if (!allowed.ok()) {
                     gate->CountDenied(rpc::kSetNodeState, "node_state");
                     return allowed;
+                  }
+                  if (KeepsAnothersUnhealthy(
+                          caller, s.fleet().slots()[slot].node, state)) {
+                    NodeToProto(s, s.fleet().slots()[slot],
+                                response->mutable_node());
+                    return absl::OkStatus();
                   }
                 }
                 ASSIGN_OR_RETURN(

@@ -56,13 +56,19 @@ void NodeToProto(const core::Scheduler& scheduler,
                  const GangFilter& show_gang = nullptr);
 
 // OK when `caller` may move `node` to `to`: an ADMIN anything; a caller
-// with only ROLE_NODE_AGENT a READY node UNHEALTHY, and a node a node agent
-// made UNHEALTHY (state_source NODE_AGENT) UNHEALTHY again or READY, so an
-// agent never undoes a cordon, a drain or another's UNHEALTHY.
-// PermissionDenied else.
+// with only ROLE_NODE_AGENT a READY or UNHEALTHY node UNHEALTHY, and a node
+// a node agent made UNHEALTHY (state_source NODE_AGENT) READY, so an agent
+// never undoes a cordon, a drain or another's UNHEALTHY. PermissionDenied
+// else.
 absl::Status CheckNodeAgentTransition(const Caller& caller,
                                       const core::Node& node,
                                       core::NodeState to);
+
+// Whether a node agent's UNHEALTHY of `node` leaves it as it is: the node
+// is already UNHEALTHY by an operator or a heartbeat timeout, who keeps it
+// (and its reason), so the agent cannot later return it to READY.
+bool KeepsAnothersUnhealthy(const Caller& caller, const core::Node& node,
+                            core::NodeState to);
 
 }  // namespace phalanx::server
 
