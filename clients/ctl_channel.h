@@ -94,7 +94,8 @@ class Connection {
 // have come after the server acted on it: reads, and writes whose repeat
 // changes nothing (a submit with a request_id returns the same gang; a
 // cancel of a cancelled gang returns it; a lease renewal only moves the
-// expiry; a report of a state or checkpoint is a no-op when repeated — an
+// expiry; a heartbeat or a node health report says the same again; a
+// report of a state or checkpoint is a no-op when repeated — an
 // acknowledgement of a preemption is not).
 template <typename Request>
 bool SafeToResend(const Request&) {
@@ -108,7 +109,9 @@ bool SafeToResend(const Request&) {
          std::is_same_v<Request, v1::GetTopologyRequest> ||
          std::is_same_v<Request, v1::GetConfigRequest> ||
          std::is_same_v<Request, v1::ListQueuesRequest> ||
-         std::is_same_v<Request, v1::ListAuditRecordsRequest>;
+         std::is_same_v<Request, v1::ListAuditRecordsRequest> ||
+         std::is_same_v<Request, v1::HeartbeatRequest> ||
+         std::is_same_v<Request, v1::ReportNodeHealthRequest>;
 }
 inline bool SafeToResend(const v1::SubmitGangRequest& request) {
   return !request.spec().request_id().empty();

@@ -12,7 +12,7 @@
 namespace phalanx::core {
 
 int Fleet::Slot::FreeGpus() const {
-  return node.spec.gpu_count - std::popcount(used_gpu_mask);
+  return node.spec.gpu_count - std::popcount(TakenGpuMask());
 }
 
 Fleet::Fleet(std::vector<std::string> levels) : levels_(std::move(levels)) {

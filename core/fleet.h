@@ -36,6 +36,11 @@ class Fleet {
     // decides by their order sorts them by id first).
     std::vector<GangPods> gang_pods;
 
+    // GPUs that may not be handed out: allocated or reported unhealthy.
+    uint64_t TakenGpuMask() const {
+      return used_gpu_mask | node.unhealthy_gpu_mask;
+    }
+    // GPUs neither allocated nor unhealthy.
     int FreeGpus() const;
     bool Idle() const { return used_gpu_mask == 0 && gang_pods.empty(); }
   };

@@ -1,6 +1,7 @@
 #include "core/fleet_report.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace phalanx::core {
 namespace {
@@ -15,7 +16,9 @@ bool WholeFree(const Fleet::Slot& slot) {
 
 void CountGpus(const Fleet::Slot& slot, GpuCounts& counts) {
   const int64_t free = slot.FreeGpus();
-  const int64_t used = slot.node.spec.gpu_count - free;
+  const int64_t bad = std::popcount(slot.node.unhealthy_gpu_mask);
+  const int64_t used = slot.node.spec.gpu_count - free - bad;
+  if (slot.node.state != NodeState::kUnhealthy) counts.unhealthy += bad;
   switch (slot.node.state) {
     case NodeState::kReady:
       counts.free += free;
@@ -27,7 +30,7 @@ void CountGpus(const Fleet::Slot& slot, GpuCounts& counts) {
       counts.allocated += used;
       break;
     case NodeState::kUnhealthy:
-      counts.unhealthy += free + used;
+      counts.unhealthy += free + used + bad;
       break;
   }
 }

@@ -33,7 +33,9 @@ struct GpuCounts {
   int64_t allocated = 0;
   int64_t free = 0;         // on READY nodes
   int64_t unavailable = 0;  // free but on CORDONED or DRAINING nodes
-  int64_t unhealthy = 0;    // on UNHEALTHY nodes (allocated or not)
+  // On UNHEALTHY nodes (allocated or not), and GPUs reported unhealthy on
+  // other nodes.
+  int64_t unhealthy = 0;
 };
 
 struct FleetReport {

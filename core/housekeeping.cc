@@ -125,7 +125,7 @@ void Housekeeping::CheckHeartbeats() {
     s_.MarkNode(
         slot, NodeState::kUnhealthy,
         absl::StrCat("no heartbeat for ", absl::FormatDuration(*silent)),
-        std::nullopt);
+        std::nullopt, NodeStateSource::kHeartbeatTimeout);
     dead.push_back(slot);
   }
   if (!dead.empty()) {

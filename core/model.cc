@@ -64,6 +64,18 @@ const char* NodeStateName(NodeState state) {
   return "UNKNOWN";
 }
 
+const char* NodeStateSourceName(NodeStateSource source) {
+  switch (source) {
+    case NodeStateSource::kOperator:
+      return "OPERATOR";
+    case NodeStateSource::kNodeAgent:
+      return "NODE_AGENT";
+    case NodeStateSource::kHeartbeatTimeout:
+      return "HEARTBEAT_TIMEOUT";
+  }
+  return "UNKNOWN";
+}
+
 const char* EventTypeName(EventType type) {
   static constexpr const char* kNames[] = {
       "SUBMITTED", "ADMITTED", "RUNNING",     "SUCCEEDED", "FAILED",

@@ -128,6 +128,15 @@ using GangPtr = std::shared_ptr<const Gang>;
 enum class NodeState { kReady, kCordoned, kDraining, kUnhealthy };
 const char* NodeStateName(NodeState state);
 
+// Who last set a node's state: a node agent may undo only its own
+// UNHEALTHY, never an operator's decision.
+enum class NodeStateSource {
+  kOperator,          // UpsertNodes, or SetNodeState by an administrator
+  kNodeAgent,         // a node agent's health report or SetNodeState
+  kHeartbeatTimeout,  // the scheduler: no heartbeat within the timeout
+};
+const char* NodeStateSourceName(NodeStateSource source);
+
 // What describes a node's hardware and place; replaced by UpsertNodes.
 struct NodeSpec {
   NodeId id;
@@ -144,7 +153,13 @@ struct NodeSpec {
 struct Node {
   NodeSpec spec;
   NodeState state = NodeState::kReady;
+  NodeStateSource state_source = NodeStateSource::kOperator;
   std::string state_reason;
+  // Bit i = GPU i was reported unhealthy by the node's agent: never placed
+  // on; only bits below spec.gpu_count are ever set.
+  uint64_t unhealthy_gpu_mask = 0;
+  // Why the GPUs in unhealthy_gpu_mask were reported (empty when none).
+  std::string unhealthy_gpus_reason;
   // DRAINING only: gangs still on the node then are repaired elsewhere or
   // evicted and requeued. Unset = drain without a deadline.
   std::optional<absl::Time> drain_deadline;

@@ -12,8 +12,28 @@ namespace phalanx::core {
 namespace {
 
 const char* CauseName(NodeVacator::Cause cause) {
-  return cause == NodeVacator::Cause::kDrainDeadline ? "drain_deadline"
-                                                     : "unhealthy";
+  switch (cause) {
+    case NodeVacator::Cause::kUnhealthy:
+      return "unhealthy";
+    case NodeVacator::Cause::kDrainDeadline:
+      return "drain_deadline";
+    case NodeVacator::Cause::kUnhealthyGpu:
+      return "unhealthy_gpu";
+  }
+  return "unhealthy";
+}
+
+// Why a gang's pods had to leave `node`, for its eviction reason.
+const char* LeaveReason(NodeVacator::Cause cause) {
+  switch (cause) {
+    case NodeVacator::Cause::kUnhealthy:
+      return " is unhealthy";
+    case NodeVacator::Cause::kDrainDeadline:
+      return " passed its drain deadline";
+    case NodeVacator::Cause::kUnhealthyGpu:
+      return " has an unhealthy GPU";
+  }
+  return " is unhealthy";
 }
 
 // Which slots' pods must move: `slots` and every UNHEALTHY node.
@@ -52,9 +72,27 @@ std::vector<std::pair<GangId, NodeId>> GangsOn(const Fleet& fleet,
 }  // namespace
 
 void NodeVacator::Vacate(const std::vector<int>& slots, Cause cause) {
-  const bool drained = cause == Cause::kDrainDeadline;
-  const std::vector<char> vacate = VacateMask(s_.fleet_, slots);
-  for (const auto& [id, node] : GangsOn(s_.fleet_, s_.gangs_, slots)) {
+  MoveGangs(GangsOn(s_.fleet_, s_.gangs_, slots), VacateMask(s_.fleet_, slots),
+            cause);
+}
+
+void NodeVacator::VacateUnhealthyGpus(int slot) {
+  const std::vector<char> vacate = VacateMask(s_.fleet_, {});
+  std::vector<std::pair<GangId, NodeId>> hit;
+  for (const auto& [id, node] : GangsOn(s_.fleet_, s_.gangs_, {slot})) {
+    const std::vector<PodPlacement>& pods = s_.gangs_.At(id)->placement;
+    if (std::any_of(pods.begin(), pods.end(), [&](const PodPlacement& pod) {
+          return PodMustMove(s_.fleet_, vacate, pod);
+        })) {
+      hit.emplace_back(id, node);
+    }
+  }
+  MoveGangs(hit, vacate, Cause::kUnhealthyGpu);
+}
+
+void NodeVacator::MoveGangs(const std::vector<std::pair<GangId, NodeId>>& gangs,
+                            const std::vector<char>& vacate, Cause cause) {
+  for (const auto& [id, node] : gangs) {
     const GangPtr gang = s_.gangs_.At(id);
     const absl::Status repair =
         gang->state == GangState::kPreempting
@@ -68,8 +106,7 @@ void NodeVacator::Vacate(const std::vector<int>& slots, Cause cause) {
     evicted.state = GangState::kPending;
     evicted.reason_code = ReasonCode::kEvicted;
     evicted.reason =
-        absl::StrCat("EVICTED: node ", node.value(),
-                     drained ? " passed its drain deadline" : " is unhealthy",
+        absl::StrCat("EVICTED: node ", node.value(), LeaveReason(cause),
                      "; not repaired: ", repair.message());
     s_.Transition(std::move(evicted), EventType::kEvicted, now_);
   }
@@ -84,7 +121,7 @@ absl::Status NodeVacator::TryRepair(const GangPtr& current,
   options.first_fit = s_.config_.placement.first_fit;
   std::vector<PodPlacement> moved;
   for (const PodPlacement& pod : current->placement) {
-    if (vacate[fleet.Find(pod.node)]) moved.push_back(pod);
+    if (PodMustMove(fleet, vacate, pod)) moved.push_back(pod);
   }
   options.model_gate = RepairQuotaGate(*current, moved);
   RepairResult plan = PlanRepair(*current, fleet, options);

@@ -7,6 +7,7 @@
 #ifndef PHALANX_CORE_NODE_VACATOR_H_
 #define PHALANX_CORE_NODE_VACATOR_H_
 
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,7 +19,7 @@ namespace phalanx::core {
 
 class NodeVacator {
  public:
-  enum class Cause { kUnhealthy, kDrainDeadline };
+  enum class Cause { kUnhealthy, kDrainDeadline, kUnhealthyGpu };
 
   NodeVacator(Scheduler& s, absl::Time now) : s_(s), now_(now) {}
 
@@ -27,8 +28,16 @@ class NodeVacator {
   // stop within their grace period anyway. Counts each outcome in the
   // scheduler's vacate counts.
   void Vacate(const std::vector<int>& slots, Cause cause);
+  // Moves the pods on GPUs reported unhealthy at `slot` (and any pod on an
+  // UNHEALTHY node), repaired or evicted as Vacate does; pods on the
+  // node's healthy GPUs stay, and the node keeps taking pods.
+  void VacateUnhealthyGpus(int slot);
 
  private:
+  // Repairs or evicts each of `gangs` (by id, with the node that made it
+  // move), `vacate` naming the slots all pods must leave.
+  void MoveGangs(const std::vector<std::pair<GangId, NodeId>>& gangs,
+                 const std::vector<char>& vacate, Cause cause);
   // Moves the pods of `gang` on slots where `vacate` is set (event
   // REPAIRED). FailedPrecondition saying why, and no change, when its
   // constraints cannot be kept.

@@ -656,7 +656,7 @@ std::vector<PodPlacement> AssignGpus(const Fleet& fleet, const PodSetSpec& set,
   int index = 0;
   for (const auto& [slot_index, count] : fills) {
     const Fleet::Slot& slot = fleet.slots()[slot_index];
-    uint64_t used = basis == CapacityBasis::kTotal ? 0 : slot.used_gpu_mask;
+    uint64_t used = basis == CapacityBasis::kTotal ? 0 : slot.TakenGpuMask();
     for (int p = 0; p < count; ++p) {
       PodPlacement pod{set.name, index++, slot.node.spec.id, {}};
       for (int gpu = 0; static_cast<int>(pod.gpu_indices.size()) < set.gpus;

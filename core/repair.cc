@@ -92,12 +92,10 @@ std::vector<PodSetSplit> SplitPods(const Gang& gang, const Fleet& fleet,
     for (size_t i = 0; i < gang.placement.size(); ++i) {
       const PodPlacement& pod = gang.placement[i];
       if (pod.pod_set != set.name) continue;
-      const int slot = fleet.Find(pod.node);
-      PHALANX_CHECK(slot >= 0);
-      if (vacate[slot]) {
+      if (PodMustMove(fleet, vacate, pod)) {
         split.moved.push_back(i);
       } else {
-        split.staying_slots.push_back(slot);
+        split.staying_slots.push_back(fleet.Find(pod.node));
       }
     }
     if (!split.moved.empty()) splits.push_back(std::move(split));
@@ -153,7 +151,7 @@ const std::string& ModelOf(const Fleet& fleet, const NodeId& node) {
 std::optional<std::string> StayingModel(const Gang& gang, const Fleet& fleet,
                                         const std::vector<char>& vacate) {
   for (const PodPlacement& pod : gang.placement) {
-    if (!vacate[fleet.Find(pod.node)]) return ModelOf(fleet, pod.node);
+    if (!PodMustMove(fleet, vacate, pod)) return ModelOf(fleet, pod.node);
   }
   return std::nullopt;
 }
@@ -175,6 +173,16 @@ std::string GateAll(const ModelGate& gate, const Fleet& fleet,
 }
 
 }  // namespace
+
+bool PodMustMove(const Fleet& fleet, const std::vector<char>& vacate,
+                 const PodPlacement& pod) {
+  const int slot = fleet.Find(pod.node);
+  PHALANX_CHECK(slot >= 0);
+  if (vacate[slot]) return true;
+  const uint64_t bad = fleet.slots()[slot].node.unhealthy_gpu_mask;
+  return std::any_of(pod.gpu_indices.begin(), pod.gpu_indices.end(),
+                     [bad](int gpu) { return (bad >> gpu & 1) != 0; });
+}
 
 RepairResult PlanRepair(const Gang& gang, Fleet& fleet,
                         const RepairOptions& options) {

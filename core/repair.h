@@ -1,6 +1,7 @@
 // Repair in place (docs/design.md §6 "Node failure"): new places for only those
 // pods of a gang that sit on nodes it must leave (failed, or drained past their
-// deadline), such that every pod set's topology constraint still holds:
+// deadline) or on GPUs reported unhealthy, such that every pod set's topology
+// constraint still holds:
 //   REQUIRED level L     — inside the domain at L that holds the pod set's
 //                          other pods (anywhere at L when none is left);
 //   PREFERRED level L    — the narrowest domain that holds all the set's
@@ -43,6 +44,12 @@ struct RepairResult {
   int moved_pods = 0;
   std::string reason;  // why not, when not repaired
 };
+
+// Whether `pod` (of a gang holding capacity on `fleet`) must move: its node
+// is set in `vacate` (by fleet slot), or it holds a GPU the node's agent
+// reported unhealthy.
+bool PodMustMove(const Fleet& fleet, const std::vector<char>& vacate,
+                 const PodPlacement& pod);
 
 // Plans the repair of `gang` (which holds capacity on `fleet`). Fails, with
 // a reason naming the pod set, when some moved pod set cannot be placed

@@ -1,6 +1,7 @@
 #include "core/reservation.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <tuple>
 
@@ -148,11 +149,12 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
                  const std::vector<int>& taken_slots, const HolderLookup& find,
                  absl::Time now, int64_t eligible_free, const Candidate* best) {
   const Fleet::Domain& domain = fleet.domains()[domain_index];
-  int64_t capacity = 0;  // GPUs of eligible nodes
+  int64_t capacity = 0;  // healthy GPUs of eligible nodes
   for (int i = domain.node_begin; i < domain.node_end; ++i) {
     const Fleet::Slot& slot = fleet.slots()[i];
     if (taken[i] || slot.node.state != NodeState::kReady) continue;
-    capacity += slot.node.spec.gpu_count;
+    capacity +=
+        slot.node.spec.gpu_count - std::popcount(slot.node.unhealthy_gpu_mask);
   }
   const int64_t need = gang.spec.TotalGpus();
   if (capacity < need) return {};

@@ -7,6 +7,7 @@
 #include "core/admission_cycle.h"
 #include "core/check.h"
 #include "core/cycle_order.h"
+#include "core/node_vacator.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
 
@@ -312,14 +313,30 @@ void Scheduler::DropHolds(const GangId& preemptor) {
 }
 
 void Scheduler::MarkNode(int slot, NodeState state, absl::string_view reason,
-                         std::optional<absl::Time> drain_deadline) {
+                         std::optional<absl::Time> drain_deadline,
+                         NodeStateSource source) {
   Node node = fleet_.slots()[slot].node;
   node.state = state;
+  node.state_source = source;
   node.state_reason = std::string(reason);
   node.drain_deadline = drain_deadline;
   if (drain_deadline) deadlines_.AddDrain(*drain_deadline, node.spec.id);
   log_.PutNode(node.spec.id);
   fleet_.Upsert({std::move(node)});
+}
+
+void Scheduler::MarkGpus(int slot, uint64_t unhealthy_mask,
+                         absl::string_view reason, absl::Time now) {
+  Node node = fleet_.slots()[slot].node;
+  const uint64_t newly_bad = unhealthy_mask & ~node.unhealthy_gpu_mask;
+  const bool returned = (node.unhealthy_gpu_mask & ~unhealthy_mask) != 0;
+  node.unhealthy_gpu_mask = unhealthy_mask;
+  node.unhealthy_gpus_reason = unhealthy_mask == 0 ? "" : std::string(reason);
+  if (node == fleet_.slots()[slot].node) return;
+  log_.PutNode(node.spec.id);
+  fleet_.Upsert({std::move(node)});
+  if (newly_bad != 0) NodeVacator(*this, now).VacateUnhealthyGpus(slot);
+  if (returned) BumpEpoch();
 }
 
 PlacementOptions Scheduler::OptionsFor(const Queue& queue) const {

@@ -73,10 +73,21 @@ class Scheduler {
       ExistingNodeState existing = ExistingNodeState::kKeep);
   // UNHEALTHY repairs or evicts the node's gangs; DRAINING may take a
   // deadline by which they are.
+  // `source` is recorded as who set the state.
   absl::StatusOr<Node> SetNodeState(
       const NodeId& id, NodeState state, absl::string_view reason,
-      absl::Time now, std::optional<absl::Time> drain_deadline = std::nullopt);
+      absl::Time now, std::optional<absl::Time> drain_deadline = std::nullopt,
+      NodeStateSource source = NodeStateSource::kOperator);
+  // A node agent's health check: sets the node's unhealthy GPUs (pods on
+  // newly unhealthy ones are repaired or evicted), a failed READY node
+  // UNHEALTHY and a passing node READY when a node agent made it UNHEALTHY;
+  // never changes a cordon, a drain or another's UNHEALTHY. NotFound node;
+  // InvalidArgument GPU index or reason.
+  absl::StatusOr<Node> ReportNodeHealth(const NodeHealthReport& report,
+                                        absl::Time now);
   absl::Status RemoveNode(const NodeId& id);  // one that holds no gang
+  // Records that nodes are alive; a node UNHEALTHY for want of heartbeats
+  // is READY again.
   absl::Status Heartbeat(const std::vector<NodeId>& ids, absl::Time now);
   absl::StatusOr<Queue> PutQueue(Queue queue);  // creates or replaces
   // A queue without non-final gangs or children.
@@ -145,9 +156,15 @@ class Scheduler {
   // Moves the capacity epoch: pending gangs may newly fit.
   void BumpEpoch();
   void DropHolds(const GangId& preemptor);
-  // Sets a node's state (and drain deadline) without touching its gangs.
+  // Sets a node's state (and drain deadline), recording `source` as who set
+  // it, without touching its gangs.
   void MarkNode(int slot, NodeState state, absl::string_view reason,
-                std::optional<absl::Time> drain_deadline);
+                std::optional<absl::Time> drain_deadline,
+                NodeStateSource source);
+  // Replaces the GPUs reported unhealthy on the node at `slot`; pods on
+  // newly unhealthy GPUs are repaired or evicted.
+  void MarkGpus(int slot, uint64_t unhealthy_mask, absl::string_view reason,
+                absl::Time now);
   PlacementOptions OptionsFor(const Queue& queue) const;
   const std::vector<int>& RestrictedSlots();
   // Spec checks shared by Submit and DryRun (scheduler_commands.cc).

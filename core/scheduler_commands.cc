@@ -28,6 +28,22 @@ absl::Status NoNode(const NodeId& id) {
       absl::StrCat("node_id: no node ", QuoteForError(id.value())));
 }
 
+// Copies onto `node` (an upsert of an existing node) what only state
+// changes and health reports set.
+void KeepNodeStatus(const Node& old, Node& node) {
+  node.state = old.state;
+  node.state_source = old.state_source;
+  node.state_reason = old.state_reason;
+  node.drain_deadline = old.drain_deadline;
+  // GPUs the node no longer has drop out.
+  const uint64_t present = node.spec.gpu_count >= 64
+                               ? ~uint64_t{0}
+                               : (uint64_t{1} << node.spec.gpu_count) - 1;
+  node.unhealthy_gpu_mask = old.unhealthy_gpu_mask & present;
+  node.unhealthy_gpus_reason =
+      node.unhealthy_gpu_mask == 0 ? "" : old.unhealthy_gpus_reason;
+}
+
 // A checkpoint is one the gang's current run made: it holds GPUs, and the
 // checkpoint lies between its admission and now. Preemption ranks victims
 // by the work lost since their checkpoint, so a checkpoint in the future
@@ -377,13 +393,16 @@ absl::StatusOr<std::vector<Node>> Scheduler::UpsertNodes(
             "; UpsertNodes does not change the state "
             "of an existing node (use SetNodeState, or leave state unset)"));
       }
-      nodes[i].state = old.state;
-      nodes[i].state_reason = old.state_reason;
-      nodes[i].drain_deadline = old.drain_deadline;
+      KeepNodeStatus(old, nodes[i]);
     } else if (nodes[i].drain_deadline &&
                nodes[i].state != NodeState::kDraining) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".drain_deadline: only a DRAINING node has one"));
+    } else {
+      // What only the scheduler and node agents set starts clear.
+      nodes[i].state_source = NodeStateSource::kOperator;
+      nodes[i].unhealthy_gpu_mask = 0;
+      nodes[i].unhealthy_gpus_reason.clear();
     }
   }
   fleet_.Upsert(nodes);
@@ -405,7 +424,7 @@ absl::StatusOr<std::vector<Node>> Scheduler::UpsertNodes(
 // that time are repaired or evicted alike. Any other state clears it.
 absl::StatusOr<Node> Scheduler::SetNodeState(
     const NodeId& id, NodeState state, absl::string_view reason, absl::Time now,
-    std::optional<absl::Time> drain_deadline) {
+    std::optional<absl::Time> drain_deadline, NodeStateSource source) {
   const int slot = fleet_.Find(id);
   if (slot < 0) return NoNode(id);
   RETURN_IF_ERROR(ValidateMessage(reason, config_.limits, "reason"));
@@ -414,11 +433,42 @@ absl::StatusOr<Node> Scheduler::SetNodeState(
         absl::StrCat("drain_deadline: only a DRAINING node takes one, not ",
                      NodeStateName(state)));
   }
-  MarkNode(slot, state, reason, drain_deadline);
+  MarkNode(slot, state, reason, drain_deadline, source);
   if (state == NodeState::kUnhealthy) {
     NodeVacator(*this, now).Vacate({slot}, NodeVacator::Cause::kUnhealthy);
   }
   if (state == NodeState::kReady) BumpEpoch();
+  return fleet_.slots()[slot].node;
+}
+
+// Applies a node agent's health check. The GPUs it names replace the
+// node's unhealthy set (each 0..gpu_count-1, once); pods on newly
+// unhealthy GPUs are repaired or evicted. A failed check makes a READY
+// node UNHEALTHY (source NODE_AGENT; its gangs repaired or evicted); a
+// passing one makes a node a node agent made UNHEALTHY READY again. Any
+// other state (a cordon, a drain, an operator's or a heartbeat timeout's
+// UNHEALTHY) is left as it is.
+absl::StatusOr<Node> Scheduler::ReportNodeHealth(const NodeHealthReport& report,
+                                                 absl::Time now) {
+  const int slot = fleet_.Find(report.node_id);
+  if (slot < 0) return NoNode(report.node_id);
+  RETURN_IF_ERROR(ValidateMessage(report.reason, config_.limits, "reason"));
+  ASSIGN_OR_RETURN(
+      const uint64_t mask,
+      GpuIndexMask(report.unhealthy_gpus,
+                   fleet_.slots()[slot].node.spec.gpu_count, "unhealthy_gpus"));
+  MarkGpus(slot, mask, report.reason, now);
+  const Node& node = fleet_.slots()[slot].node;
+  if (!report.healthy && node.state == NodeState::kReady) {
+    MarkNode(slot, NodeState::kUnhealthy, report.reason, std::nullopt,
+             NodeStateSource::kNodeAgent);
+    NodeVacator(*this, now).Vacate({slot}, NodeVacator::Cause::kUnhealthy);
+  } else if (report.healthy && node.state == NodeState::kUnhealthy &&
+             node.state_source == NodeStateSource::kNodeAgent) {
+    MarkNode(slot, NodeState::kReady, report.reason, std::nullopt,
+             NodeStateSource::kNodeAgent);
+    BumpEpoch();
+  }
   return fleet_.slots()[slot].node;
 }
 
@@ -441,7 +491,9 @@ absl::Status Scheduler::RemoveNode(const NodeId& id) {
   return absl::OkStatus();
 }
 
-// Records heartbeats (kept in memory only).
+// Records heartbeats (kept in memory only). A node the scheduler made
+// UNHEALTHY for want of heartbeats is READY again (its gangs were already
+// moved off it).
 absl::Status Scheduler::Heartbeat(const std::vector<NodeId>& ids,
                                   absl::Time now) {
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -450,7 +502,17 @@ absl::Status Scheduler::Heartbeat(const std::vector<NodeId>& ids,
                                               QuoteForError(ids[i].value())));
     }
   }
-  for (const NodeId& id : ids) deadlines_.Heard(id, now);
+  for (const NodeId& id : ids) {
+    deadlines_.Heard(id, now);
+    const int slot = fleet_.Find(id);
+    const Node& node = fleet_.slots()[slot].node;
+    if (node.state == NodeState::kUnhealthy &&
+        node.state_source == NodeStateSource::kHeartbeatTimeout) {
+      MarkNode(slot, NodeState::kReady, "heartbeat resumed", std::nullopt,
+               NodeStateSource::kHeartbeatTimeout);
+      BumpEpoch();
+    }
+  }
   return absl::OkStatus();
 }
 

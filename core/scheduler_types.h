@@ -44,6 +44,16 @@ struct GangReport {
   std::string message;
 };
 
+// A node agent's health report (ReportNodeHealth).
+struct NodeHealthReport {
+  NodeId node_id;
+  // Whether the node as a whole passed its health check.
+  bool healthy = true;
+  // GPU indices that failed; replaces the node's previous set.
+  std::vector<int> unhealthy_gpus;
+  std::string reason;
+};
+
 struct Explanation {
   GangPtr gang;
   ReasonCode reason_code = ReasonCode::kNone;  // while pending

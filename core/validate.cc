@@ -179,6 +179,26 @@ absl::Status ValidateId(absl::string_view id, const LimitsConfig& limits,
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint64_t> GpuIndexMask(const std::vector<int>& gpus,
+                                      int gpu_count, absl::string_view field) {
+  const int limit = std::min(gpu_count, 64);
+  uint64_t mask = 0;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i] < 0 || gpus[i] >= limit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "]: GPU ", gpus[i],
+                       " does not exist; the node has ", gpu_count));
+    }
+    const uint64_t bit = uint64_t{1} << gpus[i];
+    if (mask & bit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "]: GPU ", gpus[i], " is named twice"));
+    }
+    mask |= bit;
+  }
+  return mask;
+}
+
 absl::Status ValidateMessage(absl::string_view message,
                              const LimitsConfig& limits,
                              absl::string_view field) {

@@ -9,8 +9,10 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/model.h"
 
@@ -61,6 +63,11 @@ absl::Status ValidateQueueName(absl::string_view name, absl::string_view field);
 // ASCII without spaces.
 absl::Status ValidateId(absl::string_view id, const LimitsConfig& limits,
                         absl::string_view field);
+// Returns the mask (bit i = GPU i) of `gpus`, GPU indices of a node with
+// `gpu_count` GPUs. InvalidArgument naming `field`[i] when an index is
+// outside 0..gpu_count-1 (or 0..63) or named twice.
+absl::StatusOr<uint64_t> GpuIndexMask(const std::vector<int>& gpus,
+                                      int gpu_count, absl::string_view field);
 // Checks a free-form reason or message: at most limits.max_message_bytes.
 absl::Status ValidateMessage(absl::string_view message,
                              const LimitsConfig& limits,

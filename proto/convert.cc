@@ -1,9 +1,11 @@
 #include "proto/convert.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/validate.h"
 
 namespace phalanx::convert {
 namespace {
@@ -373,6 +375,29 @@ absl::StatusOr<core::Event> EventFromProto(const pb::GangEvent& in) {
   return out;
 }
 
+core::NodeStateSource NodeStateSourceFromProto(int value) {
+  switch (value) {
+    case pb::NODE_STATE_SOURCE_NODE_AGENT:
+      return core::NodeStateSource::kNodeAgent;
+    case pb::NODE_STATE_SOURCE_HEARTBEAT_TIMEOUT:
+      return core::NodeStateSource::kHeartbeatTimeout;
+    default:
+      return core::NodeStateSource::kOperator;
+  }
+}
+
+pb::NodeStateSource ToProto(core::NodeStateSource source) {
+  switch (source) {
+    case core::NodeStateSource::kOperator:
+      return pb::NODE_STATE_SOURCE_OPERATOR;
+    case core::NodeStateSource::kNodeAgent:
+      return pb::NODE_STATE_SOURCE_NODE_AGENT;
+    case core::NodeStateSource::kHeartbeatTimeout:
+      return pb::NODE_STATE_SOURCE_HEARTBEAT_TIMEOUT;
+  }
+  return pb::NODE_STATE_SOURCE_UNSPECIFIED;
+}
+
 absl::StatusOr<core::Node> NodeFromProto(const pb::Node& in,
                                          absl::string_view field) {
   core::Node out;
@@ -390,7 +415,14 @@ absl::StatusOr<core::Node> NodeFromProto(const pb::Node& in,
     ASSIGN_OR_RETURN(out.state, NodeStateFromProto(
                                     in.state(), absl::StrCat(field, ".state")));
   }
+  out.state_source = NodeStateSourceFromProto(in.state_source());
   out.state_reason = in.state_reason();
+  const std::vector<int> unhealthy_gpus(in.unhealthy_gpus().begin(),
+                                        in.unhealthy_gpus().end());
+  ASSIGN_OR_RETURN(out.unhealthy_gpu_mask,
+                   core::GpuIndexMask(unhealthy_gpus, in.gpu_count(),
+                                      absl::StrCat(field, ".unhealthy_gpus")));
+  out.unhealthy_gpus_reason = in.unhealthy_gpus_reason();
   if (in.has_drain_deadline()) {
     ASSIGN_OR_RETURN(
         out.drain_deadline,
@@ -410,10 +442,15 @@ void ToProto(const core::Node& in, pb::Node* out) {
   out->set_address(in.spec.address.empty() ? in.spec.id.value()
                                            : in.spec.address);
   out->set_state(ToProto(in.state));
+  out->set_state_source(ToProto(in.state_source));
   out->set_state_reason(in.state_reason);
   if (in.drain_deadline) {
     ToProto(*in.drain_deadline, out->mutable_drain_deadline());
   }
+  for (int gpu = 0; gpu < 64; ++gpu) {
+    if (in.unhealthy_gpu_mask >> gpu & 1) out->add_unhealthy_gpus(gpu);
+  }
+  out->set_unhealthy_gpus_reason(in.unhealthy_gpus_reason);
 }
 
 core::Queue QueueFromProto(const pb::Queue& in) {

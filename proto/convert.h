@@ -62,6 +62,10 @@ absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in);
 void ToProto(const core::Event& in, pb::GangEvent* out);
 absl::StatusOr<core::Event> EventFromProto(const pb::GangEvent& in);
 
+// Who set a node's state; UNSPECIFIED and unknown values are OPERATOR.
+core::NodeStateSource NodeStateSourceFromProto(int value);
+pb::NodeStateSource ToProto(core::NodeStateSource source);
+
 // Nodes, queues, configuration.
 absl::StatusOr<core::Node> NodeFromProto(const pb::Node& in,
                                          absl::string_view field);

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/testing.h"
 #include "core/validate.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace phalanx::convert {
@@ -237,6 +238,31 @@ TEST(ConvertTest, NodeDrainDeadlineRoundTrips) {
   ToProto(node, &without);
   EXPECT_FALSE(without.has_drain_deadline());
   EXPECT_EQ(*NodeFromProto(without, "node"), node);
+}
+
+TEST(ConvertTest, NodeHealthRoundTrips) {
+  core::Node node;
+  node.spec.id = core::NodeId("n1");
+  node.spec.gpu_model = "H100";
+  node.spec.gpu_count = 8;
+  node.state = core::NodeState::kUnhealthy;
+  node.state_source = core::NodeStateSource::kNodeAgent;
+  node.unhealthy_gpu_mask = (uint64_t{1} << 3) | (uint64_t{1} << 7);
+  node.unhealthy_gpus_reason = "GPU 3: XID 79";
+  pb::Node proto;
+  ToProto(node, &proto);
+  EXPECT_EQ(proto.state_source(), pb::NODE_STATE_SOURCE_NODE_AGENT);
+  EXPECT_THAT(proto.unhealthy_gpus(), ::testing::ElementsAre(3, 7));
+  auto back = NodeFromProto(proto, "node");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, node);
+  // A node stored without a source is the operator's.
+  proto.clear_state_source();
+  EXPECT_EQ(NodeFromProto(proto, "node")->state_source,
+            core::NodeStateSource::kOperator);
+  proto.add_unhealthy_gpus(8);
+  EXPECT_EQ(NodeFromProto(proto, "nodes[2]").status().message(),
+            "nodes[2].unhealthy_gpus[2]: GPU 8 does not exist; the node has 8");
 }
 
 google::protobuf::Duration Dur(int64_t seconds, int32_t nanos) {

@@ -70,29 +70,54 @@ TEST(CallerTest, AQueueLoopEndsTheSearch) {
       Make(auth::kTenant, {"a"}).AllowsQueue(Access::kGangRead, "x", loop));
 }
 
-TEST(NodeAgentTest, OnlyUnhealthyAndBackFromUnhealthy) {
+core::Node NodeIn(core::NodeState state, core::NodeStateSource source) {
+  core::Node node;
+  node.state = state;
+  node.state_source = source;
+  return node;
+}
+
+TEST(NodeAgentTest, UnhealthyFromReadyAndBackOnlyFromItsOwn) {
   using core::NodeState;
+  using Source = core::NodeStateSource;
   const Caller agent = Make(auth::kNodeAgent);
+  const core::Node ready = NodeIn(NodeState::kReady, Source::kOperator);
+  const core::Node own = NodeIn(NodeState::kUnhealthy, Source::kNodeAgent);
   EXPECT_TRUE(
-      CheckNodeAgentTransition(agent, NodeState::kReady, NodeState::kUnhealthy)
-          .ok());
-  EXPECT_TRUE(
-      CheckNodeAgentTransition(agent, NodeState::kUnhealthy, NodeState::kReady)
-          .ok());
-  for (NodeState from : {NodeState::kCordoned, NodeState::kDraining}) {
-    EXPECT_EQ(CheckNodeAgentTransition(agent, from, NodeState::kReady).code(),
+      CheckNodeAgentTransition(agent, ready, NodeState::kUnhealthy).ok());
+  EXPECT_TRUE(CheckNodeAgentTransition(agent, own, NodeState::kReady).ok());
+  EXPECT_TRUE(CheckNodeAgentTransition(agent, own, NodeState::kUnhealthy).ok());
+  EXPECT_FALSE(KeepsAnothersUnhealthy(agent, own, NodeState::kUnhealthy));
+  // An operator's or the heartbeat timeout's UNHEALTHY: never READY; an
+  // UNHEALTHY again is allowed but leaves the node as it is.
+  for (const core::Node& node :
+       {NodeIn(NodeState::kUnhealthy, Source::kOperator),
+        NodeIn(NodeState::kUnhealthy, Source::kHeartbeatTimeout)}) {
+    EXPECT_EQ(CheckNodeAgentTransition(agent, node, NodeState::kReady).code(),
+              absl::StatusCode::kPermissionDenied);
+    EXPECT_TRUE(
+        CheckNodeAgentTransition(agent, node, NodeState::kUnhealthy).ok());
+    EXPECT_TRUE(KeepsAnothersUnhealthy(agent, node, NodeState::kUnhealthy));
+    EXPECT_FALSE(KeepsAnothersUnhealthy(Make(auth::kAdmin), node,
+                                        NodeState::kUnhealthy));
+  }
+  // A cordon, a drain.
+  for (const core::Node& node :
+       {NodeIn(NodeState::kCordoned, Source::kOperator),
+        NodeIn(NodeState::kDraining, Source::kOperator)}) {
+    EXPECT_EQ(CheckNodeAgentTransition(agent, node, NodeState::kReady).code(),
               absl::StatusCode::kPermissionDenied);
     EXPECT_EQ(
-        CheckNodeAgentTransition(agent, from, NodeState::kUnhealthy).code(),
+        CheckNodeAgentTransition(agent, node, NodeState::kUnhealthy).code(),
         absl::StatusCode::kPermissionDenied);
   }
-  EXPECT_EQ(
-      CheckNodeAgentTransition(agent, NodeState::kReady, NodeState::kCordoned)
-          .code(),
-      absl::StatusCode::kPermissionDenied);
-  EXPECT_TRUE(CheckNodeAgentTransition(Make(auth::kAdmin), NodeState::kCordoned,
-                                       NodeState::kReady)
-                  .ok());
+  EXPECT_EQ(CheckNodeAgentTransition(agent, ready, NodeState::kCordoned).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(
+      CheckNodeAgentTransition(Make(auth::kAdmin),
+                               NodeIn(NodeState::kCordoned, Source::kOperator),
+                               NodeState::kReady)
+          .ok());
 }
 
 TEST(RateLimiterTest, BurstThenRefill) {

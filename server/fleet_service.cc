@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/fleet_report.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
@@ -29,24 +30,50 @@ void NodeToProto(const core::Scheduler& scheduler, int index, v1::Node* out,
 }
 
 absl::Status CheckNodeAgentTransition(const Caller& caller,
-                                      core::NodeState from,
+                                      const core::Node& node,
                                       core::NodeState to) {
   using core::NodeState;
   if (caller.Has(auth::kAdmin)) return absl::OkStatus();
-  if (to == NodeState::kUnhealthy &&
-      (from == NodeState::kReady || from == NodeState::kUnhealthy)) {
+  const bool agents_own =
+      node.state == NodeState::kUnhealthy &&
+      node.state_source == core::NodeStateSource::kNodeAgent;
+  if (to == NodeState::kUnhealthy && (node.state == NodeState::kReady ||
+                                      node.state == NodeState::kUnhealthy)) {
     return absl::OkStatus();
   }
-  if (to == NodeState::kReady && from == NodeState::kUnhealthy) {
-    return absl::OkStatus();
-  }
+  if (to == NodeState::kReady && agents_own) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat(
-      "principal ", core::QuoteForError(caller.name()),
-      " (roles: ", caller.RoleNames(), ") may not set a ",
-      core::NodeStateName(from), " node ", core::NodeStateName(to),
-      ": a node agent sets READY nodes UNHEALTHY and UNHEALTHY nodes READY "
-      "only; the rest needs ADMIN"));
+      "principal ", core::QuoteForError(caller.name()), " (roles: ",
+      caller.RoleNames(), ") may not set a ", core::NodeStateName(node.state),
+      " node (set by ", core::NodeStateSourceName(node.state_source), ") ",
+      core::NodeStateName(to),
+      ": a node agent sets READY nodes UNHEALTHY, and nodes a node agent "
+      "made UNHEALTHY READY, only; the rest needs ADMIN"));
 }
+
+bool KeepsAnothersUnhealthy(const Caller& caller, const core::Node& node,
+                            core::NodeState to) {
+  return !caller.Has(auth::kAdmin) && to == core::NodeState::kUnhealthy &&
+         node.state == core::NodeState::kUnhealthy &&
+         node.state_source != core::NodeStateSource::kNodeAgent;
+}
+
+namespace {
+
+// What an audit record says of a health report.
+std::string HealthSummary(const core::NodeHealthReport& report) {
+  return absl::StrCat(report.healthy ? "healthy" : "unhealthy",
+                      "; unhealthy GPUs [",
+                      absl::StrJoin(report.unhealthy_gpus, ","), "]");
+}
+
+// Whom a state change by `caller` is recorded as coming from.
+core::NodeStateSource SourceOf(const Caller& caller) {
+  return caller.Has(auth::kAdmin) ? core::NodeStateSource::kOperator
+                                  : core::NodeStateSource::kNodeAgent;
+}
+
+}  // namespace
 
 grpc::ServerUnaryReactor* FleetService::UpsertNodes(
     grpc::CallbackServerContext* context, const v1::UpsertNodesRequest* request,
@@ -120,15 +147,21 @@ grpc::ServerUnaryReactor* FleetService::SetNodeState(
                 const int slot = s.fleet().Find(id);
                 if (slot >= 0) {
                   absl::Status allowed = CheckNodeAgentTransition(
-                      caller, s.fleet().slots()[slot].node.state, state);
+                      caller, s.fleet().slots()[slot].node, state);
                   if (!allowed.ok()) {
                     gate->CountDenied(rpc::kSetNodeState, "node_state");
                     return allowed;
                   }
+                  if (KeepsAnothersUnhealthy(
+                          caller, s.fleet().slots()[slot].node, state)) {
+                    NodeToProto(s, slot, response->mutable_node());
+                    return absl::OkStatus();
+                  }
                 }
                 ASSIGN_OR_RETURN(
                     core::Node node,
-                    s.SetNodeState(id, state, reason, now, drain_deadline));
+                    s.SetNodeState(id, state, reason, now, drain_deadline,
+                                   SourceOf(caller)));
                 NodeToProto(s, s.fleet().Find(id), response->mutable_node());
                 return absl::OkStatus();
               }));
@@ -169,6 +202,44 @@ grpc::ServerUnaryReactor* FleetService::Heartbeat(
         return s.Heartbeat(ids, now);
       },
       /*mutates=*/false);
+}
+
+grpc::ServerUnaryReactor* FleetService::ReportNodeHealth(
+    grpc::CallbackServerContext* context,
+    const v1::ReportNodeHealthRequest* request,
+    v1::ReportNodeHealthResponse* response) {
+  auto caller =
+      gate_->Admit(*context, rpc::kReportNodeHealth, request->node_id());
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  if (auto s = CheckId(*loop_, request->node_id(), "node_id"); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  core::NodeHealthReport report;
+  report.node_id = core::NodeId(request->node_id());
+  report.healthy = request->healthy();
+  report.unhealthy_gpus.assign(request->unhealthy_gpus().begin(),
+                               request->unhealthy_gpus().end());
+  report.reason = request->reason();
+  // Repeated reports are periodic, as heartbeats are: only one that changes
+  // the node (or fails) leaves an audit record.
+  return RunOnLoop(
+      *loop_, context,
+      [report = std::move(report), response, caller = *caller, gate = gate_](
+          core::Scheduler& s, absl::Time now) -> absl::Status {
+        const int slot = s.fleet().Find(report.node_id);
+        const std::optional<core::Node> before =
+            slot < 0 ? std::nullopt
+                     : std::optional(s.fleet().slots()[slot].node);
+        absl::StatusOr<core::Node> after = s.ReportNodeHealth(report, now);
+        if (!after.ok() || *after != *before) {
+          gate->Audit(caller, rpc::kReportNodeHealth, report.node_id.value(),
+                      after.status(), HealthSummary(report));
+        }
+        if (!after.ok()) return after.status();
+        NodeToProto(s, s.fleet().Find(report.node_id),
+                    response->mutable_node());
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* FleetService::ListNodes(

@@ -29,6 +29,10 @@ class FleetService final : public v1::Fleet::CallbackService {
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
                                       const v1::HeartbeatRequest* request,
                                       v1::HeartbeatResponse* response) override;
+  grpc::ServerUnaryReactor* ReportNodeHealth(
+      grpc::CallbackServerContext* context,
+      const v1::ReportNodeHealthRequest* request,
+      v1::ReportNodeHealthResponse* response) override;
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* context,
                                       const v1::ListNodesRequest* request,
                                       v1::ListNodesResponse* response) override;
@@ -51,11 +55,20 @@ using GangFilter = std::function<bool(const core::Gang& gang)>;
 void NodeToProto(const core::Scheduler& scheduler, int index, v1::Node* out,
                  const GangFilter& show_gang = nullptr);
 
-// OK when a caller with only ROLE_NODE_AGENT may move a node from `from`
-// to `to`: UNHEALTHY from READY (or again), READY from UNHEALTHY only, so
-// an agent never undoes an admin's cordon or drain. PermissionDenied else.
+// OK when `caller` may move `node` to `to`: an ADMIN anything; a caller
+// with only ROLE_NODE_AGENT a READY or UNHEALTHY node UNHEALTHY, and a node
+// a node agent made UNHEALTHY (state_source NODE_AGENT) READY, so an agent
+// never undoes a cordon, a drain or another's UNHEALTHY. PermissionDenied
+// else.
 absl::Status CheckNodeAgentTransition(const Caller& caller,
-                                      core::NodeState from, core::NodeState to);
+                                      const core::Node& node,
+                                      core::NodeState to);
+
+// Whether a node agent's UNHEALTHY of `node` leaves it as it is: the node
+// is already UNHEALTHY by an operator or a heartbeat timeout, who keeps it
+// (and its reason), so the agent cannot later return it to READY.
+bool KeepsAnothersUnhealthy(const Caller& caller, const core::Node& node,
+                            core::NodeState to);
 
 }  // namespace phalanx::server
 

@@ -17,7 +17,7 @@ constexpr RpcMethod kMethods[] = {
     rpc::kListNodes,    rpc::kGetTopology,      rpc::kGetConfig,
     rpc::kUpdateConfig, rpc::kPutQueue,         rpc::kDeleteQueue,
     rpc::kListQueues,   rpc::kListAuditRecords, rpc::kRenewGangLease,
-    rpc::kCreateBackup, rpc::kWatchGangBatches,
+    rpc::kCreateBackup, rpc::kWatchGangBatches, rpc::kReportNodeHealth,
 };
 
 const char* Needs(Access access) {

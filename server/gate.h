@@ -60,6 +60,10 @@ inline constexpr RpcMethod kRemoveNode{"/phalanx.v1.Fleet/RemoveNode",
                                        Access::kFleetWrite, true, false};
 inline constexpr RpcMethod kHeartbeat{"/phalanx.v1.Fleet/Heartbeat",
                                       Access::kHeartbeat, false, false};
+// Periodic like Heartbeat: audited by its handler only when it changes
+// the node.
+inline constexpr RpcMethod kReportNodeHealth{
+    "/phalanx.v1.Fleet/ReportNodeHealth", Access::kNodeState, false, false};
 inline constexpr RpcMethod kListNodes{"/phalanx.v1.Fleet/ListNodes",
                                       Access::kClusterRead, false, false};
 inline constexpr RpcMethod kGetTopology{"/phalanx.v1.Fleet/GetTopology",

@@ -128,7 +128,7 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
                          .Name("phalanx_node_failure_gangs_total")
                          .Help("Gangs moved off failed or drained nodes, by "
                                "outcome (repaired, evicted) and cause "
-                               "(unhealthy, drain_deadline)")
+                               "(unhealthy, drain_deadline, unhealthy_gpu)")
                          .Register(*registry_)),
       rpc_latency_(BuildHistogram()
                        .Name("phalanx_rpc_seconds")
@@ -254,7 +254,7 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
         {{"type", core::EventTypeName(static_cast<core::EventType>(type))}}));
   }
   for (const char* outcome : {"repaired", "evicted"}) {
-    for (const char* cause : {"unhealthy", "drain_deadline"}) {
+    for (const char* cause : {"unhealthy", "drain_deadline", "unhealthy_gpu"}) {
       vacated_gangs_.Add({{"outcome", outcome}, {"cause", cause}});
     }
   }

@@ -232,6 +232,18 @@ std::vector<Rpc> AllRpcs() {
                         return r;
                       }),
                   agents});
+  rpcs.push_back(
+      {"ReportNodeHealth",
+       Unary<v1::ReportNodeHealthRequest, v1::ReportNodeHealthResponse>(
+           FLEET(ReportNodeHealth),
+           [](const Targets&) {
+             v1::ReportNodeHealthRequest r;
+             r.set_node_id("node-100");
+             r.set_healthy(true);
+             r.add_unhealthy_gpus(7);
+             return r;
+           }),
+       agents});
   rpcs.push_back({"ListNodes",
                   Unary<v1::ListNodesRequest, v1::ListNodesResponse>(
                       FLEET(ListNodes),

@@ -526,6 +526,25 @@ class DeployFilesTest(unittest.TestCase):
                 self.assertEqual(value, job, rule["alert"])
 
 
+class NodeAgentUnitTest(unittest.TestCase):
+    """deploy/phalanx-node-agent.service runs the agent with its real flags."""
+
+    def test_agent_unit_runs_the_agent_with_real_flags(self):
+        unit = unit_file(read("deploy", "phalanx-node-agent.service"))
+        service = unit["Service"]
+        self.assertTrue(
+            service["ExecStart"].split()[0].endswith("/phalanx-node-agent"))
+        known = set(name.replace("-", "_") for name in re.findall(
+            r'"--([a-z-]+)"', read("clients", "node_agent", "agent_flags.cc")))
+        flags = exec_start_flags(service["ExecStart"])
+        self.assertIn("token_file", flags)
+        unknown = sorted(set(flags) - known)
+        self.assertEqual(unknown, [],
+                         "flags not in clients/node_agent/agent_flags.cc")
+        self.assertEqual(service["KillSignal"], "SIGTERM")
+        self.assertIn("WantedBy", unit["Install"])
+
+
 class HaDeployFilesTest(unittest.TestCase):
     """deploy/ha/: the replica unit's flags are real, every variable the
     units use is set by their env files, and the members agree."""
