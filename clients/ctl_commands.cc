@@ -572,22 +572,25 @@ grpc::Status ReadInForce(Session& s, const Declared& declared,
 
 // Sends the plan's requests in its order; stops at the first refusal.
 grpc::Status SendPlan(Session& s, const Plan& plan) {
-  if (plan.config.has_value()) {
+  auto send_config = [&]() {
+    if (!plan.config.has_value()) return grpc::Status::OK;
     v1::Config updated;
-    grpc::Status status = Call(s, s.admin(), &v1::Admin::Stub::UpdateConfig,
-                               *plan.config, &updated);
-    if (!status.ok()) return status;
-  }
-  if (plan.nodes.has_value()) {
+    return Call(s, s.admin(), &v1::Admin::Stub::UpdateConfig, *plan.config,
+                &updated);
+  };
+  auto send_nodes = [&]() {
+    if (!plan.nodes.has_value()) return grpc::Status::OK;
     v1::UpsertNodesResponse response;
-    grpc::Status status = Call(s, s.fleet(), &v1::Fleet::Stub::UpsertNodes,
-                               *plan.nodes, &response);
-    if (!status.ok()) return status;
-  }
+    return Call(s, s.fleet(), &v1::Fleet::Stub::UpsertNodes, *plan.nodes,
+                &response);
+  };
+  grpc::Status status = plan.nodes_first ? send_nodes() : send_config();
+  if (!status.ok()) return status;
+  status = plan.nodes_first ? send_config() : send_nodes();
+  if (!status.ok()) return status;
   for (const v1::PutQueueRequest& request : plan.queues) {
     v1::Queue queue;
-    grpc::Status status =
-        Call(s, s.admin(), &v1::Admin::Stub::PutQueue, request, &queue);
+    status = Call(s, s.admin(), &v1::Admin::Stub::PutQueue, request, &queue);
     if (!status.ok()) return status;
   }
   return grpc::Status::OK;

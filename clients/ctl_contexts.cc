@@ -190,13 +190,20 @@ void ApplyContext(const ClientContext& context,
                   std::string* field) {
     if (!value.empty() && given.count(flag) == 0) *field = value;
   };
+  // The context's credentials go to its own server only: a server set
+  // elsewhere that the context does not name gets none of them.
+  const bool own_server = given.count("--server") == 0 ||
+                          context.server.empty() ||
+                          context.server == connection->server;
   fill("--server", context.server, &connection->server);
-  if (given.count("--token") == 0) {
+  if (own_server && given.count("--token") == 0) {
     fill("--token-file", context.token_file, &connection->token_file);
   }
   fill("--tls-ca", context.tls_ca_file, &connection->tls_ca_file);
-  fill("--tls-cert", context.tls_cert_file, &connection->tls_cert_file);
-  fill("--tls-key", context.tls_key_file, &connection->tls_key_file);
+  if (own_server) {
+    fill("--tls-cert", context.tls_cert_file, &connection->tls_cert_file);
+    fill("--tls-key", context.tls_key_file, &connection->tls_key_file);
+  }
   fill("--tls-server-name", context.tls_server_name,
        &connection->tls_server_name);
 }

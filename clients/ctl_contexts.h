@@ -84,7 +84,9 @@ absl::StatusOr<const ClientContext*> SelectContext(const ClientConfig& config,
 // ("--server", "--token", "--token-file", "--tls-ca", ...), plus "--server"
 // when $PHALANX_SERVER is set and "--token" when $PHALANX_TOKEN is: those
 // win over the file. The context's token file is used only when no token
-// came from elsewhere.
+// came from elsewhere; its credentials (token file, client certificate and
+// key) only when the server is the context's own, not one given by a flag
+// or $PHALANX_SERVER that the context does not name.
 void ApplyContext(const ClientContext& context,
                   const std::set<std::string>& given,
                   ConnectionOptions* connection);

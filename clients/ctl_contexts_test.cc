@@ -127,7 +127,19 @@ TEST(ContextFlagTest, TheContextFillsWhatNoFlagOrVariableSet) {
   EXPECT_EQ(flags.global.connection.token, "t0k");
   EXPECT_EQ(flags.global.connection.token_file, "")
       << "--token wins over the context's token file";
-  EXPECT_EQ(flags.global.connection.tls_cert_file, "/etc/me.pem");
+  EXPECT_EQ(flags.global.connection.tls_cert_file, "")
+      << "the context's client certificate is for its own server only";
+
+  const Invocation elsewhere =
+      ParseWithConfig({"--context", "prod", "--server", "127.0.0.1:1", "list"});
+  ASSERT_TRUE(elsewhere.error.ok()) << elsewhere.error;
+  EXPECT_EQ(elsewhere.global.connection.token_file, "")
+      << "the context's token never goes to a server it does not name";
+  const Invocation same =
+      ParseWithConfig({"--context", "prod", "--server",
+                       "a.internal:50051,b.internal:50051", "list"});
+  ASSERT_TRUE(same.error.ok()) << same.error;
+  EXPECT_EQ(same.global.connection.token_file, "/h/.phalanx/prod.token");
 
   Environment env;
   env.server = "127.0.0.1:2";

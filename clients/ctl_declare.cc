@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "clients/ctl_format.h"
 #include "clients/ctl_requests.h"
 #include "google/protobuf/field_mask.pb.h"
@@ -58,11 +59,26 @@ absl::StatusOr<Struct> ParseObject(absl::string_view text,
   return object;
 }
 
-// The fields of `type` that `object`'s keys name, in field order.
+// Whether a declaration that names `field` with `value` names the fields
+// inside it one by one: a singular message field given as a non-empty
+// object (not a map, a list or a well-known type such as a Duration, whose
+// JSON is a string; `{}` names the whole field, back to its defaults).
+bool NamesFieldsInside(const FieldDescriptor& field, const Value& value) {
+  return field.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+         !field.is_repeated() && value.has_struct_value() &&
+         !value.struct_value().fields().empty() &&
+         field.message_type()->file()->package() != "google.protobuf";
+}
+
+// The fields of `type` that `object`'s keys name, in field order, as proto
+// field names; with `leaves`, a message field given as an object names the
+// fields inside it instead ("preemption.enabled", not "preemption"), so a
+// mask of them leaves its other fields as they are.
 absl::StatusOr<std::vector<std::string>> FieldsOf(const Struct& object,
                                                   const Descriptor& type,
-                                                  absl::string_view what) {
-  std::vector<const FieldDescriptor*> fields;
+                                                  absl::string_view what,
+                                                  bool leaves = false) {
+  std::vector<std::pair<const FieldDescriptor*, const Value*>> fields;
   for (const auto& [key, value] : object.fields()) {
     const FieldDescriptor* field = FieldNamed(type, key);
     if (field == nullptr) {
@@ -74,14 +90,25 @@ absl::StatusOr<std::vector<std::string>> FieldsOf(const Struct& object,
           what,
           absl::StrCat(field->name(), ": is set by the server, not declared"));
     }
-    fields.push_back(field);
+    fields.emplace_back(field, &value);
   }
-  std::sort(fields.begin(), fields.end(),
-            [](const FieldDescriptor* a, const FieldDescriptor* b) {
-              return a->index() < b->index();
-            });
+  std::sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) {
+    return a.first->index() < b.first->index();
+  });
   std::vector<std::string> names;
-  for (const FieldDescriptor* field : fields) names.push_back(field->name());
+  for (const auto& [field, value] : fields) {
+    if (!leaves || !NamesFieldsInside(*field, *value)) {
+      names.push_back(field->name());
+      continue;
+    }
+    absl::StatusOr<std::vector<std::string>> inside =
+        FieldsOf(value->struct_value(), *field->message_type(),
+                 absl::StrCat(what, ": ", field->name()), leaves);
+    if (!inside.ok()) return inside.status();
+    for (const std::string& name : *inside) {
+      names.push_back(absl::StrCat(field->name(), ".", name));
+    }
+  }
   return names;
 }
 
@@ -97,23 +124,34 @@ Struct ToStruct(const Message& message) {
   return object;
 }
 
-// The JSON of `object`'s `field`; "" when it has none.
-std::string FieldJson(const Struct& object, const std::string& field) {
-  auto it = object.fields().find(field);
-  if (it == object.fields().end()) return "";
+// The value at the dotted field path `path` of `object`; null when unset.
+const Value* ValueAt(const Struct& object, const std::string& path) {
+  const Struct* at = &object;
+  const Value* value = nullptr;
+  for (absl::string_view part : absl::StrSplit(path, '.')) {
+    if (at == nullptr) return nullptr;
+    auto it = at->fields().find(std::string(part));
+    if (it == at->fields().end()) return nullptr;
+    value = &it->second;
+    at = value->has_struct_value() ? &value->struct_value() : nullptr;
+  }
+  return value;
+}
+
+// The JSON of `object`'s field at `path`; "" when it has none.
+std::string FieldJson(const Struct& object, const std::string& path) {
+  const Value* value = ValueAt(object, path);
+  if (value == nullptr) return "";
   std::string json;
-  (void)google::protobuf::util::MessageToJsonString(it->second, &json);
+  (void)google::protobuf::util::MessageToJsonString(*value, &json);
   return json;
 }
 
-bool SameField(const Struct& a, const Struct& b, const std::string& field) {
-  auto x = a.fields().find(field);
-  auto y = b.fields().find(field);
-  if (x == a.fields().end() || y == b.fields().end()) {
-    return (x == a.fields().end()) == (y == b.fields().end());
-  }
-  return google::protobuf::util::MessageDifferencer::Equals(x->second,
-                                                            y->second);
+bool SameField(const Struct& a, const Struct& b, const std::string& path) {
+  const Value* x = ValueAt(a, path);
+  const Value* y = ValueAt(b, path);
+  if (x == nullptr || y == nullptr) return (x == nullptr) == (y == nullptr);
+  return google::protobuf::util::MessageDifferencer::Equals(*x, *y);
 }
 
 // The fields among `named` (but not `skip`) whose values differ.
@@ -213,6 +251,12 @@ void PlanConfig(const DeclaredObject<v1::Config>& declared,
   request.mutable_config()->clear_version();
   *request.mutable_update_mask() = MaskOf(changes);
   request.set_expected_version(config.version());
+  for (const std::string& level : declared.message.topology_levels()) {
+    const auto& in_force = config.topology_levels();
+    if (std::find(in_force.begin(), in_force.end(), level) == in_force.end()) {
+      plan.nodes_first = true;  // a new level: the nodes bring its labels
+    }
+  }
   plan.config = std::move(request);
   plan.changes.push_back({"config", "", false, std::move(changes)});
 }
@@ -297,7 +341,7 @@ absl::StatusOr<std::vector<std::string>> NamedFields(absl::string_view text,
                                                      absl::string_view what) {
   absl::StatusOr<Struct> object = ParseObject(text, what);
   if (!object.ok()) return object.status();
-  return FieldsOf(*object, type, what);
+  return FieldsOf(*object, type, what, /*leaves=*/true);
 }
 
 absl::Status AddDeclaredFile(absl::string_view text, absl::string_view path,
@@ -327,7 +371,7 @@ absl::Status AddDeclaredFile(absl::string_view text, absl::string_view path,
   absl::StatusOr<v1::Config> config = ParseJson<v1::Config>(text, path);
   if (!config.ok()) return config.status();
   absl::StatusOr<std::vector<std::string>> fields =
-      FieldsOf(*object, *v1::Config::descriptor(), path);
+      FieldsOf(*object, *v1::Config::descriptor(), path, /*leaves=*/true);
   if (!fields.ok()) return fields.status();
   declared.config = {*std::move(config), *std::move(fields)};
   return absl::OkStatus();

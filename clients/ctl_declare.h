@@ -38,9 +38,12 @@ struct Declared {
   std::vector<DeclaredObject<v1::Node>> nodes;
 };
 
-// The top-level fields of `message`'s type that the JSON object `text`
-// names (by proto or JSON name), in field order. InvalidArgument, naming
-// `what`, for text that is not a JSON object of that message.
+// The fields of `message`'s type that the JSON object `text` names (by
+// proto or JSON name), in field order, as dotted proto field paths: a
+// message field given as an object names the fields inside it
+// ("preemption.enabled"), so a mask of them changes only those.
+// InvalidArgument, naming `what`, for text that is not a JSON object of that
+// message.
 absl::StatusOr<std::vector<std::string>> NamedFields(
     absl::string_view text, const google::protobuf::Descriptor& type,
     absl::string_view what);
@@ -73,12 +76,16 @@ struct ObjectChange {
 };
 
 // The changes and the requests that make them, in the order to send them:
-// the config first (it may name topology levels the nodes carry), then the
-// nodes, then the queues (a new parent before its children).
+// the config, then the nodes (the other way round when `nodes_first`),
+// then the queues (a new parent before its children). Every node must
+// label every topology level in force, so nodes go first when the config
+// adds a level (they bring its labels), and the config goes first when it
+// only drops levels (the nodes may then drop their labels).
 struct Plan {
   std::vector<ObjectChange> changes;
   std::optional<v1::UpdateConfigRequest> config;
   std::optional<v1::UpsertNodesRequest> nodes;
+  bool nodes_first = false;
   std::vector<v1::PutQueueRequest> queues;
   int64_t config_version = 0;  // the version the plan was made against
 };

@@ -40,8 +40,9 @@ TEST(DeclaredFileTest, KindComesFromTheTopLevelKeys) {
   ASSERT_EQ(declared.queues.size(), 1u);
   EXPECT_THAT(declared.queues[0].fields, ElementsAre("name", "weight", "held"));
   ASSERT_TRUE(declared.config.has_value());
+  // A message given as an object names the fields inside it.
   EXPECT_THAT(declared.config->fields,
-              ElementsAre("cycle_interval", "preemption"));
+              ElementsAre("cycle_interval", "preemption.enabled"));
 }
 
 TEST(DeclaredFileTest, BadFilesAreRefusedNamingFileAndItem) {
@@ -83,6 +84,32 @@ TEST(PlanChangesTest, ConfigChangesOnlyNamedFieldsThatDifferAtItsVersion) {
   EXPECT_EQ(PlanText(plan),
             "~ config (version 4)\n"
             "    cycle_interval: \"0.200s\" -> \"0.250s\"\n");
+}
+
+TEST(PlanChangesTest, ANestedFieldIsMaskedAloneAndItsSiblingsKept) {
+  const auto config = Parse<v1::Config>(
+      R"({"version":"2","preemption":{"enabled":true,"gracePeriod":"30s"}})");
+  const Declared declared =
+      DeclaredFrom({R"({"preemption":{"enabled":false}})"});
+  const Plan plan = PlanChanges(declared, config, {}, {});
+  ASSERT_TRUE(plan.config.has_value());
+  EXPECT_THAT(plan.config->update_mask().paths(),
+              ElementsAre("preemption.enabled"));
+  EXPECT_EQ(PlanText(plan),
+            "~ config (version 2)\n"
+            "    preemption.enabled: true -> false\n");
+}
+
+TEST(PlanChangesTest, NodesGoFirstWhenTheConfigAddsALevel) {
+  const auto config =
+      Parse<v1::Config>(R"({"version":"1","topologyLevels":["rack"]})");
+  EXPECT_TRUE(
+      PlanChanges(DeclaredFrom({R"({"topologyLevels":["block","rack"]})"}),
+                  config, {}, {})
+          .nodes_first);
+  EXPECT_FALSE(
+      PlanChanges(DeclaredFrom({R"({"topologyLevels":[]})"}), config, {}, {})
+          .nodes_first);
 }
 
 TEST(PlanChangesTest, QueuesAreMaskedAndNewParentsComeFirst) {
@@ -152,6 +179,11 @@ TEST(ConfigSetRequestTest, UpdateMaskOrMergeNamesTheFieldsToChange) {
   ASSERT_TRUE(merged.ok()) << merged.status();
   EXPECT_THAT(merged->update_mask().paths(),
               ElementsAre("cycle_interval", "preemption"));
+  absl::StatusOr<v1::UpdateConfigRequest> nested = BuildUpdateConfigRequest(
+      options, R"({"preemption":{"enabled":false,"gracePeriod":"10s"}})");
+  ASSERT_TRUE(nested.ok()) << nested.status();
+  EXPECT_THAT(nested->update_mask().paths(),
+              ElementsAre("preemption.enabled", "preemption.grace_period"));
 
   options.merge = false;
   options.update_mask = std::vector<std::string>{"preemption.enabled"};

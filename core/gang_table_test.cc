@@ -29,6 +29,49 @@ Gang Admitted(Gang gang, absl::Time at, absl::Duration estimate) {
   return gang;
 }
 
+TEST(GangTableTest, HandlesStayWithTheirGangAndAreReusedAfterErase) {
+  GangTable table;
+  const GangHandle a = table.Put(Pending("g-1")).handle;
+  const GangHandle b = table.Put(Pending("g-2")).handle;
+  EXPECT_NE(a, b);
+  // A new record of the same gang keeps its handle.
+  EXPECT_EQ(table.Put(Admitted(Pending("g-1"), kT0, absl::Hours(1))).handle, a);
+  EXPECT_EQ(table.HandleOf(GangId("g-1")), a);
+  EXPECT_EQ(table.At(a)->state, GangState::kAdmitted);
+  EXPECT_EQ(table.Peek(b)->id, GangId("g-2"));
+  // The pending index files a gang with its handle.
+  EXPECT_EQ(table.pending().groups().begin()->second.members.begin()->handle,
+            b);
+
+  Gang done = *table.At(a);
+  done.state = GangState::kSucceeded;
+  done.finish_time = kT0;
+  table.Put(std::move(done));
+  table.Erase(GangId("g-1"));
+  EXPECT_EQ(table.HandleOf(GangId("g-1")), kNoGang);
+  EXPECT_EQ(table.Peek(a), nullptr);
+  EXPECT_EQ(table.Peek(kNoGang), nullptr);
+  EXPECT_EQ(table.Put(Pending("g-3")).handle, a) << "the freed handle";
+  EXPECT_EQ(table.At(a)->id, GangId("g-3"));
+}
+
+TEST(GangTableTest, AllListsEveryStoredGangOnceInHandleOrder) {
+  GangTable table;
+  for (const char* id : {"g-1", "g-2", "g-3"}) table.Put(Pending(id));
+  Gang first = *table.Find(GangId("g-1"));
+  first.state = GangState::kCancelled;
+  first.finish_time = kT0;
+  table.Put(std::move(first));
+  table.Erase(GangId("g-1"));
+  std::vector<std::string> ids;
+  for (const auto& [id, gang] : table.all()) {
+    EXPECT_EQ(gang->id, id);
+    ids.push_back(id.value());
+  }
+  EXPECT_THAT(ids, ElementsAre("g-2", "g-3"));
+  EXPECT_EQ(table.all().size(), 2u);
+}
+
 TEST(GangTableTest, APendingGangIsInThePendingIndexAndCounted) {
   GangTable table;
   GangTable::PutResult put = table.Put(Pending("g-1"));

@@ -238,7 +238,7 @@ struct PlacementConfig {
   // least (core/domain_score.h), so a rack or block comes free whole
   // sooner; best fit decides among equals. On by default: across the
   // simulator's matrix it met more goal-cells than best fit alone
-  // (bench/README.md, "The matrix").
+  // (bench/results/2026-12-01-sim-matrix.md).
   bool domain_end_time_packing = true;
   bool operator==(const PlacementConfig&) const = default;
 };
@@ -257,7 +257,7 @@ struct FairShareConfig {
 // Reservations with backfill (docs/design.md §4 step 5).
 struct ReservationConfig {
   // Most reservations at once; 0 turns reservations off. Default 3:
-  // measured across the simulator's matrix (bench/README.md), protecting
+  // measured across the simulator's matrix (bench/results/), protecting
   // the next gangs in line as well as the head cut large-gang waits and
   // blocked GPU-hours against one reservation.
   int depth = 3;
@@ -282,7 +282,7 @@ struct ReservationConfig {
 
 // Preemption (docs/design.md §4 step 6).
 struct PreemptionConfig {
-  // On by default (bench/README.md, the matrix); with
+  // On by default (the simulator's matrix, bench/results/); with
   // min_preemptor_priority, only the higher priority tiers preempt.
   bool enabled = true;
   // Victims are PREEMPTING this long (checkpoint now) unless they

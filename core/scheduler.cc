@@ -366,7 +366,10 @@ GangTable::Records Scheduler::gangs() const { return gangs_.all(); }
 std::vector<GangPtr> Scheduler::GangsOn(int slot) const {
   std::vector<GangPtr> on;
   for (const Fleet::GangPods& pods : fleet_.slots()[slot].gang_pods) {
+    // A gang holds a node only while its record is stored (Erase takes
+    // only final gangs, whose GPUs were released).
     on.push_back(gangs_.At(pods.gang));
+    PHALANX_CHECK(on.back() != nullptr);
   }
   std::sort(on.begin(), on.end(),
             [](const GangPtr& a, const GangPtr& b) { return a->id < b->id; });

@@ -23,11 +23,14 @@ ABSL_FLAG(std::string, data_dir, "./var/phalanx", "RocksDB directory");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics address; port 0 picks a free port");
 ABSL_FLAG(std::string, config, "",
-          "Config file (proto3 JSON of phalanx.v1.Config)");
+          "Config file (proto3 JSON of phalanx.v1.Config), applied at start "
+          "when its text changed since it was last applied");
 ABSL_FLAG(std::string, fleet, "",
-          "Nodes to upsert at start (JSON of phalanx.v1.UpsertNodesRequest)");
+          "Nodes to upsert at start when the file's text changed since it "
+          "was last applied (JSON of phalanx.v1.UpsertNodesRequest)");
 ABSL_FLAG(std::string, queues, "",
-          "Queues to put at start (JSON of phalanx.v1.ListQueuesResponse)");
+          "Queues to put at start when the file's text changed since it was "
+          "last applied (JSON of phalanx.v1.ListQueuesResponse)");
 ABSL_FLAG(int, max_message_bytes, 4 << 20,
           "Largest request accepted; larger ones get RESOURCE_EXHAUSTED");
 ABSL_FLAG(bool, insecure, false,

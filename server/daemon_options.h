@@ -21,7 +21,8 @@ struct DaemonOptions {
   std::string listen = "127.0.0.1:50051";  // gRPC; port 0 picks one
   std::string data_dir = "./var/phalanx";  // RocksDB (created if missing)
   std::string metrics_listen = "127.0.0.1:9464";  // port 0 picks one
-  // Start-up files (proto3 JSON; "" = none), applied at every start.
+  // Start-up files (proto3 JSON; "" = none), applied at a start when their
+  // text changed since they were last applied (server/startup.h).
   std::string config_file;
   std::string fleet_file;
   std::string queues_file;

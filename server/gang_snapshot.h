@@ -3,9 +3,8 @@
 // GangIdOrder: applying a batch copies only the nodes on the paths to the
 // gangs it changes (O(log n) each, expected), and every other node is shared
 // with the snapshot before — so publishing a view costs O(changed gangs ×
-// log n), and does not grow with what a touched region holds (the 256
-// copy-on-write btree shards this replaced copied ~n/256 entries per touched
-// shard: 7-10 % of the daemon's CPU at 100k gangs, bench/README.md).
+// log n), and does not grow with what a touched region holds (a sharded
+// copy-on-write map would copy a whole shard per touched region).
 // Immutable once built; safe to read from any thread.
 #ifndef PHALANX_SERVER_GANG_SNAPSHOT_H_
 #define PHALANX_SERVER_GANG_SNAPSHOT_H_

@@ -12,9 +12,6 @@
 // its batch is durable and its view published. A failed commit leaves memory
 // ahead of disk: the loop logs it and aborts (fail-stop).
 //
-// (A two-thread pipeline — applying batch N+1 while batch N's fsync runs —
-// was measured and not kept: see bench/README.md.)
-//
 // Thread-safe: Enqueue and view() may be called from any thread.
 #ifndef PHALANX_SERVER_SCHEDULER_LOOP_H_
 #define PHALANX_SERVER_SCHEDULER_LOOP_H_

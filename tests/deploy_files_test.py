@@ -369,7 +369,7 @@ def installed_files():
 def bootstrap_files():
     """The files phalanx-bootstrap writes, as paths under /etc/phalanx."""
     script = read("deploy", "phalanx-bootstrap")
-    outputs = re.search(r"outputs\(\) {(.*?)\n}", script, re.S).group(1)
+    outputs = re.search(r"output_files\(\) {(.*?)\n}", script, re.S).group(1)
     return {"/etc/phalanx/" + f for f in re.findall(r'"\$dir/([\w/.]+)"', outputs)}
 
 

@@ -49,8 +49,9 @@ run_once() {
     /usr/bin/python3 -c '
 import json, sys
 b = json.load(sys.stdin)["benchmarks"][0]
-print(f"{b[\"gangs_per_s\"]:.0f} {b[\"admitted_per_step\"]:.2f} "
-      f"{b[\"gangs_written_per_step\"]:.2f}")'
+keys = ("gangs_per_s", "admitted_per_step", "gangs_written_per_step")
+rate, admitted, written = (b[k] for k in keys)
+print(f"{rate:.0f} {admitted:.2f} {written:.2f}")'
 }
 
 declare -A runs=()
