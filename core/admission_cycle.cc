@@ -8,6 +8,7 @@
 #include "core/domain_score.h"
 #include "core/housekeeping.h"
 #include "core/preemptor.h"
+#include "core/spec_checks.h"
 
 namespace phalanx::core {
 namespace {
@@ -91,7 +92,9 @@ void AdmissionCycle::Run() {
     //    as built is not tried (the answer is cached per shape until the
     //    nodes change).
     const bool known = group.KnownToFail(epoch, offer.estimate);
-    std::string never = known ? "" : s_.NeverFitsPending(gang->spec);
+    std::string never =
+        known ? ""
+              : NeverFitsPending(gang->spec, s_.config_, s_.fleet_, s_.fits_);
     Attempt attempt = known ? Attempt{group.reason_code, group.reason}
                       : never.empty()
                           ? TryAdmit(gang)
@@ -408,23 +411,24 @@ void AdmissionCycle::StampUnreached(ReasonCode code,
     // (ClearLostReservations), which lists it in `unstamped`, so the next
     // stamp visits it then — and the group is not walked again on every
     // stalled cycle while the reservation stands.
-    auto stamp = [&](const GangId& id) {
+    auto stamp = [&](GangHandle handle) {
+      const GangPtr& gang = s_.gangs_.At(handle);
       // A preemptor waiting for its victims was reached: PREEMPTING holds.
-      if (s_.reservations_.Of(id) != nullptr || s_.preemptions_.HoldsFor(id)) {
+      if (s_.reservations_.Of(gang->id) != nullptr ||
+          s_.preemptions_.HoldsFor(gang->id)) {
         return;
       }
-      const GangPtr& gang = s_.gangs_.At(id);
       if (gang->reason_code == ReasonCode::kNoFit) return;
       s_.SetReason(gang, code, reason);
     };
-    const std::vector<GangId> unstamped = std::move(group.unstamped);
+    const std::vector<GangHandle> unstamped = std::move(group.unstamped);
     group.unstamped.clear();
     if (again) {
-      for (const GangId& id : unstamped) {
-        if (pending.GroupOf(id) == &group) stamp(id);
+      for (GangHandle handle : unstamped) {
+        if (pending.GroupOf(handle) == &group) stamp(handle);
       }
     } else {
-      for (const PendingKey& member : group.members) stamp(member.id);
+      for (const PendingKey& member : group.members) stamp(member.handle);
     }
     group.unstamped.clear();
     group.stamped = reason;
@@ -454,9 +458,9 @@ void AdmissionCycle::SettleJoinedGangs() {
   PendingIndex& pending = s_.gangs_.pending();
   for (auto& [key, group] : pending.groups()) {
     const bool known = group.failed_epoch == s_.capacity_epoch_;
-    for (const GangId& id : group.joined) {
-      if (!known || pending.GroupOf(id) != &group) continue;
-      const GangPtr& gang = s_.gangs_.At(id);
+    for (GangHandle handle : group.joined) {
+      if (!known || pending.GroupOf(handle) != &group) continue;
+      const GangPtr& gang = s_.gangs_.At(handle);
       if (gang->reason_code == ReasonCode::kWaiting &&
           group.KnownToFail(s_.capacity_epoch_, PendingKeyOf(*gang).estimate)) {
         s_.SetReason(gang, group.reason_code, group.reason);

@@ -84,7 +84,8 @@ TEST_F(AdmissionTest, DecayedUsageMakesAHeavyQueueWait) {
   Cycle();
   EXPECT_EQ(StateOf(light), GangState::kAdmitted);
   EXPECT_EQ(StateOf(heavy), GangState::kPending);
-  EXPECT_GT(scheduler_->ledger().DecayedUsage(QueueName("heavy")), 5.0);
+  EXPECT_GT(scheduler_->quotas().ledger().DecayedUsage(QueueName("heavy")),
+            5.0);
 }
 
 TEST_F(AdmissionTest, WeightZeroQueueGoesLast) {
@@ -161,13 +162,15 @@ TEST_F(AdmissionTest, LedgerSurvivesARestart) {
   now_ += absl::Hours(10);
   Cycle();  // samples the ledger
   ASSERT_TRUE(store.Commit(scheduler_->TakeMutation()).ok());
-  const double usage = scheduler_->ledger().DecayedUsage(QueueName("q"));
+  const double usage =
+      scheduler_->quotas().ledger().DecayedUsage(QueueName("q"));
   EXPECT_GT(usage, 0.0);
   auto restored = Scheduler::Restore(*store.LoadAll(), now_);
   ASSERT_TRUE(restored.ok());
-  EXPECT_DOUBLE_EQ((*restored)->ledger().DecayedUsage(QueueName("q")), usage);
-  EXPECT_EQ((*restored)->Score(QueueName("q")),
-            scheduler_->Score(QueueName("q")));
+  EXPECT_DOUBLE_EQ((*restored)->quotas().ledger().DecayedUsage(QueueName("q")),
+                   usage);
+  EXPECT_EQ((*restored)->quotas().Score(QueueName("q")),
+            scheduler_->quotas().Score(QueueName("q")));
 }
 
 }  // namespace
@@ -495,7 +498,7 @@ TEST(PendingGroupTest, PassesOverMembersWithEstimatesNoShorterThanAFailure) {
     index.Insert(gang, static_cast<GangHandle>(i));
     gangs.push_back(gang);
   }
-  PendingGroup& group = *index.GroupOf(gangs[0].id);
+  PendingGroup& group = *index.GroupOf(static_cast<GangHandle>(0));
   ASSERT_EQ(group.members.size(), 5u);
   EXPECT_EQ(group.FirstNotKnownToFail(1, group.members.begin())->id,
             gangs[0].id);  // nothing known at epoch 1 yet
@@ -511,7 +514,7 @@ TEST(PendingGroupTest, PassesOverMembersWithEstimatesNoShorterThanAFailure) {
   EXPECT_EQ(group.FirstNotKnownToFail(1, group.members.begin()),
             group.members.end());
   EXPECT_FALSE(group.AllKnownToFail(2));  // the epoch moved
-  index.Erase(gangs[4]);
+  index.Erase(gangs[4], static_cast<GangHandle>(4));
   EXPECT_TRUE(group.AllKnownToFail(1));  // the shortest left is 2 h
   EXPECT_EQ(group.by_estimate.size(), 4u);
 }

@@ -11,10 +11,6 @@
 
 namespace phalanx::core {
 
-int Fleet::Slot::FreeGpus() const {
-  return node.spec.gpu_count - std::popcount(TakenGpuMask());
-}
-
 Fleet::Fleet(std::vector<std::string> levels) : levels_(std::move(levels)) {
   Rebuild();
   Reindex();
@@ -236,7 +232,10 @@ void Fleet::Rebuild() {
 absl::Status Fleet::Allocate(const Gang& gang, GangHandle handle,
                              const std::vector<PodPlacement>& placement) {
   // Check every pod against the masks as they would be before changing any.
-  absl::flat_hash_map<int, uint64_t> taken;
+  // `taken` holds each slot's mask so far, in order of first use; a
+  // placement lists a node's pods together, so the last entry is mostly
+  // the one wanted.
+  std::vector<std::pair<int, uint64_t>> taken;
   std::vector<int> indices;  // each pod's slot, found once
   indices.reserve(placement.size());
   for (const PodPlacement& pod : placement) {
@@ -250,8 +249,13 @@ absl::Status Fleet::Allocate(const Gang& gang, GangHandle handle,
       return absl::NotFoundError(absl::StrCat(
           gang.id.value(), ": pod set \"", pod.pod_set, "\" does not exist"));
     }
+    auto entry =
+        std::find_if(taken.rbegin(), taken.rend(),
+                     [index](const auto& t) { return t.first == index; });
     uint64_t& mask =
-        taken.try_emplace(index, slots_[index].used_gpu_mask).first->second;
+        entry != taken.rend()
+            ? entry->second
+            : taken.emplace_back(index, slots_[index].used_gpu_mask).second;
     for (int gpu : pod.gpu_indices) {
       if (gpu < 0 || gpu >= slots_[index].node.spec.gpu_count ||
           (mask >> gpu & 1)) {

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "core/bits.h"
 #include "core/free_index.h"
 #include "core/model.h"
 
@@ -41,7 +42,9 @@ class Fleet {
       return used_gpu_mask | node.unhealthy_gpu_mask;
     }
     // GPUs neither allocated nor unhealthy.
-    int FreeGpus() const;
+    int FreeGpus() const {
+      return node.spec.gpu_count - CountOnes(TakenGpuMask());
+    }
     bool Idle() const { return used_gpu_mask == 0 && gang_pods.empty(); }
   };
 

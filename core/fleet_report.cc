@@ -1,7 +1,8 @@
 #include "core/fleet_report.h"
 
 #include <algorithm>
-#include <bit>
+
+#include "core/bits.h"
 
 namespace phalanx::core {
 namespace {
@@ -16,7 +17,7 @@ bool WholeFree(const Fleet::Slot& slot) {
 
 void CountGpus(const Fleet::Slot& slot, GpuCounts& counts) {
   const int64_t free = slot.FreeGpus();
-  const int64_t bad = std::popcount(slot.node.unhealthy_gpu_mask);
+  const int64_t bad = CountOnes(slot.node.unhealthy_gpu_mask);
   const int64_t used = slot.node.spec.gpu_count - free - bad;
   if (slot.node.state != NodeState::kUnhealthy) counts.unhealthy += bad;
   switch (slot.node.state) {

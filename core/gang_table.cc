@@ -59,7 +59,6 @@ void GangTable::Unindex(const Gang& old) {
 
 void GangTable::Index(const Gang& gang) {
   if (HoldsCapacity(gang.state)) {
-    active_.insert(gang.id);
     active_ends_.insert(RunningUntil(gang));
     active_by_queue_[gang.spec.queue][gang.spec.priority].insert(
         ActiveKey(gang));
@@ -77,7 +76,6 @@ GangTable::PutResult GangTable::Put(Gang gang) {
   // What the indexes hold for the gang follows from its stored record: no
   // lookup is made for an entry that cannot be there.
   bool was_pending = false;
-  bool held = false;
   bool leased = false;
   auto it = handles_.find(gang.id);
   const bool known = it != handles_.end();
@@ -85,10 +83,9 @@ GangTable::PutResult GangTable::Put(Gang gang) {
   if (known) {
     const Gang& old = *At(handle);
     was_pending = old.state == GangState::kPending;
-    held = HoldsCapacity(old.state);
     leased = old.lease_expire_time.has_value();
     if (was_pending && gang.state != GangState::kPending) {
-      pending_.Erase(old);
+      pending_.Erase(old, handle);
       result.left_pending = true;
     }
     Unindex(old);
@@ -96,7 +93,6 @@ GangTable::PutResult GangTable::Put(Gang gang) {
   if (gang.state == GangState::kPending && !was_pending) {
     pending_.Insert(gang, handle);
   }
-  if (held && !HoldsCapacity(gang.state)) active_.erase(gang.id);
   if (gang.lease_expire_time) {
     leases_.Set(gang.id, *gang.lease_expire_time);
   } else if (leased) {

@@ -1,6 +1,6 @@
 // GangTable: every gang record and the indexes kept in step with them — the
-// pending gangs by group, the gangs holding capacity (by id, by queue and
-// priority in order of admission, by expected end), the final gangs in
+// pending gangs by group, the gangs holding capacity (by queue and priority
+// in order of admission, and by expected end), the final gangs in
 // order of finish for retention, the tombstones retention let go, the leases
 // of gangs holding GPUs, and the count of gangs per (queue, state).
 //
@@ -118,8 +118,6 @@ class GangTable {
 
   const PendingIndex& pending() const { return pending_; }
   PendingIndex& pending() { return pending_; }
-  // Gangs holding capacity, sorted by id.
-  const absl::btree_set<GangId>& active() const { return active_; }
   // The gangs of `queue` holding capacity, or null when none does.
   const ActiveByPriority* ActiveIn(const QueueName& queue) const;
   // The earliest expected end (admit time + estimate; InfiniteFuture
@@ -155,7 +153,6 @@ class GangTable {
   absl::flat_hash_map<GangId, GangHandle> handles_;
   std::vector<GangHandle> free_handles_;
   PendingIndex pending_;
-  absl::btree_set<GangId> active_;
   absl::flat_hash_map<QueueName, ActiveByPriority> active_by_queue_;
   std::multiset<absl::Time> active_ends_;
   std::set<std::pair<absl::Time, GangId>> finished_;

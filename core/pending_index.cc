@@ -76,8 +76,9 @@ void PendingGroup::RecordFailure(int64_t epoch, absl::Duration estimate,
 }
 
 void PendingIndex::Insert(const Gang& gang, GangHandle handle) {
-  auto [it, inserted] = group_of_.try_emplace(gang.id);
-  PHALANX_CHECK(inserted);
+  const size_t index = IndexOf(handle);
+  if (index >= filed_.size()) filed_.resize(index + 1);
+  PHALANX_CHECK(filed_[index].group == nullptr);
   const std::string key = GroupKey(gang.spec);
   PendingGroup& group = groups_[key];
   group.queue = gang.spec.queue;
@@ -88,27 +89,23 @@ void PendingIndex::Insert(const Gang& gang, GangHandle handle) {
   auto member = group.members.insert(group.members.end(), pending);
   auto by_estimate = group.by_estimate.emplace_hint(group.by_estimate.end(),
                                                     pending.estimate, &*member);
-  group.joined.push_back(gang.id);
-  group.Unstamp(gang.id);
-  it->second = Filed{&group, member, by_estimate};
+  group.joined.push_back(handle);
+  group.Unstamp(handle);
+  filed_[index] = Filed{&group, member, by_estimate};
+  ++size_;
 }
 
-void PendingIndex::Erase(const Gang& gang) {
-  auto it = group_of_.find(gang.id);
-  PHALANX_CHECK(it != group_of_.end());
-  const Filed& filed = it->second;
+void PendingIndex::Erase(const Gang& gang, GangHandle handle) {
+  PHALANX_CHECK(GroupOf(handle) != nullptr);
+  Filed& filed = filed_[IndexOf(handle)];
   // The stored entries are the gang's own (its key cannot change while
   // it is pending: Put files a pending gang only when it becomes pending).
   PHALANX_CHECK(filed.by_estimate->second == &*filed.member &&
                 filed.member->id == gang.id);
   filed.group->by_estimate.erase(filed.by_estimate);
   filed.group->members.erase(filed.member);
-  group_of_.erase(it);
-}
-
-PendingGroup* PendingIndex::GroupOf(const GangId& id) const {
-  auto it = group_of_.find(id);
-  return it == group_of_.end() ? nullptr : it->second.group;
+  filed = Filed{};
+  --size_;
 }
 
 void PendingIndex::DropEmptyGroups() {

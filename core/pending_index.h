@@ -17,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "core/model.h"
 
@@ -59,8 +58,9 @@ struct PendingGroup {
   };
   std::set<std::pair<absl::Duration, const PendingKey*>, EstimateLess>
       by_estimate;
-  // Gangs that joined since the cycle last looked at the group.
-  std::vector<GangId> joined;
+  // Handles of the gangs that joined since the cycle last looked at the
+  // group (a handle may since name another gang: check GroupOf).
+  std::vector<GangHandle> joined;
   // The cached failure: at capacity epoch `failed_epoch`, every member whose
   // estimate is >= `failed_estimate` stays pending with `reason`.
   int64_t failed_epoch = -1;
@@ -72,16 +72,17 @@ struct PendingGroup {
   // except the members in `unstamped`: those that joined, or got another
   // reason, since. The next stamp with the same reason visits only them.
   std::string stamped;
-  std::vector<GangId> unstamped;
+  std::vector<GangHandle> unstamped;
   // When true, every member not in `unstamped` carries a NO_FIT reason,
   // which a stamp of any reason keeps: the next stamp, whatever its reason,
   // visits only `unstamped`. Set by a restart (Scheduler::Restore) for the
   // groups whose stored reasons are all NO_FIT, so the first stalled cycle
   // after it does not walk every pending gang; the next stamp clears it.
   bool keeps_any_stamp = false;
-  // Notes that member `id` joined or got a reason other than `stamped`. A
-  // list longer than the group forgets the stamp (the next one visits all).
-  void Unstamp(const GangId& id) {
+  // Notes that the member with handle `handle` joined or got a reason other
+  // than `stamped`. A list longer than the group forgets the stamp (the
+  // next one visits all).
+  void Unstamp(GangHandle handle) {
     if (stamped.empty() && !keeps_any_stamp) return;
     if (unstamped.size() >= members.size()) {
       stamped.clear();
@@ -89,7 +90,7 @@ struct PendingGroup {
       unstamped.clear();
       return;
     }
-    unstamped.push_back(id);
+    unstamped.push_back(handle);
   }
 
   // Whether a member with `estimate` is known to fail at `epoch`.
@@ -112,7 +113,7 @@ struct PendingGroup {
                      const std::string& why);
 };
 
-// Not copyable: group_of_ points into groups_.
+// Not copyable: filed_ points into groups_.
 class PendingIndex {
  public:
   PendingIndex() = default;
@@ -120,27 +121,32 @@ class PendingIndex {
   PendingIndex& operator=(const PendingIndex&) = delete;
   // Files pending gang `gang`, whose handle is `handle`.
   void Insert(const Gang& gang, GangHandle handle);
-  void Erase(const Gang& gang);
-  // The group of a pending gang, or null.
-  PendingGroup* GroupOf(const GangId& id) const;
+  // Unfiles pending gang `gang`, whose handle is `handle`.
+  void Erase(const Gang& gang, GangHandle handle);
+  // The group of the pending gang with handle `handle`, or null.
+  PendingGroup* GroupOf(GangHandle handle) const {
+    return IndexOf(handle) < filed_.size() ? filed_[IndexOf(handle)].group
+                                           : nullptr;
+  }
   // Groups by key; pointers stay valid until DropEmptyGroups.
   const std::map<std::string, PendingGroup>& groups() const { return groups_; }
   std::map<std::string, PendingGroup>& groups() { return groups_; }
-  size_t size() const { return group_of_.size(); }
+  size_t size() const { return size_; }
   // Forgets groups without members (not while a cycle walks them).
   void DropEmptyGroups();
 
  private:
-  // Where a pending gang is filed: its group, and its entries there (set
-  // iterators stay valid until their own element is erased), so Erase
-  // needs no search.
+  // Where a pending gang is filed: its group (null when the handle is not
+  // filed), and its entries there (set iterators stay valid until their
+  // own element is erased), so Erase needs no search.
   struct Filed {
     PendingGroup* group = nullptr;
     std::set<PendingKey>::iterator member;
     decltype(PendingGroup::by_estimate)::iterator by_estimate;
   };
   std::map<std::string, PendingGroup> groups_;
-  absl::flat_hash_map<GangId, Filed> group_of_;
+  std::vector<Filed> filed_;  // by handle
+  size_t size_ = 0;
 };
 
 }  // namespace phalanx::core

@@ -1,7 +1,6 @@
 #include "core/placement.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <iterator>
 #include <limits>
@@ -11,7 +10,6 @@
 #include <tuple>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
 #include "core/placement_filters.h"
@@ -195,6 +193,7 @@ class PodSetPlacer {
       excluded_.push_back(slot);
       const int64_t pods = IndexedPodsOnNode(slot);
       if (pods == 0) continue;
+      excluded_pods_.resize(fleet_.domains().size());
       for (int d = index_.LeafDomain(slot); d >= 0; d = index_.Parent(d)) {
         excluded_pods_[d] += pods;
       }
@@ -214,6 +213,11 @@ class PodSetPlacer {
     if (s.node.state != NodeState::kReady) return 0;
     if (model_ != nullptr && s.model != model_index_) return 0;
     return std::min<int64_t>(set_.count, s.FreeGpus() / set_.gpus);
+  }
+
+  // Pods the index counts in `domain` on nodes the filter refuses.
+  int64_t ExcludedPods(int domain) const {
+    return excluded_pods_.empty() ? 0 : excluded_pods_[domain];
   }
 
   bool Excluded(int slot) const {
@@ -247,9 +251,7 @@ class PodSetPlacer {
       pods += index_.Nodes(domain, model_index_, free) *
               std::min<int64_t>(set_.count, free / set_.gpus);
     }
-    if (auto it = excluded_pods_.find(domain); it != excluded_pods_.end()) {
-      pods -= it->second;
-    }
+    pods -= ExcludedPods(domain);
     return pods;
   }
 
@@ -431,7 +433,7 @@ class PodSetPlacer {
     // where GPUs alone decide and no node is filtered out, else per node.
     int64_t free = 0;
     if ((!gpus_bind_everywhere_ && !GpusBind(d.node_begin, d.node_end)) ||
-        excluded_pods_.contains(domain)) {
+        ExcludedPods(domain) > 0) {
       for (int i = d.node_begin; i < d.node_end; ++i) {
         if (NodePods(i) > 0) free += FreeGpus(i);
       }
@@ -645,7 +647,8 @@ class PodSetPlacer {
   double memory_per_gpu_ = 0;
   bool gpus_bind_everywhere_ = false;
   std::vector<int> excluded_;  // sorted slots the node filter refuses
-  absl::flat_hash_map<int, int64_t> excluded_pods_;  // by domain
+  // By domain; empty when no excluded node could hold a pod.
+  std::vector<int64_t> excluded_pods_;
   Fills fills_;
 };
 

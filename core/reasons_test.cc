@@ -120,11 +120,11 @@ TEST_F(ReasonsTest, ARestartKeepsTheStampOfGroupsThatAllSayNoFit) {
   auto restored = Scheduler::Restore(LoadedStateOf(*scheduler_), now_);
   ASSERT_TRUE(restored.ok()) << restored.status();
   scheduler_ = *std::move(restored);
-  const PendingGroup* group = scheduler_->pending().GroupOf(wide[0]->id);
+  const PendingGroup* group = GroupOf(wide[0]);
   ASSERT_NE(group, nullptr);
   EXPECT_TRUE(group->keeps_any_stamp);
   GangPtr joined = Submit(Spec("q").Pods(2, 8));
-  ASSERT_EQ(scheduler_->pending().GroupOf(joined->id), group);
+  ASSERT_EQ(GroupOf(joined), group);
   scheduler_->TakeMutation();
   Cycle();
   EXPECT_EQ(Get(joined)->reason, kNoFreeGpuReason);
@@ -143,7 +143,7 @@ TEST_F(ReasonsTest, ARestartKeepsTheStampOfGroupsThatAllSayNoFit) {
   restored = Scheduler::Restore(LoadedStateOf(*scheduler_), now_);
   ASSERT_TRUE(restored.ok()) << restored.status();
   scheduler_ = *std::move(restored);
-  EXPECT_FALSE(scheduler_->pending().GroupOf(waiting->id)->keeps_any_stamp);
+  EXPECT_FALSE(GroupOf(waiting)->keeps_any_stamp);
   scheduler_->TakeMutation();
   Cycle();
   EXPECT_EQ(Get(waiting)->reason, kNoFreeGpuReason);

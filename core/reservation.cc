@@ -1,12 +1,12 @@
 #include "core/reservation.h"
 
 #include <algorithm>
-#include <bit>
 #include <limits>
 #include <tuple>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
+#include "core/bits.h"
 #include "core/check.h"
 #include "core/placement.h"
 
@@ -154,7 +154,7 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
     const Fleet::Slot& slot = fleet.slots()[i];
     if (taken[i] || slot.node.state != NodeState::kReady) continue;
     capacity +=
-        slot.node.spec.gpu_count - std::popcount(slot.node.unhealthy_gpu_mask);
+        slot.node.spec.gpu_count - CountOnes(slot.node.unhealthy_gpu_mask);
   }
   const int64_t need = gang.spec.TotalGpus();
   if (capacity < need) return {};

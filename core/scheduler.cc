@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/cycle_order.h"
 #include "core/node_vacator.h"
+#include "core/spec_checks.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
 
@@ -138,8 +139,8 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
     // and UpdateConfig keep it so; a damaged record need not).
     for (size_t i = 0; i < gang.spec.pod_sets.size() && !IsFinal(gang.state);
          ++i) {
-      if (absl::Status st = s.CheckLevels(gang.spec.pod_sets[i],
-                                          absl::StrCat("pod_sets[", i, "]"));
+      if (absl::Status st = CheckLevels(s.fleet_, gang.spec.pod_sets[i],
+                                        absl::StrCat("pod_sets[", i, "]"));
           !st.ok()) {
         return Refuse(
             absl::StrCat("gang ", gang.id.value(), ": ", st.message()));
@@ -184,7 +185,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
     }
     if (stored->state == GangState::kPending &&
         stored->reason_code != ReasonCode::kNoFit) {
-      restamp.insert(s.gangs_.pending().GroupOf(stored->id));
+      restamp.insert(s.gangs_.pending().GroupOf(s.gangs_.HandleOf(stored->id)));
     }
   }
   for (auto& [key, group] : s.gangs_.pending().groups()) {
@@ -271,10 +272,11 @@ void Scheduler::SetReason(const GangPtr& gang, ReasonCode code,
   copy.reason_code = code;
   copy.reason = std::move(reason);
   if (gang->state == GangState::kPending) {
-    PendingGroup* group = gangs_.pending().GroupOf(gang->id);
+    const GangHandle handle = gangs_.HandleOf(gang->id);
+    PendingGroup* group = gangs_.pending().GroupOf(handle);
     if (group != nullptr &&
         (group->keeps_any_stamp || group->stamped != copy.reason)) {
-      group->Unstamp(gang->id);
+      group->Unstamp(handle);
     }
     // The stored record of a pending gang, with only its reason new: no
     // index keeps changes (its group, counts, holds, leases and timers stay
@@ -382,14 +384,6 @@ std::optional<absl::Time> Scheduler::LastHeartbeat(const NodeId& id) const {
 
 const absl::btree_map<QueueName, Queue>& Scheduler::queues() const {
   return quotas_.queues();
-}
-
-int64_t Scheduler::BorrowedGpus(const QueueName& name) const {
-  return quotas_.BorrowedGpus(name);
-}
-
-FairShareScore Scheduler::Score(const QueueName& name) const {
-  return quotas_.Score(name);
 }
 
 const std::vector<Reservation>& Scheduler::reservations() const {

@@ -121,9 +121,8 @@ class Scheduler {
   absl::StatusOr<Explanation> Explain(const GangId& id) const;
   // Where `spec` would go now; nothing changes. Errors as Submit.
   absl::StatusOr<PlacementResult> DryRun(GangSpec spec);
-  int64_t BorrowedGpus(const QueueName& name) const;
-  FairShareScore Score(const QueueName& name) const;  // lower goes first
-  const FairShareLedger& ledger() const { return quotas_.ledger(); }
+  // Held GPUs, borrowing, fair-share scores and the usage ledger.
+  const QuotaBook& quotas() const { return quotas_; }
   const std::vector<Reservation>& reservations() const;
   const std::map<GangId, std::set<NodeId>>& held_for() const;
   // Bumped whenever a pending gang could newly fit.
@@ -167,15 +166,6 @@ class Scheduler {
                 absl::Time now);
   PlacementOptions OptionsFor(const Queue& queue) const;
   const std::vector<int>& RestrictedSlots();
-  // Spec checks shared by Submit and DryRun (scheduler_commands.cc).
-  absl::Status CheckSubmittable(const GangSpec& spec);
-  absl::Status ResolvePriorityClass(GangSpec& spec) const;
-  absl::Status CheckMaxPriority(const GangSpec& spec) const;
-  absl::Status CheckLevels(const PodSetSpec& set,
-                           absl::string_view field) const;
-  // With admission.accept_unfit_gangs, the "NEVER_FITS: …" reason of a spec
-  // that can never fit; else, or when it could fit, "".
-  std::string NeverFitsPending(const GangSpec& spec);
 
   Config config_;
   Fleet fleet_;

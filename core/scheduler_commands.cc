@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "core/node_vacator.h"
 #include "core/scheduler.h"
+#include "core/spec_checks.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
 
@@ -84,89 +84,6 @@ bool UsesTopologyTree(const GangSpec& spec) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// Spec checks.
-
-absl::Status Scheduler::CheckSubmittable(const GangSpec& spec) {
-  if (quotas_.FindQueue(spec.queue) == nullptr) {
-    return absl::NotFoundError(absl::StrCat("spec.queue: no queue ",
-                                            QuoteForError(spec.queue.value())));
-  }
-  for (size_t i = 0; i < spec.pod_sets.size(); ++i) {
-    RETURN_IF_ERROR(
-        CheckLevels(spec.pod_sets[i], absl::StrCat("spec.pod_sets[", i, "]")));
-  }
-  if (const std::string& why = fits_.NeverFitsReason(spec, fleet_);
-      !why.empty() && !config_.admission.accept_unfit_gangs) {
-    return absl::FailedPreconditionError(absl::StrCat("spec: ", why));
-  }
-  return absl::OkStatus();
-}
-
-std::string Scheduler::NeverFitsPending(const GangSpec& spec) {
-  if (!config_.admission.accept_unfit_gangs) return "";
-  const std::string& why = fits_.NeverFitsReason(spec, fleet_);
-  if (why.empty()) return "";
-  absl::string_view what = why;
-  absl::ConsumePrefix(&what, "can never fit: ");
-  return absl::StrCat(kNeverFitsPrefix, what,
-                      " (checked again when nodes change)");
-}
-
-absl::Status Scheduler::CheckLevels(const PodSetSpec& set,
-                                    absl::string_view field) const {
-  auto unknown = [&](absl::string_view what, absl::string_view level) {
-    std::vector<std::string> known = fleet_.levels();
-    known.push_back(kNodeLevel);
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".", what, ": unknown level ", QuoteForError(level),
-                     " (levels: ", absl::StrJoin(known, ", "), ")"));
-  };
-  const TopologyConstraint& topo = set.topology;
-  const int level = topo.mode == TopologyMode::kUnconstrained
-                        ? -1
-                        : fleet_.LevelIndex(topo.level);
-  if (topo.mode != TopologyMode::kUnconstrained && level < 0) {
-    return unknown("topology.level", topo.level);
-  }
-  if (set.slice.size == 0) return absl::OkStatus();
-  const int slice_level = fleet_.LevelIndex(set.slice.level);
-  if (slice_level < 0) return unknown("slice.level", set.slice.level);
-  if (slice_level < level) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".slice.level: ", QuoteForError(set.slice.level),
-        " is wider than topology.level ", QuoteForError(topo.level)));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Scheduler::ResolvePriorityClass(GangSpec& spec) const {
-  if (spec.priority_class.empty()) return absl::OkStatus();
-  auto it = config_.priority_classes.find(spec.priority_class);
-  if (it == config_.priority_classes.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec.priority_class: no priority class ",
-                     QuoteForError(spec.priority_class)));
-  }
-  if (spec.priority != 0 && spec.priority != it->second) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.priority: ", spec.priority, " contradicts priority_class ",
-        QuoteForError(spec.priority_class), " (", it->second, ")"));
-  }
-  spec.priority = it->second;
-  return absl::OkStatus();
-}
-
-absl::Status Scheduler::CheckMaxPriority(const GangSpec& spec) const {
-  const Queue* queue = quotas_.FindQueue(spec.queue);
-  if (queue == nullptr || !queue->max_priority) return absl::OkStatus();
-  if (spec.priority <= *queue->max_priority) return absl::OkStatus();
-  return absl::PermissionDeniedError(
-      absl::StrCat("spec.priority: ", spec.priority, " is above queue ",
-                   QuoteForError(spec.queue.value()), "'s max_priority ",
-                   *queue->max_priority));
-}
-
-// ---------------------------------------------------------------------------
 // Gang commands.
 
 // Accepts `spec` as a PENDING gang. NotFound for an unknown queue;
@@ -179,7 +96,7 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now,
                                                std::string owner) {
   NormalizeGangSpec(spec);
   RETURN_IF_ERROR(ValidateGangSpec(spec, config_.limits, "spec"));
-  RETURN_IF_ERROR(ResolvePriorityClass(spec));
+  RETURN_IF_ERROR(ResolvePriorityClass(config_, spec));
   const uint64_t fingerprint = SpecFingerprint(spec);
   const RequestKeys::Key key{spec.queue, spec.request_id};
   if (!spec.request_id.empty()) {
@@ -200,8 +117,8 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now,
       return SubmitResult{original, false};
     }
   }
-  RETURN_IF_ERROR(CheckMaxPriority(spec));
-  RETURN_IF_ERROR(CheckSubmittable(spec));
+  RETURN_IF_ERROR(CheckMaxPriority(quotas_, spec));
+  RETURN_IF_ERROR(CheckSubmittable(spec, config_, quotas_, fleet_, fits_));
   if (const int64_t pending = Usage(spec.queue).pending;
       pending >= config_.limits.max_pending_gangs_per_queue) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -217,7 +134,7 @@ absl::StatusOr<SubmitResult> Scheduler::Submit(GangSpec spec, absl::Time now,
   gang.owner = std::move(owner);
   gang.state = GangState::kPending;
   gang.reason_code = ReasonCode::kNeverFits;
-  gang.reason = NeverFitsPending(gang.spec);
+  gang.reason = NeverFitsPending(gang.spec, config_, fleet_, fits_);
   if (gang.reason.empty()) {
     gang.reason_code = ReasonCode::kWaiting;
     gang.reason = kWaitingReason;
@@ -353,10 +270,11 @@ absl::StatusOr<GangPtr> Scheduler::RenewLease(const GangId& id,
 absl::StatusOr<PlacementResult> Scheduler::DryRun(GangSpec spec) {
   NormalizeGangSpec(spec);
   RETURN_IF_ERROR(ValidateGangSpec(spec, config_.limits, "spec"));
-  RETURN_IF_ERROR(ResolvePriorityClass(spec));
-  RETURN_IF_ERROR(CheckMaxPriority(spec));
-  RETURN_IF_ERROR(CheckSubmittable(spec));
-  if (std::string never = NeverFitsPending(spec); !never.empty()) {
+  RETURN_IF_ERROR(ResolvePriorityClass(config_, spec));
+  RETURN_IF_ERROR(CheckMaxPriority(quotas_, spec));
+  RETURN_IF_ERROR(CheckSubmittable(spec, config_, quotas_, fleet_, fits_));
+  if (std::string never = NeverFitsPending(spec, config_, fleet_, fits_);
+      !never.empty()) {
     return PlacementResult{false, {}, std::move(never), ReasonCode::kNeverFits};
   }
   return PlaceGang(spec, fleet_, OptionsFor(quotas_.queues().at(spec.queue)));
@@ -579,14 +497,18 @@ absl::StatusOr<Config> Scheduler::UpdateConfig(
   const std::vector<std::string>& levels = config.topology_levels;
   if (levels != config_.topology_levels) {
     // Placements of admitted gangs were checked against the old tree; under
-    // a new one a REQUIRED rack could span racks. active() is sorted, so
-    // the gang named is the lowest id.
-    for (const GangId& id : gangs_.active()) {
-      const Gang& gang = *gangs_.At(id);
-      if (!UsesTopologyTree(gang.spec)) continue;
+    // a new one a REQUIRED rack could span racks. The gang named is the
+    // lowest id among them.
+    const Gang* placed = nullptr;
+    for (const auto& [id, gang] : gangs_.all()) {
+      if (!HoldsCapacity(gang->state) || !UsesTopologyTree(gang->spec))
+        continue;
+      if (placed == nullptr || id < placed->id) placed = gang.get();
+    }
+    if (placed != nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "config.topology_levels: gang ", id.value(), " is ",
-          GangStateName(gang.state),
+          "config.topology_levels: gang ", placed->id.value(), " is ",
+          GangStateName(placed->state),
           " under a topology constraint placed on the current levels; change "
           "them when no such gang holds GPUs"));
     }

@@ -132,6 +132,15 @@ class SchedulerFixture : public ::testing::Test {
   GangPtr Get(const GangPtr& gang) const { return Get(gang->id); }
   GangPtr Get(const GangId& id) const { return scheduler_->FindGang(id); }
   GangState StateOf(const GangPtr& gang) const { return Get(gang)->state; }
+  // The pending group `gang` is filed in, or null when it is not pending.
+  const PendingGroup* GroupOf(const GangPtr& gang) const {
+    for (const auto& [key, group] : scheduler_->pending().groups()) {
+      for (const PendingKey& member : group.members) {
+        if (member.id == gang->id) return &group;
+      }
+    }
+    return nullptr;
+  }
   // Moves the clock `step` on and runs one cycle.
   void Cycle(absl::Duration step = absl::Seconds(1)) {
     scheduler_->RunCycle(now_ += step);

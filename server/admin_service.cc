@@ -22,9 +22,10 @@ void QueueToProto(const core::Scheduler& scheduler, const core::Queue& queue,
   }
   status->set_pending_gangs(usage.pending);
   status->set_active_gangs(usage.active);
-  status->set_borrowed_gpus(scheduler.BorrowedGpus(queue.name));
-  status->set_fair_share_score(scheduler.Score(queue.name).value);
-  status->set_decayed_usage_gpus(scheduler.ledger().DecayedUsage(queue.name));
+  status->set_borrowed_gpus(scheduler.quotas().BorrowedGpus(queue.name));
+  status->set_fair_share_score(scheduler.quotas().Score(queue.name).value);
+  status->set_decayed_usage_gpus(
+      scheduler.quotas().ledger().DecayedUsage(queue.name));
 }
 
 grpc::ServerUnaryReactor* AdminService::GetConfig(

@@ -474,11 +474,11 @@ void Metrics::RefreshQueues(const core::Scheduler& scheduler) {
           .Set(gpus);
     }
     queue_figures_.Add({{"queue", q}, {"figure", "borrowed_gpus"}})
-        .Set(scheduler.BorrowedGpus(name));
+        .Set(scheduler.quotas().BorrowedGpus(name));
     queue_figures_.Add({{"queue", q}, {"figure", "fair_share_score"}})
-        .Set(scheduler.Score(name).value);
+        .Set(scheduler.quotas().Score(name).value);
     queue_figures_.Add({{"queue", q}, {"figure", "decayed_usage_gpus"}})
-        .Set(scheduler.ledger().DecayedUsage(name));
+        .Set(scheduler.quotas().ledger().DecayedUsage(name));
   }
 }
 
