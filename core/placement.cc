@@ -243,7 +243,7 @@ class PodSetPlacer {
     if (model_index_ < 0) return 0;
     if (!gpus_bind_everywhere_ && !GpusBind(d.node_begin, d.node_end)) {
       int64_t pods = 0;
-      for (int i = d.node_begin; i < d.node_end; ++i) pods += NodePods(i);
+      ForEachNodeThatMayFit(domain, [&](int i) { pods += NodePods(i); });
       return pods;
     }
     int64_t pods = 0;
@@ -434,9 +434,9 @@ class PodSetPlacer {
     int64_t free = 0;
     if ((!gpus_bind_everywhere_ && !GpusBind(d.node_begin, d.node_end)) ||
         ExcludedPods(domain) > 0) {
-      for (int i = d.node_begin; i < d.node_end; ++i) {
+      ForEachNodeThatMayFit(domain, [&](int i) {
         if (NodePods(i) > 0) free += FreeGpus(i);
-      }
+      });
       return free;
     }
     for (int gpus = set_.gpus; gpus <= index_.max_gpus(); ++gpus) {
@@ -447,22 +447,44 @@ class PodSetPlacer {
 
   // Puts `count` pods into `domain` on the fewest nodes (the fewest_nodes
   // stage, placement_scorers.h). Costs a sort of the domain's nodes.
+  // Calls `visit(slot)` for every slot of `domain` that may hold a pod of
+  // the set, among others. Indexed, those are the READY nodes of the model
+  // with a pod's GPUs free, read from the free index's buckets (a nearly
+  // full fleet has few); otherwise every slot of the domain.
+  template <typename Visit>
+  void ForEachNodeThatMayFit(int domain, Visit visit) const {
+    const Fleet::Domain& d = fleet_.domains()[domain];
+    if (!indexed_) {
+      for (int i = d.node_begin; i < d.node_end; ++i) visit(i);
+      return;
+    }
+    if (model_index_ < 0) return;
+    for (int free = set_.gpus; free <= index_.max_gpus(); ++free) {
+      const absl::btree_set<int>& slots =
+          index_.SlotsWithFree(model_index_, free);
+      for (auto it = slots.lower_bound(d.node_begin);
+           it != slots.end() && *it < d.node_end; ++it) {
+        visit(*it);
+      }
+    }
+  }
+
   void FillFewestNodes(int domain, int64_t count) {
     if (first_fit_) {
       Fill(domain, count);
       return;
     }
-    const Fleet::Domain& d = fleet_.domains()[domain];
     std::map<int, int64_t> leaf_pods;
     std::vector<FewestNodesCandidate> nodes;
-    for (int i = d.node_begin; i < d.node_end; ++i) {
+    ForEachNodeThatMayFit(domain, [&](int i) {
       const int64_t pods = NodePods(i);
-      if (pods <= 0) continue;
+      if (pods <= 0) return;
       const int leaf = index_.LeafDomain(i);
       auto [it, added] = leaf_pods.try_emplace(leaf, 0);
       if (added) it->second = DomainPods(leaf);
       nodes.push_back({pods, it->second, FreeGpus(i), i, leaf});
-    }
+    });
+    // FewestNodes orders candidates totally: the order met does not count.
     for (const auto& [slot, pods] : FewestNodes(std::move(nodes), count)) {
       fills_.emplace_back(slot, static_cast<int>(pods));
     }
