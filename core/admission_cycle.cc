@@ -8,6 +8,7 @@
 #include "core/domain_score.h"
 #include "core/housekeeping.h"
 #include "core/preemptor.h"
+#include "core/scheduler_types.h"
 #include "core/spec_checks.h"
 
 namespace phalanx::core {

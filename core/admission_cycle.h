@@ -16,13 +16,13 @@
 #include "absl/time/time.h"
 #include "core/cycle_order.h"
 #include "core/node_score.h"
-#include "core/scheduler.h"
+#include "core/scheduler_state.h"
 
 namespace phalanx::core {
 
 class AdmissionCycle {
  public:
-  AdmissionCycle(Scheduler& s, absl::Time now) : s_(s), now_(now) {}
+  AdmissionCycle(SchedulerState& s, absl::Time now) : s_(s), now_(now) {}
   // Runs the cycle's phases, in the order their comments number them.
   void Run();
 
@@ -80,7 +80,7 @@ class AdmissionCycle {
   // Emits RESERVED events for new reservations; bumps the epoch on change.
   void AnnounceReservations(const std::vector<Reservation>& previous);
 
-  Scheduler& s_;
+  SchedulerState& s_;
   const absl::Time now_;
 };
 

@@ -10,13 +10,13 @@
 #define PHALANX_CORE_HOUSEKEEPING_H_
 
 #include "absl/time/time.h"
-#include "core/scheduler.h"
+#include "core/scheduler_state.h"
 
 namespace phalanx::core {
 
 class Housekeeping {
  public:
-  Housekeeping(Scheduler& s, absl::Time now) : s_(s), now_(now) {}
+  Housekeeping(SchedulerState& s, absl::Time now) : s_(s), now_(now) {}
   // Runs every step below, in this order.
   void Run();
 
@@ -32,7 +32,7 @@ class Housekeeping {
   // Moves gangs off DRAINING nodes whose deadline has come.
   void ExpireDrains();
 
-  Scheduler& s_;
+  SchedulerState& s_;
   const absl::Time now_;
 };
 

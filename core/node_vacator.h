@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "core/placement.h"
-#include "core/scheduler.h"
+#include "core/scheduler_state.h"
 
 namespace phalanx::core {
 
@@ -21,7 +21,7 @@ class NodeVacator {
  public:
   enum class Cause { kUnhealthy, kDrainDeadline, kUnhealthyGpu };
 
-  NodeVacator(Scheduler& s, absl::Time now) : s_(s), now_(now) {}
+  NodeVacator(SchedulerState& s, absl::Time now) : s_(s), now_(now) {}
 
   // Moves every gang off the nodes at `slots` (and any UNHEALTHY node),
   // highest priority first. PREEMPTING victims are always requeued: they
@@ -50,7 +50,7 @@ class NodeVacator {
   ModelGate RepairQuotaGate(const Gang& gang,
                             const std::vector<PodPlacement>& moved) const;
 
-  Scheduler& s_;
+  SchedulerState& s_;
   const absl::Time now_;
 };
 

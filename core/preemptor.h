@@ -26,13 +26,13 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "core/scheduler.h"
+#include "core/scheduler_state.h"
 
 namespace phalanx::core {
 
 class Preemptor {
  public:
-  Preemptor(Scheduler& s, absl::Time now) : s_(s), now_(now) {}
+  Preemptor(SchedulerState& s, absl::Time now) : s_(s), now_(now) {}
 
   // Picks the cheapest sufficient set of victims for `gang` and moves them
   // to PREEMPTING; returns the gang's pending reason, or nullopt (nothing
@@ -68,7 +68,7 @@ class Preemptor {
   std::vector<std::string> Start(const GangPtr& gang,
                                  const std::vector<GangPtr>& victims);
 
-  Scheduler& s_;
+  SchedulerState& s_;
   const absl::Time now_;
 };
 

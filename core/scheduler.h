@@ -1,7 +1,8 @@
 // Scheduler: the scheduling state and its commands, as pure logic
-// (docs/design.md §3–§4). A front over the owners of that state — the gang
-// table, the change log, the quota book, request keys, reservations,
-// preemptions, deadlines and fit caches — each the only writer of its own.
+// (docs/design.md §3–§4). A front over the owners of that state
+// (scheduler_state.h: the gang table, the change log, the quota book,
+// request keys, reservations, preemptions, deadlines and fit caches), each
+// the only writer of its own.
 // Commands validate, change state through the owners and record what
 // changed; RunCycle admits pending gangs all or nothing (admission_cycle.h);
 // TakeMutation hands the changes to the caller to persist. Time is always an
@@ -24,25 +25,20 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/change_log.h"
-#include "core/deadlines.h"
-#include "core/fit_cache.h"
 #include "core/fleet.h"
 #include "core/gang_table.h"
 #include "core/model.h"
 #include "core/placement.h"
-#include "core/preemption_book.h"
-#include "core/quota_book.h"
-#include "core/request_keys.h"
-#include "core/reservation_book.h"
+#include "core/reservation.h"
+#include "core/scheduler_state.h"
 #include "core/scheduler_types.h"
 #include "core/state_store.h"
 
 namespace phalanx::core {
 
-class Scheduler {
+class Scheduler : private SchedulerState {
  public:
-  explicit Scheduler(Config config = {});
+  explicit Scheduler(Config config = {}) : SchedulerState(std::move(config)) {}
 
   // Rebuilds a scheduler from persisted state: free capacity from placements.
   // Fails with FailedPrecondition, naming what is wrong, when an invariant is
@@ -125,60 +121,11 @@ class Scheduler {
   const QuotaBook& quotas() const { return quotas_; }
   const std::vector<Reservation>& reservations() const;
   const std::map<GangId, std::set<NodeId>>& held_for() const;
-  // Bumped whenever a pending gang could newly fit.
   int64_t capacity_epoch() const { return capacity_epoch_; }
-  // Gangs moved off failed or drained nodes since this process started, by
-  // (outcome: "repaired" | "evicted", cause: "unhealthy" | "drain_deadline").
-  using VacateCounts = std::map<std::pair<std::string, std::string>, int64_t>;
+  // Gangs moved off failed or drained nodes since this process started.
+  using VacateCounts = SchedulerState::VacateCounts;
   const VacateCounts& vacate_counts() const { return vacate_counts_; }
   const GangTable::Counts& gang_counts() const { return gangs_.counts(); }
-
- private:
-  // The phases that read and change several owners at once.
-  friend class AdmissionCycle;
-  friend class Housekeeping;
-  friend class NodeVacator;
-  friend class Preemptor;
-
-  // Stores `gang` and tells the owners that follow it (reservations, holds,
-  // victims, the change log).
-  GangPtr Put(Gang gang);
-  // Put with a new revision and an event of `type`.
-  GangPtr Transition(Gang gang, EventType type, absl::Time now);
-  // Frees the capacity `gang` holds (its placement stays, released).
-  void ReleaseCapacity(Gang& gang, absl::Time now);
-  void Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
-             absl::Time now);
-  void SetReason(const GangPtr& gang, ReasonCode code, std::string reason);
-  void FinishPreemption(Gang victim, absl::Time now);  // requeues it
-  void DeleteGang(const GangId& id);
-  // Moves the capacity epoch: pending gangs may newly fit.
-  void BumpEpoch();
-  void DropHolds(const GangId& preemptor);
-  // Sets a node's state (and drain deadline), recording `source` as who set
-  // it, without touching its gangs.
-  void MarkNode(int slot, NodeState state, absl::string_view reason,
-                std::optional<absl::Time> drain_deadline,
-                NodeStateSource source);
-  // Replaces the GPUs reported unhealthy on the node at `slot`; pods on
-  // newly unhealthy GPUs are repaired or evicted.
-  void MarkGpus(int slot, uint64_t unhealthy_mask, absl::string_view reason,
-                absl::Time now);
-  PlacementOptions OptionsFor(const Queue& queue) const;
-  const std::vector<int>& RestrictedSlots();
-
-  Config config_;
-  Fleet fleet_;
-  int64_t capacity_epoch_ = 0;
-  VacateCounts vacate_counts_;
-  ChangeLog log_;
-  GangTable gangs_;
-  QuotaBook quotas_;
-  RequestKeys requests_;
-  ReservationBook reservations_;
-  PreemptionBook preemptions_;
-  Deadlines deadlines_;
-  FitCache fits_;
 };
 
 }  // namespace phalanx::core
