@@ -205,6 +205,36 @@ def summary_table(pols, rows):
     return lines
 
 
+def median_table(pols, rows):
+    lines = ["### Median over the cells against slurm-like, per policy", "",
+             "Each cell: the median over the matrix's cells, and in brackets "
+             "in how many cells the policy is no worse than slurm-like (cells "
+             "where both are 0, or slurm-like is 0, left out of the ratios).",
+             "", "| policy | " + " | ".join(c for c, _, _ in SUMMARY) + " |",
+             "| --- |" + " --- |" * len(SUMMARY)]
+    for p in pols:
+        cells = []
+        for col, fn, end in SUMMARY:
+            vs = [fn(summary["policies"][p], summary["policies"]["slurm-like"])
+                  for _, summary, _ in rows]
+            vs = [v for v in vs if v is not None and v is not EQUAL
+                  and v != INF]
+            if not vs:
+                cells.append("–")
+                continue
+            vs.sort()
+            n = len(vs)
+            med = vs[n // 2] if n % 2 else (vs[n // 2 - 1] + vs[n // 2]) / 2
+            if end == "max":
+                ok = sum(1 for v in vs if v <= 1 + 1e-9)
+            else:
+                ok = sum(1 for v in vs if v >= -1e-9)
+            cells.append(f"{fmt(med, col)} ({ok}/{n})")
+        lines.append(f"| `{p}` | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
 def absolute_table(cands, rows):
     pols = BASELINES + [c for c in cands if c not in BASELINES]
     lines = ["### Absolute figures", "",
@@ -267,8 +297,10 @@ def main():
              "missed in that cell; – = no such jobs (Philly has no "
              f"priorities); {EQUAL}: both p95 waits are 0 (met: nothing "
              "can be lower).", ""]
-    lines += summary_table(
-        ["slurm-default"] + [c for c in cands if c not in BASELINES], rows)
+    compared = ["kueue-like", "slurm-default"] + [
+        c for c in cands if c not in BASELINES]
+    lines += summary_table(compared, rows)
+    lines += median_table(compared, rows)
     for cand in cands:
         lines += candidate_table(cand, rows)
     lines += ["Goals: " + "; ".join(f"{g[0]}: {g[1]}" for g in GOALS) + ".", ""]
