@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 namespace phalanx::core {
@@ -89,8 +90,11 @@ void CycleOrder::PushHead(const QueueName& name) {
     heads_.insert(HeadKey{0, {}, 0, key.submit_time, key.seq, name});
     return;
   }
+  // Aged in 64 bits and held to int: a priority near the top saturates.
+  const int64_t aged = int64_t{key.priority} + AgingLevels(key);
   const auto [before, after] =
-      TierKeys(admission_, key.priority + AgingLevels(key));
+      TierKeys(admission_, static_cast<int>(std::min<int64_t>(
+                               aged, std::numeric_limits<int>::max())));
   FairShareScore score = quotas_.Score(name);
   if (admission_.fair_share_size_credit > 0) {
     const GangPtr head = gangs_.At(key.handle);
