@@ -59,7 +59,7 @@ void AdmissionCycle::Run() {
   const int64_t& epoch = s_.capacity_epoch_;
   const Config& config = s_.config_;
   CycleOrder order(s_.gangs_, s_.quotas_, config.admission, epoch,
-                   CouldReserveNow());
+                   CouldReserveNow(), now_);
   GangPtr blocker;
   ReasonCode stopped_code = ReasonCode::kNone;
   std::string stopped_because;
@@ -376,6 +376,8 @@ bool AdmissionCycle::MayPreemptFrom(const Gang& gang) const {
   // one, but stays below the tier's bound.
   const AdmissionConfig& admission = config.admission;
   const int min_priority = config.preemption.min_preemptor_priority;
+  // With aging, a gang aged ahead may precede one of a higher priority.
+  if (admission.aging_per_hour > 0) return true;
   if (admission.ordering != Ordering::kPriorityFairShareAge ||
       gang.spec.priority >= min_priority) {
     return true;

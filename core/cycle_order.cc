@@ -1,5 +1,8 @@
 #include "core/cycle_order.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <tuple>
 
 namespace phalanx::core {
@@ -18,13 +21,14 @@ bool CycleOrder::CursorLess::operator()(const Cursor* a,
 
 CycleOrder::CycleOrder(const GangTable& gangs, const QuotaBook& quotas,
                        const AdmissionConfig& admission, const int64_t& epoch,
-                       CouldReserve could_reserve)
+                       CouldReserve could_reserve, absl::Time now)
     : gangs_(gangs),
       quotas_(quotas),
       admission_(admission),
       epoch_(epoch),
       submit_order_(admission.ordering == Ordering::kSubmitOrder),
-      could_reserve_(std::move(could_reserve)) {
+      could_reserve_(std::move(could_reserve)),
+      now_(now) {
   const auto& groups = gangs.pending().groups();
   cursors_.reserve(groups.size());
   for (const auto& [key, group] : groups) {
@@ -86,9 +90,29 @@ void CycleOrder::PushHead(const QueueName& name) {
     heads_.insert(HeadKey{0, {}, 0, key.submit_time, key.seq, name});
     return;
   }
-  const auto [before, after] = TierKeys(admission_, key.priority);
-  heads_.insert(HeadKey{before, quotas_.Score(name), after, key.submit_time,
-                        key.seq, name});
+  // Aged in 64 bits and held to int: a priority near the top saturates.
+  const int64_t aged = int64_t{key.priority} + AgingLevels(key);
+  const auto [before, after] =
+      TierKeys(admission_, static_cast<int>(std::min<int64_t>(
+                               aged, std::numeric_limits<int>::max())));
+  FairShareScore score = quotas_.Score(name);
+  if (admission_.fair_share_size_credit > 0) {
+    const GangPtr head = gangs_.At(key.handle);
+    score.value -= admission_.fair_share_size_credit *
+                   static_cast<double>(head->spec.TotalGpus());
+  }
+  heads_.insert(HeadKey{before, score, after, key.submit_time, key.seq, name});
+}
+
+int CycleOrder::AgingLevels(const PendingKey& key) const {
+  if (admission_.aging_per_hour <= 0 || now_ == absl::InfinitePast() ||
+      now_ <= key.submit_time) {
+    return 0;
+  }
+  const double levels =
+      absl::ToDoubleHours(now_ - key.submit_time) * admission_.aging_per_hour;
+  return static_cast<int>(
+      std::min<double>(std::floor(levels), admission_.aging_max_levels));
 }
 
 }  // namespace phalanx::core

@@ -3,7 +3,10 @@
 // pending groups are merged; queues are ranked by (-priority, fair-share
 // score) — or score first below a priority tier — then submit time and id.
 // A queue is re-scored after each of its gangs is offered, so one team's
-// burst cannot take the whole cycle. Members the cycle knows to fail are
+// burst cannot take the whole cycle. With AdmissionConfig::aging_per_hour a
+// head ranks as if its priority were higher by the levels its wait earned;
+// with fair_share_size_credit its queue's score is lowered by the credit ×
+// the head's GPUs. Members the cycle knows to fail are
 // passed over without being looked at, a whole group at a time.
 //
 // A view over the gang table and quota book for one cycle: valid while
@@ -34,9 +37,10 @@ class CycleOrder {
   // (it may make a reservation); null: offer every gang.
   using CouldReserve = std::function<bool(const PendingKey&)>;
 
+  // `now`: the cycle's time, for aging (InfinitePast: no aging).
   CycleOrder(const GangTable& gangs, const QuotaBook& quotas,
              const AdmissionConfig& admission, const int64_t& epoch,
-             CouldReserve could_reserve);
+             CouldReserve could_reserve, absl::Time now);
 
   struct Offer {
     GangPtr gang;
@@ -75,6 +79,8 @@ class CycleOrder {
   // Moves the cursor past members known to fail; whether it moved.
   bool PassOverKnownFailures(Cursor& cursor) const;
   void PushHead(const QueueName& name);
+  // The priority levels `key` earned by waiting until now_ (aging).
+  int AgingLevels(const PendingKey& key) const;
 
   const GangTable& gangs_;
   const QuotaBook& quotas_;
@@ -83,6 +89,7 @@ class CycleOrder {
   const int64_t& epoch_;
   const bool submit_order_;
   CouldReserve could_reserve_;
+  const absl::Time now_;
   std::vector<Cursor> cursors_;
   std::map<QueueName, Bucket> buckets_;
   std::set<HeadKey> heads_;

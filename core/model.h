@@ -220,6 +220,16 @@ struct AdmissionConfig {
   // every gang at or above it (those by priority first, as before). Lowest
   // (the default) = off: every priority is its own tier.
   int fair_share_first_below_priority = std::numeric_limits<int>::lowest();
+  // Aging across queues: a queue's head gang ranks as if its priority were
+  // higher by floor(hours waited × aging_per_hour), at most
+  // aging_max_levels higher. Its own queue's order is unchanged. 0 = off.
+  double aging_per_hour = 0;
+  int aging_max_levels = 1;
+  // Job-size credit in the fair-share order (as Slurm's
+  // PriorityWeightJobSize with PriorityFavorSmall=NO): a queue's score is
+  // lowered by this × the GPUs its head gang asks for, so a team's big
+  // gang is not put behind every small gang of a lighter team. 0 = off.
+  double fair_share_size_credit = 0;
   bool operator==(const AdmissionConfig&) const = default;
 };
 

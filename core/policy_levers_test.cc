@@ -1,7 +1,9 @@
-// The fair-share tier and reservation window levers, each switched by its own
-// config field: a fair-share tier below a priority bound
-// (admission.fair_share_first_below_priority) and a reservation time window
-// like Slurm's bf_window (reservation.window). Table tests: the order keys,
+// The fair-share tier, aging, job-size credit and reservation window levers,
+// each switched by its own config field: a fair-share tier below a priority
+// bound (admission.fair_share_first_below_priority), aging across queues
+// (admission.aging_per_hour), a size credit in the fair-share order
+// (admission.fair_share_size_credit) and a reservation time window like
+// Slurm's bf_window (reservation.window). Table tests: the order keys,
 // which gang a cycle admits, and when a reservation is made.
 #include <string>
 
@@ -259,6 +261,47 @@ TEST_F(LeversTest, TableDomainEndTimePacking) {
     // Nodes are "H100-<block><rack><node>".
     EXPECT_EQ(placed->placement[0].node.value().substr(6, 1),
               c.rack.substr(3, 1));
+  }
+}
+
+// Two 8-GPU nodes, both held by queue a's gangs; then one ends. Waiting:
+// a's 8-GPU gang (3 h old, a has the higher usage) and b's new 4-GPU gang;
+// the first in line takes the free node and the other no longer fits.
+TEST_F(LeversTest, TableAgingAndSizeCreditLiftTheHeavierQueuesGang) {
+  struct Case {
+    std::string name;
+    double aging_per_hour;
+    double size_credit;
+    bool heavier_queue_first;
+  } cases[] = {
+      {"default: b's lower usage first", 0, 0, false},
+      {"aging 1 level an hour: a's 3-hour wait lifts it", 1, 0, true},
+      {"aging 0.1 an hour: not a level yet", 0.1, 0, false},
+      {"size credit 3: a's 8 GPUs outweigh its usage", 0, 3, true},
+      {"size credit 0.5: not enough", 0, 0.5, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    now_ = kT0;
+    Config config;
+    config.admission.aging_per_hour = c.aging_per_hour;
+    config.admission.fair_share_size_credit = c.size_credit;
+    config.preemption.enabled = false;
+    config.reservation.depth = 0;
+    Init(config, 2);
+    GangPtr stays = Submit(Spec("a").Pods(1, 8));
+    GangPtr ends = Submit(Spec("a").Pods(1, 8));
+    Cycle();
+    ASSERT_EQ(StateOf(ends), GangState::kAdmitted);
+    GangPtr heavier = Submit(Spec("a").Pods(1, 8));
+    Cycle();
+    ASSERT_EQ(StateOf(heavier), GangState::kPending);
+    now_ += absl::Hours(3);
+    GangPtr lighter = Submit(Spec("b").Pods(1, 4));
+    ASSERT_TRUE(scheduler_->Cancel(ends->id, "test", now_).ok());
+    Cycle();
+    EXPECT_EQ(StateOf(heavier) == GangState::kAdmitted, c.heavier_queue_first);
+    EXPECT_EQ(StateOf(lighter) == GangState::kAdmitted, !c.heavier_queue_first);
   }
 }
 

@@ -261,8 +261,9 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
   explanation.reason_code = gang->reason_code;
   explanation.reason = gang->reason;
   // Where it stands in the order a cycle would consider pending gangs now.
-  CycleOrder order(gangs_, quotas_, config_.admission, capacity_epoch_,
-                   nullptr);
+  // Without a cycle's time, the position leaves aging out.
+  CycleOrder order(gangs_, quotas_, config_.admission, capacity_epoch_, nullptr,
+                   absl::InfinitePast());
   for (auto offer = order.Next(); offer.gang != nullptr; offer = order.Next()) {
     ++explanation.position;
     if (offer.gang->spec.queue == gang->spec.queue) {

@@ -431,6 +431,15 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   if (config.reservation.after < absl::ZeroDuration()) {
     return Bad(f + ".reservation.after", "must be >= 0");
   }
+  if (!(config.admission.aging_per_hour >= 0)) {
+    return Bad(f + ".admission.aging_per_hour", "must be >= 0");
+  }
+  if (config.admission.aging_max_levels < 0) {
+    return Bad(f + ".admission.aging_max_levels", "must be >= 0");
+  }
+  if (!(config.admission.fair_share_size_credit >= 0)) {
+    return Bad(f + ".admission.fair_share_size_credit", "must be >= 0");
+  }
   if (config.reservation.window < absl::ZeroDuration()) {
     return Bad(f + ".reservation.window", "must be >= 0");
   }

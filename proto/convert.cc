@@ -528,6 +528,16 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
     out.admission.fair_share_first_below_priority =
         in.admission().fair_share_first_below_priority();
   }
+  if (in.admission().has_aging_per_hour()) {
+    out.admission.aging_per_hour = in.admission().aging_per_hour();
+  }
+  if (in.admission().has_aging_max_levels()) {
+    out.admission.aging_max_levels = in.admission().aging_max_levels();
+  }
+  if (in.admission().has_fair_share_size_credit()) {
+    out.admission.fair_share_size_credit =
+        in.admission().fair_share_size_credit();
+  }
   const pb::ReservationConfig& reservation = in.reservation();
   if (reservation.disabled()) {
     out.reservation.depth = 0;
@@ -645,6 +655,16 @@ void ToProto(const core::Config& in, pb::Config* out) {
       in.admission.accept_unfit_gangs);
   out->mutable_admission()->set_fair_share_first_below_priority(
       in.admission.fair_share_first_below_priority);
+  // Written only when on, so a default configuration reads as before.
+  if (in.admission.aging_per_hour != 0) {
+    out->mutable_admission()->set_aging_per_hour(in.admission.aging_per_hour);
+    out->mutable_admission()->set_aging_max_levels(
+        in.admission.aging_max_levels);
+  }
+  if (in.admission.fair_share_size_credit != 0) {
+    out->mutable_admission()->set_fair_share_size_credit(
+        in.admission.fair_share_size_credit);
+  }
   out->mutable_reservation()->set_depth(in.reservation.depth);
   out->mutable_reservation()->set_disabled(in.reservation.depth == 0);
   out->mutable_reservation()->set_min_priority(in.reservation.min_priority);

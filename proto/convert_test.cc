@@ -194,6 +194,9 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
   config.preemption.min_preemptor_priority = 7;
   config.preemption.max_victim_loss = absl::Minutes(10);
   config.admission.fair_share_first_below_priority = 2;
+  config.admission.aging_per_hour = 0.25;
+  config.admission.aging_max_levels = 3;
+  config.admission.fair_share_size_credit = 1.5;
   config.reservation.window = absl::Hours(24);
   config.placement.domain_end_time_packing =
       !config.placement.domain_end_time_packing;
@@ -218,6 +221,15 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
   EXPECT_EQ(defaults->admission.fair_share_first_below_priority,
             core::AdmissionConfig().fair_share_first_below_priority);
   EXPECT_EQ(defaults->reservation.window, absl::ZeroDuration());
+  EXPECT_EQ(defaults->admission.aging_per_hour, 0);
+  EXPECT_EQ(defaults->admission.aging_max_levels, 1);
+  EXPECT_EQ(defaults->admission.fair_share_size_credit, 0);
+  // A default configuration writes none of them.
+  pb::Config written;
+  ToProto(core::Config(), &written);
+  EXPECT_FALSE(written.admission().has_aging_per_hour());
+  EXPECT_FALSE(written.admission().has_aging_max_levels());
+  EXPECT_FALSE(written.admission().has_fair_share_size_credit());
 }
 
 TEST(ConvertTest, NodeDrainDeadlineRoundTrips) {

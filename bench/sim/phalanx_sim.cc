@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/flags.h"
+#include "bench/sim/compare.h"
 #include "bench/sim/progress.h"
 #include "bench/sim/replay.h"
 #include "bench/sim/report.h"
@@ -36,6 +37,9 @@ ABSL_FLAG(std::string, trace, "",
 ABSL_FLAG(std::string, synthetic, "",
           "seed of the synthetic LLM-lab workload (instead of --trace)");
 ABSL_FLAG(double, days, 14, "days of synthetic arrivals");
+ABSL_FLAG(std::string, profile, "lab",
+          "synthetic mix: lab, or half-fleet (pretrain gangs of 1/4 and 1/2 "
+          "of the fleet)");
 ABSL_FLAG(double, load, 0.95,
           "synthetic mean demand as a fraction of the fleet's GPUs");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the runtime estimates");
@@ -49,7 +53,8 @@ ABSL_FLAG(std::string, gpu_model, "H100", "GPU model of every node");
 ABSL_FLAG(std::string, fleet, "",
           "fleet file (proto3 JSON of phalanx.v1.UpsertNodesRequest) instead "
           "of --nodes etc.");
-ABSL_FLAG(std::string, policies, "fifo,kueue-like,slurm-like,phalanx",
+ABSL_FLAG(std::string, policies,
+          "fifo,kueue-like,slurm-like,slurm-default,phalanx",
           "comma list of policies to compare");
 ABSL_FLAG(std::string, out, "sim-out", "output directory");
 ABSL_FLAG(int, jobs, 2,
@@ -71,6 +76,12 @@ ABSL_FLAG(double, node_mtbf_hours, 0,
 ABSL_FLAG(double, node_repair_hours, 4,
           "hours a failed node stays UNHEALTHY before it is READY again");
 ABSL_FLAG(uint64_t, failure_seed, 1, "seed of the node failure times");
+ABSL_FLAG(std::string, compare, "",
+          "A,B: replay policies A and B (instead of --policies), write "
+          "compare.csv (every job's wait under each) and compare.md (what "
+          "held the jobs that waited longest more under A)");
+ABSL_FLAG(int, compare_top, 10,
+          "with --compare: how many jobs compare.md explains");
 ABSL_FLAG(bool, event_log, false,
           "also write events-<policy>.csv: every admission, preemption, "
           "requeue and eviction with the gang's reason");
@@ -114,7 +125,19 @@ absl::StatusOr<std::vector<TraceJob>> LoadJobs(const SimFleet& fleet,
     }
     options.days = absl::GetFlag(FLAGS_days);
     options.load = absl::GetFlag(FLAGS_load);
+    const std::string profile = absl::GetFlag(FLAGS_profile);
+    if (profile == "half-fleet") {
+      options.profile = SyntheticProfile::kHalfFleet;
+      meta.synthetic_profile = profile;
+    } else if (profile != "lab") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--profile: \"", profile.substr(0, 64), "\" is lab or half-fleet"));
+    }
     options.fleet_gpus = fleet.TotalGpus();
+    // The half-fleet profile sizes its largest gangs by the fleet.
+    if (options.profile == SyntheticProfile::kHalfFleet) {
+      options.max_gang_gpus = static_cast<int>(fleet.TotalGpus());
+    }
     options.max_gang_gpus = static_cast<int>(
         std::min<int64_t>(options.max_gang_gpus, fleet.TotalGpus()));
     meta.trace = "synthetic";
@@ -170,10 +193,12 @@ absl::Duration BucketWidth(const RunMeta& meta) {
 }
 
 // Replays `workload` under `config` with a progress bar, stopping at the
-// --max-policy-seconds limit (Cancelled).
+// --max-policy-seconds limit (Cancelled); gathers the holders of
+// `explain_jobs`.
 absl::StatusOr<ReplayResult> ReplayWithProgress(
     const std::string& name, const core::Config& config, const SimFleet& fleet,
-    const Workload& workload, const RunMeta& meta, absl::Time start) {
+    const Workload& workload, const RunMeta& meta, absl::Time start,
+    std::vector<int> explain_jobs = {}) {
   ProgressBar bar(name, absl::GetFlag(FLAGS_progress)
                             ? absl::Seconds(2)
                             : absl::InfiniteDuration());
@@ -187,6 +212,7 @@ absl::StatusOr<ReplayResult> ReplayWithProgress(
   options.node_mtbf = absl::Hours(absl::GetFlag(FLAGS_node_mtbf_hours));
   options.node_repair = absl::Hours(absl::GetFlag(FLAGS_node_repair_hours));
   options.failure_seed = absl::GetFlag(FLAGS_failure_seed);
+  options.explain_jobs = std::move(explain_jobs);
   options.progress = [&](int64_t done, int64_t total) {
     bar.Update(done, total);
     return absl::Now() < deadline;  // one clock read a cycle: negligible
@@ -224,6 +250,7 @@ absl::StatusOr<PolicyOutcome> RunPolicy(const std::string& name,
   outcome.metrics = result->metrics;
   outcome.metrics->sim_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   outcome.series = std::move(result->series);
+  outcome.waits = std::move(result->waits);
   if (!result->events.empty()) {
     outcome.events_csv =
         EventsCsv(result->events, workload.jobs, meta.first_submit);
@@ -236,9 +263,78 @@ absl::StatusOr<PolicyOutcome> RunPolicy(const std::string& name,
   return outcome;
 }
 
+// Replays `outcome`'s policy again gathering the holders of `jobs`, and
+// checks that it decided alike (the same waits).
+absl::StatusOr<std::vector<HoldReport>> HoldersUnder(
+    const PolicyOutcome& outcome, const std::vector<int>& jobs,
+    const SimFleet& fleet, const Workload& workload, const RunMeta& meta) {
+  core::Config base;
+  base.topology_levels = fleet.levels;
+  absl::StatusOr<core::Config> config = PolicyConfig(outcome.name, base);
+  if (!config.ok()) return config.status();
+  absl::StatusOr<ReplayResult> again =
+      ReplayWithProgress(outcome.name + " (holders)", *config, fleet, workload,
+                         meta, absl::Now(), jobs);
+  if (!again.ok()) return again.status();
+  if (again->waits != outcome.waits) {
+    return absl::InternalError(
+        absl::StrCat("--compare: gathering holders under ", outcome.name,
+                     " changed a decision (the waits differ)"));
+  }
+  return std::move(again->holds);
+}
+
+// With --compare A,B: finds the jobs that waited longest more under A,
+// gathers what held them under A and under B, and writes compare.csv and
+// compare.md into `out`.
+absl::Status WriteComparison(const std::string& out, const SimFleet& fleet,
+                             const Workload& workload, const RunMeta& meta,
+                             const std::vector<PolicyOutcome>& outcomes) {
+  const PolicyOutcome& a = outcomes[0];
+  const PolicyOutcome& b = outcomes[1];
+  if (!a.metrics || !b.metrics) {
+    return absl::FailedPreconditionError(
+        "--compare: both policies must finish (see --max-policy-seconds)");
+  }
+  const std::vector<int> worse = WaitedLongerUnderA(
+      a.waits, b.waits, std::max(0, absl::GetFlag(FLAGS_compare_top)));
+  absl::StatusOr<std::vector<HoldReport>> under_a =
+      HoldersUnder(a, worse, fleet, workload, meta);
+  if (!under_a.ok()) return under_a.status();
+  absl::StatusOr<std::vector<HoldReport>> under_b =
+      HoldersUnder(b, worse, fleet, workload, meta);
+  if (!under_b.ok()) return under_b.status();
+  if (absl::Status s =
+          WriteFile(absl::StrCat(out, "/compare.csv"),
+                    CompareCsv(a.name, b.name, workload.jobs, a.waits, b.waits,
+                               meta.first_submit));
+      !s.ok()) {
+    return s;
+  }
+  return WriteFile(absl::StrCat(out, "/compare.md"),
+                   CompareMarkdown(a.name, b.name, workload.jobs, a.waits,
+                                   b.waits, *under_a, *under_b, /*top=*/8));
+}
+
+// The policies to replay: --compare's two, else --policies.
+absl::StatusOr<std::vector<std::string>> PolicyList() {
+  const std::string compare = absl::GetFlag(FLAGS_compare);
+  if (compare.empty()) {
+    return std::vector<std::string>(
+        absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty()));
+  }
+  std::vector<std::string> names = absl::StrSplit(compare, ',');
+  if (names.size() != 2 || names[0].empty() || names[1].empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--compare: \"", compare.substr(0, 64), "\" is not A,B"));
+  }
+  return names;
+}
+
 absl::Status Main() {
-  std::vector<std::string> names =
-      absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty());
+  absl::StatusOr<std::vector<std::string>> listed = PolicyList();
+  if (!listed.ok()) return listed.status();
+  const std::vector<std::string> names = *std::move(listed);
   for (const std::string& name : names) {
     if (absl::StatusOr<core::Config> c = PolicyConfig(name, {}); !c.ok()) {
       return absl::InvalidArgumentError(
@@ -286,6 +382,10 @@ absl::Status Main() {
   }
   const std::string out = absl::GetFlag(FLAGS_out);
   if (absl::Status s = WriteReports(out, meta, outcomes); !s.ok()) return s;
+  if (!absl::GetFlag(FLAGS_compare).empty()) {
+    absl::Status s = WriteComparison(out, *fleet, workload, meta, outcomes);
+    if (!s.ok()) return s;
+  }
   std::string plot;
   if (absl::GetFlag(FLAGS_plot)) {
     absl::Status s = RunPlot(absl::GetFlag(FLAGS_python),

@@ -11,9 +11,11 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bench/sim/sim_random.h"
 #include "core/fleet_report.h"
+#include "core/reason.h"
 #include "core/scheduler.h"
 #include "core/validate.h"
 
@@ -116,6 +118,13 @@ class Engine {
   void AddPending(const JobRun& job, int sign);
   FleetSample Sample() const;
   void MaybeTick(absl::Time now);
+  // HoldTracker feeds (only for ReplayOptions::explain_jobs).
+  void ObserveHolds(absl::Time now);
+  std::vector<std::string> HoldersOf(const core::Gang& gang) const;
+  void NotePassed(int index, const core::Gang& gang);
+  void NotePreempted(int index, const core::Gang& gang);
+  int JobOfGang(const core::GangId& id) const;
+  std::string Describe(int index) const;
 
   const core::Config& config_;
   const SimFleet& fleet_;
@@ -141,6 +150,8 @@ class Engine {
   int idle_cycles_ = 0;
   MetricsAccumulator metrics_;
   std::vector<EventRecord> events_;
+  std::vector<std::optional<absl::Duration>> waits_;
+  HoldTracker holds_;
 };
 
 // Job indices by submit time, file order breaking ties.
@@ -173,7 +184,9 @@ Engine::Engine(const core::Config& config, const SimFleet& fleet,
       job_of_seq_(1, -1),
       metrics_(SubmitAt(workload, arrival_order_, false),
                SubmitAt(workload, arrival_order_, true), fleet.TotalGpus(),
-               static_cast<int>(teams_.size()), options.bucket_width) {}
+               static_cast<int>(teams_.size()), options.bucket_width),
+      waits_(workload.jobs.size()),
+      holds_(options.explain_jobs) {}
 
 absl::Status Engine::Setup() {
   if (absl::Status s = core::ValidateConfig(config_, "config"); !s.ok()) {
@@ -262,6 +275,8 @@ absl::StatusOr<ReplayResult> Engine::Run() {
   result.metrics = metrics_.Finish();
   result.series = metrics_.Series();
   result.events = std::move(events_);
+  result.waits = std::move(waits_);
+  result.holds = holds_.Finish();
   return result;
 }
 
@@ -277,6 +292,7 @@ absl::StatusOr<bool> Engine::Step(absl::Time now) {
   if (cycle) scheduler_.RunCycle(now);
   core::Mutation mutation = scheduler_.TakeMutation();
   for (const core::Event& event : mutation.events) HandleEvent(event);
+  if (cycle && !holds_.jobs().empty()) ObserveHolds(now);
   return cycle;
 }
 
@@ -419,11 +435,17 @@ void Engine::HandleEvent(const core::Event& event) {
   if (index < 0) return;
   JobRun& job = jobs_[index];
   if (options_.record_events) Record(event, index);
+  const bool stops_waiting = event.type == core::EventType::kAdmitted ||
+                             event.type == core::EventType::kFailed ||
+                             event.type == core::EventType::kCancelled;
+  if (stops_waiting) holds_.Leave(index, event.time);
   switch (event.type) {
     case core::EventType::kAdmitted:
+      if (!holds_.jobs().empty()) NotePassed(index, *event.gang);
       OnAdmitted(job, index, *event.gang, event.time);
       break;
     case core::EventType::kPreempting:
+      if (holds_.Tracks(index)) NotePreempted(index, *event.gang);
       OnPreempting(job, index, event.time);
       break;
     case core::EventType::kRepaired:
@@ -443,6 +465,7 @@ void Engine::HandleEvent(const core::Event& event) {
       metrics_.AddFinished();
       metrics_.AddWait(job.waited, workload_.jobs[index].gpus,
                        workload_.jobs[index].priority);
+      waits_[index] = job.waited;
       job.phase = Phase::kDone;
       ++done_;
       break;
@@ -662,6 +685,105 @@ void Engine::MaybeTick(absl::Time now) {
       std::max(config_.cycle_interval, absl::Seconds(1)) *
       (int64_t{1} << std::min(idle_cycles_, 12));
   timers_.push(Timer{now + step, Timer::kTick, -1, 0});
+}
+
+// Every tracked job still waiting gets the holders this cycle left it with.
+void Engine::ObserveHolds(absl::Time now) {
+  for (int index : holds_.jobs()) {
+    const JobRun& job = jobs_[index];
+    if (job.phase != Phase::kPending || job.gang.empty()) continue;
+    const core::GangPtr gang = scheduler_.FindGang(job.gang);
+    if (gang == nullptr) continue;
+    holds_.Observe(index, now, HoldersOf(*gang));
+  }
+}
+
+// A gang waiting on its own reservation is held by the gangs running on the
+// reserved nodes; a gang that does not fit (or may not backfill) by the
+// reservations core holds for other gangs, which stand ahead of it in line.
+std::vector<std::string> Engine::HoldersOf(const core::Gang& gang) const {
+  const std::string code = core::ReasonCodeName(gang.reason_code);
+  switch (gang.reason_code) {
+    case core::ReasonCode::kReserved: {
+      std::set<int> running;
+      for (const core::Reservation& r : scheduler_.reservations()) {
+        if (r.gang != gang.id) continue;
+        for (const core::NodeId& node : r.nodes) {
+          const int slot = scheduler_.fleet().Find(node);
+          if (slot < 0) continue;
+          for (const core::GangPtr& on : scheduler_.GangsOn(slot)) {
+            running.insert(JobOfGang(on->id));
+          }
+        }
+      }
+      std::vector<std::string> holders;
+      for (int other : running) {
+        holders.push_back(
+            absl::StrCat("RESERVED, waiting for ", Describe(other), " to end"));
+      }
+      if (holders.empty()) holders.push_back("RESERVED");
+      return holders;
+    }
+    case core::ReasonCode::kNoFit:
+    case core::ReasonCode::kBlockedByReservation:
+    case core::ReasonCode::kWaiting:
+    case core::ReasonCode::kRequeued:
+    case core::ReasonCode::kEvicted: {
+      std::vector<std::string> holders;
+      for (const core::Reservation& r : scheduler_.reservations()) {
+        if (r.gang == gang.id) continue;
+        holders.push_back(absl::StrCat(
+            code, ", planned ahead: ", Describe(JobOfGang(r.gang))));
+      }
+      if (holders.empty())
+        holders.push_back(absl::StrCat(code, ", no plan ahead"));
+      return holders;
+    }
+    default:
+      return {code};
+  }
+}
+
+// Gangs submitted after a tracked job that is still waiting were admitted
+// ahead of it.
+void Engine::NotePassed(int index, const core::Gang& gang) {
+  const TraceJob& passer = workload_.jobs[index];
+  for (int waiting : holds_.jobs()) {
+    const JobRun& job = jobs_[waiting];
+    const TraceJob& held = workload_.jobs[waiting];
+    if (waiting == index || job.phase != Phase::kPending ||
+        passer.submit_time <= held.submit_time) {
+      continue;
+    }
+    const char* relation = passer.priority > held.priority    ? "higher"
+                           : passer.priority == held.priority ? "same"
+                                                              : "lower";
+    holds_.Passed(waiting, passer.team, relation, gang.spec.TotalGpus(),
+                  passer.duration);
+  }
+}
+
+// The reason core gives a victim is "PREEMPTED by <gang id>".
+void Engine::NotePreempted(int index, const core::Gang& gang) {
+  constexpr absl::string_view kPrefix = "PREEMPTED by ";
+  int by = -1;
+  if (absl::StartsWith(gang.reason, kPrefix)) {
+    by = JobOfGang(core::GangId(gang.reason.substr(kPrefix.size())));
+  }
+  holds_.Preempted(index, by);
+}
+
+int Engine::JobOfGang(const core::GangId& id) const {
+  const int64_t seq = core::GangSeq(id);
+  if (seq <= 0 || seq >= static_cast<int64_t>(job_of_seq_.size())) return -1;
+  return job_of_seq_[seq];
+}
+
+std::string Engine::Describe(int index) const {
+  if (index < 0) return "a gang outside the trace";
+  const TraceJob& job = workload_.jobs[index];
+  return absl::StrCat("job ", job.line > 0 ? job.line : index, " (", job.team,
+                      ", ", job.gpus, " GPUs, priority ", job.priority, ")");
 }
 
 }  // namespace

@@ -27,11 +27,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "bench/sim/hold_tracker.h"
 #include "bench/sim/sim_fleet.h"
 #include "bench/sim/sim_metrics.h"
 #include "bench/sim/trace.h"
@@ -81,6 +83,11 @@ struct ReplayResult {
   std::vector<SeriesRow> series;
   std::vector<EventRecord> events;  // empty unless record_events
   int64_t steps = 0;                // admission cycles run
+  // Per job (Workload::jobs order): its total wait when it finished, else
+  // nullopt (refused, failed, cancelled).
+  std::vector<std::optional<absl::Duration>> waits;
+  // What held each of ReplayOptions::explain_jobs, in that order.
+  std::vector<HoldReport> holds;
 };
 
 // Called after each step with the jobs done (finished or refused) of
@@ -108,6 +115,9 @@ struct ReplayOptions {
   // Check after every event that no GPU is held by two jobs and none on an
   // UNHEALTHY node (for tests; costs a map update per placement).
   bool check_gpus = false;
+  // Jobs (indices into Workload::jobs) whose holders to gather after every
+  // cycle (HoldTracker); reading them changes no decision.
+  std::vector<int> explain_jobs;
 };
 
 // Replays `workload` on `fleet` under `config` (its topology_levels must be

@@ -358,5 +358,30 @@ TEST(ReplayTest, SameInputsSameResult) {
   }
 }
 
+// A two-node gang of team b waits for team a's three-node job ahead of it
+// (four nodes, one free): under slurm-like it reserves, and the tracker
+// charges its whole wait to the job running on its reserved nodes.
+// Gathering holders decides alike.
+TEST(ReplayTest, ExplainedJobIsHeldByTheJobOnItsReservedNodes) {
+  const SimFleet fleet = Fleet(4);
+  const Workload w = Load({Job(0, 1000, 24, "a"), Job(10, 100, 16, "b")});
+  const core::Config config = PolicyOn("slurm-like", fleet);
+  ReplayOptions options = Every(absl::Minutes(10));
+  auto plain = Replay(config, fleet, w, options);
+  options.explain_jobs = {1};
+  auto explained = Replay(config, fleet, w, options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(explained.ok()) << explained.status();
+  EXPECT_EQ(plain->waits, explained->waits);
+  EXPECT_TRUE(plain->holds.empty());
+  ASSERT_EQ(explained->holds.size(), 1u);
+  ASSERT_TRUE(explained->waits[1].has_value());
+  EXPECT_EQ(*explained->waits[1], absl::Seconds(990));
+  EXPECT_THAT(explained->holds[0].held,
+              ElementsAre(Pair("RESERVED, waiting for job 0 (a, 24 GPUs, "
+                               "priority 0) to end",
+                               absl::Seconds(990))));
+}
+
 }  // namespace
 }  // namespace phalanx::bench

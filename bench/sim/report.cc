@@ -72,6 +72,9 @@ Json MetaJson(const RunMeta& meta) {
   if (meta.synthetic_seed) {
     json["synthetic_load"] = Number(meta.synthetic_load);
   }
+  if (!meta.synthetic_profile.empty()) {
+    json["synthetic_profile"] = meta.synthetic_profile;
+  }
   json["checkpoint_interval_s"] = Number(meta.checkpoint_interval_s);
   json["node_mtbf_hours"] = Number(meta.node_mtbf_hours);
   json["node_repair_hours"] = Number(meta.node_repair_hours);
@@ -92,6 +95,18 @@ Json MetaJson(const RunMeta& meta) {
 std::string Status(const PolicyOutcome& outcome) {
   if (outcome.metrics) return "ok";
   return outcome.not_finished ? "not finished" : "unavailable";
+}
+
+// {"1-8": seconds or null, ...}; null without metrics.
+Json LongestBySizeJson(const std::optional<PolicyMetrics>& m) {
+  if (!m) return nullptr;
+  Json json = Json::object();
+  for (int i = 0; i < kSizeClassCount; ++i) {
+    const auto& longest = m->longest_wait_seconds_by_size;
+    json[kSizeClasses[i].name] = OptionalNumber(
+        i < static_cast<int>(longest.size()) ? longest[i] : std::nullopt);
+  }
+  return json;
 }
 
 // One policy's entry; every metric is null when it has no metrics.
@@ -123,6 +138,11 @@ Json PolicyJson(const PolicyOutcome& outcome) {
   distribution("large_wait_seconds", &PolicyMetrics::large_wait_seconds);
   distribution("high_priority_wait_seconds",
                &PolicyMetrics::high_priority_wait_seconds);
+  distribution("quarter_fleet_wait_seconds",
+               &PolicyMetrics::quarter_fleet_wait_seconds);
+  optional("quarter_fleet_longest_wait_seconds",
+           &PolicyMetrics::quarter_fleet_longest_wait_seconds);
+  json["longest_wait_seconds_by_size"] = LongestBySizeJson(m);
   optional("fragmentation_node", &PolicyMetrics::fragmentation_node);
   number("blocked_gpu_hours", &PolicyMetrics::blocked_gpu_hours);
   optional("goodput_utilization", &PolicyMetrics::goodput_utilization);
@@ -149,6 +169,15 @@ std::string Hours(const std::optional<Distribution>& d) {
                          d->p50 / 3600, d->p95 / 3600, d->p99 / 3600);
 }
 
+std::string LongestBySize(const PolicyMetrics& m) {
+  std::vector<std::string> cells;
+  for (const std::optional<double>& s : m.longest_wait_seconds_by_size) {
+    cells.push_back(
+        Fixed(s ? std::optional<double>(*s / 3600) : std::nullopt, 1));
+  }
+  return absl::StrJoin(cells, " / ");
+}
+
 using Cell = std::function<std::string(const PolicyMetrics&)>;
 
 const std::vector<std::pair<std::string, Cell>>& Rows() {
@@ -171,6 +200,20 @@ const std::vector<std::pair<std::string, Cell>>& Rows() {
        [](const PolicyMetrics& m) {
          return Hours(m.high_priority_wait_seconds);
        }},
+      {"≥¼-fleet wait h (longest)",
+       [](const PolicyMetrics& m) {
+         return absl::StrCat(
+             Hours(m.quarter_fleet_wait_seconds), " (",
+             Fixed(m.quarter_fleet_longest_wait_seconds
+                       ? std::optional<double>(
+                             *m.quarter_fleet_longest_wait_seconds / 3600)
+                       : std::nullopt,
+                   2),
+             ")");
+       }},
+      {"longest wait h by GPUs: 1-8 / 9-63 / 64-255 / 256-511 / 512-1023 / "
+       "1024+",
+       [](const PolicyMetrics& m) { return LongestBySize(m); }},
       {"node fragmentation",
        [](const PolicyMetrics& m) { return Fixed(m.fragmentation_node, 3); }},
       {"blocked GPU-hours",
@@ -194,17 +237,6 @@ const std::vector<std::pair<std::string, Cell>>& Rows() {
        [](const PolicyMetrics& m) { return Fixed(m.sim_seconds, 1); }},
   };
   return *rows;
-}
-
-absl::Status WriteFile(const std::filesystem::path& path,
-                       const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) {
-    return absl::InternalError(absl::StrCat(path.string(), ": cannot write"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -294,6 +326,16 @@ std::string EventsCsv(const std::vector<EventRecord>& events,
   return csv;
 }
 
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    return absl::InternalError(absl::StrCat(path, ": cannot write"));
+  }
+  return absl::OkStatus();
+}
+
 std::string SeriesFileName(const std::string& policy) {
   return absl::StrCat("timeseries-", policy, ".csv");
 }
@@ -307,26 +349,27 @@ absl::Status WriteReports(const std::string& dir, const RunMeta& meta,
         absl::StrCat(dir, ": cannot create: ", error.message()));
   }
   const std::filesystem::path base(dir);
-  if (absl::Status s =
-          WriteFile(base / "summary.json", SummaryJson(meta, outcomes));
+  if (absl::Status s = WriteFile((base / "summary.json").string(),
+                                 SummaryJson(meta, outcomes));
       !s.ok()) {
     return s;
   }
-  if (absl::Status s =
-          WriteFile(base / "summary.md", SummaryMarkdown(meta, outcomes));
+  if (absl::Status s = WriteFile((base / "summary.md").string(),
+                                 SummaryMarkdown(meta, outcomes));
       !s.ok()) {
     return s;
   }
   for (const PolicyOutcome& o : outcomes) {
     if (!o.metrics) continue;
-    if (absl::Status s =
-            WriteFile(base / SeriesFileName(o.name), SeriesCsv(o.series));
+    if (absl::Status s = WriteFile((base / SeriesFileName(o.name)).string(),
+                                   SeriesCsv(o.series));
         !s.ok()) {
       return s;
     }
     if (o.events_csv.empty()) continue;
-    if (absl::Status s = WriteFile(
-            base / absl::StrCat("events-", o.name, ".csv"), o.events_csv);
+    if (absl::Status s =
+            WriteFile((base / absl::StrCat("events-", o.name, ".csv")).string(),
+                      o.events_csv);
         !s.ok()) {
       return s;
     }

@@ -24,6 +24,7 @@ struct RunMeta {
   std::optional<uint64_t> synthetic_seed;
   double synthetic_days = 0;
   double synthetic_load = 0;
+  std::string synthetic_profile;     // "" for the default mix (lab)
   uint64_t seed = 0;                 // of the runtime estimates
   double checkpoint_interval_s = 0;  // the default; 0 = never
   double node_mtbf_hours = 0;        // 0 = nodes never fail
@@ -52,6 +53,8 @@ struct PolicyOutcome {
   std::string unavailable_reason;  // why metrics is nullopt
   std::vector<SeriesRow> series;
   std::string events_csv;  // written as events-<name>.csv when not empty
+  // Per job, its wait when it finished (ReplayResult::waits).
+  std::vector<std::optional<absl::Duration>> waits;
 };
 
 // {"meta": {...}, "policies": {"<name>": {...}}}; a policy without metrics
@@ -73,6 +76,10 @@ std::string SeriesFileName(const std::string& policy);
 // jobs).
 std::string EventsCsv(const std::vector<EventRecord>& events,
                       const std::vector<TraceJob>& jobs, absl::Time origin);
+
+// Writes `text` to the file `path` (replacing it). Internal naming the file
+// when it cannot be written.
+absl::Status WriteFile(const std::string& path, const std::string& text);
 
 // Writes summary.json, summary.md, the series CSVs and any event logs into
 // `dir` (created when missing). Internal on an I/O failure, naming the file.

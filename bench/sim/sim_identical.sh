@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Checks that two builds of phalanx-sim decide exactly alike: it replays the
 # philly trace and two synthetic cells (one with node failures) through both
-# and compares every output file byte for byte (summary.json without its
-# wall-clock `sim_seconds`, summary.md likewise, every time series and every
-# event log).
+# and compares every output file byte for byte (every time series and every
+# event log), and summary.json value for value: every field the base wrote,
+# except the wall-clock `sim_seconds`, must be equal in the candidate; fields
+# only the candidate writes (new metrics) are listed, not compared.
 #
 #   bench/sim/sim_identical.sh BASE_REF [CANDIDATE_SIM]
 #
-# BASE_REF is a git revision: its phalanx-sim is built in a temporary
+# The policies compared are the four every revision knows (fifo,
+# kueue-like, slurm-like, phalanx). BASE_REF is a git revision: its phalanx-sim is built in a temporary
 # worktree (only the simulator and core, with ccache when present).
 # CANDIDATE_SIM defaults to build/bench/phalanx-sim of this tree (built
 # first). Exits 0 when every file matches, 1 naming the first that differs.
@@ -60,15 +62,39 @@ for cell in "${cells[@]}"; do
     bin="$base"
     [ "$side" = candidate ] && bin="$candidate"
     "$bin" "${flags[@]}" --max-jobs "$jobs" --event-log --plot=false \
+      --policies fifo,kueue-like,slurm-like,phalanx \
       --progress=false --jobs 2 --out "$work/$side/$name" >/dev/null
     # sim_seconds is wall time, the only field allowed to differ.
     sed -i -E 's/"sim_seconds": *[0-9.eE+-]+/"sim_seconds": 0/' \
       "$work/$side/$name/summary.json"
     rm -f "$work/$side/$name/summary.md" "$work/$side/$name/plot.png"
   done
+  if ! /usr/bin/python3 - "$work/base/$name/summary.json" \
+    "$work/candidate/$name/summary.json" <<'PY'; then
+import json, sys
+base, cand = (json.load(open(p)) for p in sys.argv[1:3])
+new = []
+def same(b, c, path):
+    if isinstance(b, dict) and isinstance(c, dict):
+        new.extend(f"{path}.{k}" for k in c if k not in b)
+        return all(k in c and same(b[k], c[k], f"{path}.{k}") for k in b)
+    if b != c:
+        print(f"summary.json{path}: {b!r} != {c!r}", file=sys.stderr)
+        return False
+    return True
+ok = same(base, cand, "")
+fields = sorted({p.split(".")[-1] for p in new})
+if fields:
+    print("  fields only the candidate writes: " + ", ".join(fields))
+sys.exit(0 if ok else 1)
+PY
+    echo "$name: summary.json DIFFERS" >&2
+    status=1
+  fi
+  rm -f "$work/base/$name/summary.json" "$work/candidate/$name/summary.json"
   if diff -r -q "$work/base/$name" "$work/candidate/$name"; then
-    files=$(find "$work/base/$name" -type f | wc -l)
-    echo "$name: $files files identical"
+    files=$(($(find "$work/base/$name" -type f | wc -l) + 1))
+    echo "$name: $files files identical (summary.json field by field)"
   else
     echo "$name: DIFFERS" >&2
     status=1

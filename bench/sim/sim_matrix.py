@@ -21,6 +21,11 @@ def p95(policy, key):
     return None if d is None else d["p95"] / 3600.0
 
 
+def quarter_longest(policy):
+    v = policy.get("quarter_fleet_longest_wait_seconds")
+    return None if v is None else v / 3600.0
+
+
 def ratio(num, den):
     """num / den; EQUAL for 0 / 0, inf for x / 0."""
     if num is None or den is None:
@@ -63,6 +68,15 @@ GOALS = [
      "max", lambda v: v <= 1 + 1e-9),
     ("S p95 ×", "candidate ÷ slurm-like overall p95 wait, ≤ 1",
      lambda c, k, s: ratio(p95(c, "wait_seconds"), p95(s, "wait_seconds")),
+     "max", lambda v: v <= 1 + 1e-9),
+    ("S ¼ p95 ×", "candidate ÷ slurm-like p95 wait of gangs of ≥ ¼ of the "
+     "fleet, ≤ 1",
+     lambda c, k, s: ratio(p95(c, "quarter_fleet_wait_seconds"),
+                           p95(s, "quarter_fleet_wait_seconds")),
+     "max", lambda v: v <= 1 + 1e-9),
+    ("S ¼ longest ×", "candidate ÷ slurm-like longest wait of gangs of ≥ ¼ "
+     "of the fleet, ≤ 1",
+     lambda c, k, s: ratio(quarter_longest(c), quarter_longest(s)),
      "max", lambda v: v <= 1 + 1e-9),
     ("S blocked ×", "candidate ÷ slurm-like blocked GPU-hours, ≤ 1",
      lambda c, k, s: ratio(c["blocked_gpu_hours"], s["blocked_gpu_hours"]),
@@ -145,16 +159,95 @@ def candidate_table(cand, rows):
     return lines
 
 
+BASELINES = ["kueue-like", "slurm-like", "slurm-default"]
+SIZES = ["1-8", "9-63", "64-255", "256-511", "512-1023", "1024+"]
+
+
+# The worst case over the cells of each policy against slurm-like.
+SUMMARY = [
+    ("large p95 ×", lambda c, s: ratio(p95(c, "large_wait_seconds"),
+                                       p95(s, "large_wait_seconds")), "max"),
+    ("¼ longest ×", lambda c, s: ratio(quarter_longest(c),
+                                       quarter_longest(s)), "max"),
+    ("hp p95 ×", lambda c, s: ratio(p95(c, "high_priority_wait_seconds"),
+                                    p95(s, "high_priority_wait_seconds")),
+     "max"),
+    ("p95 ×", lambda c, s: ratio(p95(c, "wait_seconds"),
+                                 p95(s, "wait_seconds")), "max"),
+    ("blocked ×", lambda c, s: ratio(c["blocked_gpu_hours"],
+                                     s["blocked_gpu_hours"]), "max"),
+    ("goodput Δpt", lambda c, s: 100 * (c["goodput_utilization"]
+                                        - s["goodput_utilization"]), "min"),
+    ("Jain Δ", lambda c, s: c["jain_fairness"] - s["jain_fairness"], "min"),
+]
+
+
+def summary_table(pols, rows):
+    lines = ["### Worst case against slurm-like, per policy", "",
+             "Each cell: the worst value over the matrix's cells (the cell in "
+             "brackets); ratios are policy ÷ slurm-like (lower is better), "
+             "Δ are policy − slurm-like (higher is better).", "",
+             "| policy | " + " | ".join(c for c, _, _ in SUMMARY) + " |",
+             "| --- |" + " --- |" * len(SUMMARY)]
+    for p in pols:
+        cells = []
+        for col, fn, end in SUMMARY:
+            vs = [(fn(summary["policies"][p], summary["policies"]["slurm-like"]),
+                   name) for name, summary, _ in rows]
+            vs = [x for x in vs if x[0] is not None and x[0] is not EQUAL]
+            if not vs:
+                cells.append("–")
+                continue
+            v, where = (min if end == "min" else max)(vs, key=lambda x: x[0])
+            cells.append(f"{fmt(v, col)} ({where})")
+        lines.append(f"| `{p}` | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
+def median_table(pols, rows):
+    lines = ["### Median over the cells against slurm-like, per policy", "",
+             "Each cell: the median over the matrix's cells, and in brackets "
+             "in how many cells the policy is no worse than slurm-like (cells "
+             "where both are 0, or slurm-like is 0, left out of the ratios).",
+             "", "| policy | " + " | ".join(c for c, _, _ in SUMMARY) + " |",
+             "| --- |" + " --- |" * len(SUMMARY)]
+    for p in pols:
+        cells = []
+        for col, fn, end in SUMMARY:
+            vs = [fn(summary["policies"][p], summary["policies"]["slurm-like"])
+                  for _, summary, _ in rows]
+            vs = [v for v in vs if v is not None and v is not EQUAL
+                  and v != INF]
+            if not vs:
+                cells.append("–")
+                continue
+            vs.sort()
+            n = len(vs)
+            med = vs[n // 2] if n % 2 else (vs[n // 2 - 1] + vs[n // 2]) / 2
+            if end == "max":
+                ok = sum(1 for v in vs if v <= 1 + 1e-9)
+            else:
+                ok = sum(1 for v in vs if v >= -1e-9)
+            cells.append(f"{fmt(med, col)} ({ok}/{n})")
+        lines.append(f"| `{p}` | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
 def absolute_table(cands, rows):
-    pols = ["kueue-like", "slurm-like"] + cands
+    pols = BASELINES + [c for c in cands if c not in BASELINES]
     lines = ["### Absolute figures", "",
-             "p95 waits in hours (high-priority / large-gang / all), blocked "
-             "GPU-hours, goodput utilization, Jain, lost work as % of demand, "
-             "preemptions, node failures / repaired / evicted gangs, wall "
-             "seconds of the replay.", ""]
-    lines += ["| cell | policy | hp p95 | large p95 | p95 | blocked | goodput "
-              "| Jain | lost % | preempt | fail / rep / evict | sim s |",
-              "| --- |" + " --- |" * 11]
+             "p95 waits in hours (high-priority / large-gang / all), p95 and "
+             "longest wait of gangs of ≥ ¼ of the fleet, blocked GPU-hours, "
+             "goodput utilization, Jain, lost work as % of demand, "
+             "preemptions, node failures / repaired / evicted gangs, the "
+             "longest wait in hours per size class (GPUs "
+             + " / ".join(SIZES) + "), wall seconds of the replay.", ""]
+    lines += ["| cell | policy | hp p95 | large p95 | p95 | ¼ p95 | ¼ longest "
+              "| blocked | goodput | Jain | lost % | preempt "
+              "| fail / rep / evict | longest by size | sim s |",
+              "| --- |" + " --- |" * 14]
     for name, summary, _ in rows:
         for p in pols:
             m = summary["policies"][p]
@@ -163,14 +256,20 @@ def absolute_table(cands, rows):
                 v = p95(m, key)
                 return "–" if v is None else f"{v:.2f}"
 
+            q = quarter_longest(m)
+            by_size = m.get("longest_wait_seconds_by_size") or {}
+            sizes = " / ".join("–" if by_size.get(k) is None
+                               else f"{by_size[k] / 3600:.0f}" for k in SIZES)
             lines.append(
                 f"| {name} | {p} | {h('high_priority_wait_seconds')} | "
                 f"{h('large_wait_seconds')} | {h('wait_seconds')} | "
+                f"{h('quarter_fleet_wait_seconds')} | "
+                f"{'–' if q is None else f'{q:.1f}'} | "
                 f"{m['blocked_gpu_hours']:.0f} | {m['goodput_utilization']:.3f} | "
                 f"{m['jain_fairness']:.3f} | "
                 f"{100 * m['lost_gpu_hours'] / m['demand_gpu_hours']:.3f} | "
                 f"{m['preemptions']} | {m['node_failures']} / {m['repairs']} / "
-                f"{m['evictions']} | {m['sim_seconds']:.1f} |")
+                f"{m['evictions']} | {sizes} | {m['sim_seconds']:.1f} |")
     lines.append("")
     return lines
 
@@ -198,6 +297,10 @@ def main():
              "missed in that cell; – = no such jobs (Philly has no "
              f"priorities); {EQUAL}: both p95 waits are 0 (met: nothing "
              "can be lower).", ""]
+    compared = ["kueue-like", "slurm-default"] + [
+        c for c in cands if c not in BASELINES]
+    lines += summary_table(compared, rows)
+    lines += median_table(compared, rows)
     for cand in cands:
         lines += candidate_table(cand, rows)
     lines += ["Goals: " + "; ".join(f"{g[0]}: {g[1]}" for g in GOALS) + ".", ""]

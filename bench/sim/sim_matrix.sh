@@ -1,22 +1,28 @@
 #!/bin/bash
 # Runs phalanx-sim's evaluation matrix and writes one table of the goals
 # (bench/results/matrix.md; see bench/README.md "The matrix"):
-#   philly.csv on 48 nodes, and the synthetic LLM-lab mix on 256 × 8 H100
-#   (racks of 16 nodes, blocks of 4 racks), seeds 1–5 × loads 0.85 and 0.95;
-#   each cell once with checkpoints only (every 30 min of run time, the
-#   default) and once with node failures too (MTBF 6,000 h a node, 4 h to
-#   repair).
+#   philly.csv on 48 nodes, and two synthetic mixes on 256 × 8 H100 (racks
+#   of 16 nodes, blocks of 4 racks) — the LLM lab (`syn-`) and the
+#   half-fleet profile whose largest gangs are half the fleet (`half-`) —
+#   seeds 1–5 × loads 0.85 and 0.95; each cell once with checkpoints only
+#   (every 30 min of run time, the default) and once with node failures too
+#   (MTBF 6,000 h a node, 4 h to repair). Baselines: kueue-like, slurm-like
+#   (EASY) and slurm-default.
 #
 #   bench/sim/sim_matrix.sh [--sim PATH] [--out DIR] [--jobs N] [--quick]
 #                       [--candidates "phalanx phalanx:depth=2 ..."]
+#                       [--seeds "1 2"] [--modes "ckpt"] [--profiles "lab"]
 #
 # --sim      the phalanx-sim binary (default build/bench/phalanx-sim)
 # --out      where each cell's summary.json goes (default /tmp/phalanx-matrix)
-# --jobs     cells at once (default 2, each under `nice`)
+# --jobs     cells at once (default 2, each under `nice -n 19`)
 # --quick    synthetic seeds 1–2 only, no Philly (a smoke run)
 # --no-philly  the synthetic cells only (for quick lever sweeps)
 # --candidates  policies judged against the baselines, each in its own
 #            table (default "phalanx"); any PolicyConfig override works
+# --seeds    synthetic seeds (default "1 2 3 4 5")
+# --modes    ckpt and/or fail (default "ckpt fail")
+# --profiles lab and/or half-fleet (default "lab half-fleet")
 # --table    the Markdown file written (default bench/results/matrix.md)
 set -euo pipefail
 
@@ -29,6 +35,9 @@ philly=1
 candidates="phalanx"
 table=$root/bench/results/matrix.md
 mtbf=6000
+seeds="1 2 3 4 5"
+modes="ckpt fail"
+profiles="lab half-fleet"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sim) sim=$2; shift 2 ;;
@@ -38,13 +47,16 @@ while [[ $# -gt 0 ]]; do
     --no-philly) philly=0; shift ;;
     --candidates) candidates=$2; shift 2 ;;
     --table) table=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --seeds) seeds=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
+    --profiles) profiles=$2; shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "sim_matrix.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 [[ -x $sim ]] || { echo "sim_matrix.sh: no $sim (build phalanx-sim)" >&2; exit 1; }
 
-policies="kueue-like,slurm-like"
+policies="kueue-like,slurm-like,slurm-default"
 for c in $candidates; do policies="$policies,$c"; done
 
 mkdir -p "$out"
@@ -53,18 +65,22 @@ cells=$out/cells.txt
 # One line a cell: name, then phalanx-sim's arguments.
 # (No trailing blank: xargs -L would join the next line to it.)
 add() { echo "$*" | sed 's/ *$//' >>"$cells"; }
-for mode in ckpt fail; do
+[[ $quick == 1 ]] && seeds="1 2"
+for mode in $modes; do
   extra=""
   [[ $mode == fail ]] && extra="--node-mtbf-hours $mtbf"
   if [[ $philly == 1 ]]; then
     add "philly-$mode --trace $root/bench/traces/philly.csv --nodes 48 $extra"
   fi
-  seeds="1 2 3 4 5"
-  [[ $quick == 1 ]] && seeds="1 2"
-  for load in 0.85 0.95; do
-    for seed in $seeds; do
-      add "syn-l$load-s$seed-$mode --synthetic $seed --days 14 --load $load" \
-          "--seed $seed --failure-seed $seed $extra"
+  for profile in $profiles; do
+    prefix=syn
+    [[ $profile == half-fleet ]] && prefix=half
+    for load in 0.85 0.95; do
+      for seed in $seeds; do
+        add "$prefix-l$load-s$seed-$mode --synthetic $seed --days 14" \
+            "--load $load --profile $profile --seed $seed --failure-seed $seed" \
+            "$extra"
+      done
     done
   done
 done
@@ -76,7 +92,7 @@ xargs -P "$jobs" -L 1 bash -c '
   name=$0
   mkdir -p "$out/$name"
   t0=$(date +%s%3N)
-  nice -n 10 "$sim" "$@" --policies "$policies" --out "$out/$name" \
+  nice -n 19 "$sim" "$@" --policies "$policies" --out "$out/$name" \
       --plot=false --progress=false >"$out/$name/stdout.md" \
       2>"$out/$name/stderr.txt" || { echo "cell $name failed" >&2; exit 255; }
   t1=$(date +%s%3N)

@@ -41,7 +41,8 @@ MetricsAccumulator::MetricsAccumulator(absl::Time window_begin,
       capacity_gpus_(capacity_gpus),
       bucket_(bucket_width),
       received_(teams, 0.0),
-      ideal_(teams, 0.0) {}
+      ideal_(teams, 0.0),
+      longest_by_size_(kSizeClassCount) {}
 
 double MetricsAccumulator::InWindow(absl::Time from, absl::Time to) const {
   const absl::Time a = std::max(from, begin_);
@@ -110,6 +111,20 @@ void MetricsAccumulator::AddWait(absl::Duration wait, int requested_gpus,
   waits_.push_back(seconds);
   if (requested_gpus >= kLargeGangGpus) large_waits_.push_back(seconds);
   if (priority > 0) high_priority_waits_.push_back(seconds);
+  if (int64_t{requested_gpus} * 4 >= capacity_gpus_) {
+    quarter_fleet_waits_.push_back(seconds);
+  }
+  std::optional<double>& longest =
+      longest_by_size_[SizeClassOf(requested_gpus)];
+  longest = std::max(longest.value_or(0.0), seconds);
+}
+
+int SizeClassOf(int gpus) {
+  int index = 0;
+  for (int i = 0; i < kSizeClassCount; ++i) {
+    if (gpus >= kSizeClasses[i].min_gpus) index = i;
+  }
+  return index;
 }
 
 PolicyMetrics MetricsAccumulator::Finish() const {
@@ -126,6 +141,12 @@ PolicyMetrics MetricsAccumulator::Finish() const {
   m.wait_seconds = Summarize(waits_);
   m.large_wait_seconds = Summarize(large_waits_);
   m.high_priority_wait_seconds = Summarize(high_priority_waits_);
+  m.quarter_fleet_wait_seconds = Summarize(quarter_fleet_waits_);
+  if (!quarter_fleet_waits_.empty()) {
+    m.quarter_fleet_longest_wait_seconds = *std::max_element(
+        quarter_fleet_waits_.begin(), quarter_fleet_waits_.end());
+  }
+  m.longest_wait_seconds_by_size = longest_by_size_;
   std::vector<double> shares;
   for (size_t team = 0; team < ideal_.size(); ++team) {
     if (ideal_[team] > 0) shares.push_back(received_[team] / ideal_[team]);

@@ -61,6 +61,13 @@ struct PolicyMetrics {
   std::optional<Distribution> wait_seconds;
   std::optional<Distribution> large_wait_seconds;
   std::optional<Distribution> high_priority_wait_seconds;
+  // Jobs of at least a quarter of the fleet's GPUs: their waits, and the
+  // longest.
+  std::optional<Distribution> quarter_fleet_wait_seconds;
+  std::optional<double> quarter_fleet_longest_wait_seconds;
+  // The longest wait per size class (kSizeClasses order; null when the
+  // class had no finished job).
+  std::vector<std::optional<double>> longest_wait_seconds_by_size;
   std::optional<double> fragmentation_node;
   double blocked_gpu_hours = 0;
   std::optional<double> goodput_utilization;
@@ -94,7 +101,8 @@ class MetricsAccumulator {
   // window had it started on arrival (`accepted` = Submit took it).
   void AddJob(int team, int64_t gpus, absl::Time submit,
               absl::Duration duration, bool accepted);
-  // A finished job's total time pending.
+  // A finished job's total time pending (of a job of `requested_gpus`; a
+  // quarter of the capacity or more counts as quarter-fleet).
   void AddWait(absl::Duration wait, int requested_gpus, int priority);
   void AddPreemption() { ++metrics_.preemptions; }
   void AddEviction() { ++metrics_.evictions; }
@@ -128,12 +136,28 @@ class MetricsAccumulator {
   std::vector<double> waits_;
   std::vector<double> large_waits_;
   std::vector<double> high_priority_waits_;
+  std::vector<double> quarter_fleet_waits_;
+  std::vector<std::optional<double>> longest_by_size_;
   std::vector<SeriesRow> sums_;  // per bucket: ∫ value dt
   std::vector<double> bucket_seconds_;
 };
 
 // Gangs of at least this many GPUs count as large.
 inline constexpr int kLargeGangGpus = 64;
+
+// Size classes of the longest waits: GPUs in [min_gpus, next class's).
+struct SizeClass {
+  const char* name;
+  int min_gpus;
+};
+inline constexpr SizeClass kSizeClasses[] = {
+    {"1-8", 1},       {"9-63", 9},       {"64-255", 64},
+    {"256-511", 256}, {"512-1023", 512}, {"1024+", 1024}};
+inline constexpr int kSizeClassCount =
+    sizeof(kSizeClasses) / sizeof(kSizeClasses[0]);
+
+// The index in kSizeClasses of a job of `gpus` GPUs (0 for 0 or fewer).
+int SizeClassOf(int gpus);
 
 }  // namespace phalanx::bench
 

@@ -75,6 +75,28 @@ TEST_F(AccumulatorTest, WaitsSplitIntoLargeAndHighPriority) {
   EXPECT_DOUBLE_EQ(p.high_priority_wait_seconds->p99, 30);
 }
 
+TEST_F(AccumulatorTest, QuarterFleetWaitsAndLongestWaitPerSizeClass) {
+  MetricsAccumulator m(T(0), T(1), 1024, 1, absl::Hours(1));  // ¼ = 256
+  m.AddWait(absl::Seconds(10), 255, 0);
+  m.AddWait(absl::Seconds(40), 256, 0);
+  m.AddWait(absl::Seconds(30), 1024, 0);
+  m.AddWait(absl::Seconds(5), 8, 0);
+  m.AddWait(absl::Seconds(7), 2, 0);
+  const PolicyMetrics p = m.Finish();
+  EXPECT_DOUBLE_EQ(p.quarter_fleet_wait_seconds->p50, 35);
+  EXPECT_DOUBLE_EQ(*p.quarter_fleet_longest_wait_seconds, 40);
+  ASSERT_EQ(p.longest_wait_seconds_by_size.size(), 6u);
+  EXPECT_EQ(p.longest_wait_seconds_by_size[0], 7);             // 1-8
+  EXPECT_EQ(p.longest_wait_seconds_by_size[1], std::nullopt);  // 9-63
+  EXPECT_EQ(p.longest_wait_seconds_by_size[2], 10);            // 64-255
+  EXPECT_EQ(p.longest_wait_seconds_by_size[3], 40);            // 256-511
+  EXPECT_EQ(p.longest_wait_seconds_by_size[4], std::nullopt);
+  EXPECT_EQ(p.longest_wait_seconds_by_size[5], 30);  // 1024+
+  EXPECT_EQ(SizeClassOf(0), 0);
+  EXPECT_EQ(SizeClassOf(9), 1);
+  EXPECT_EQ(SizeClassOf(4096), 5);
+}
+
 TEST_F(AccumulatorTest, IntervalsFeedBlockedHoursFragmentationAndSeries) {
   MetricsAccumulator m(T(0), T(2), 16, 1, absl::Hours(1));
   FleetSample s;

@@ -57,6 +57,32 @@ Config SlurmLike(Config c) {
   return c;
 }
 
+// Real Slurm's defaults, as far as core's reservations express them:
+//   - SchedulerType=sched/backfill (slurm.conf(5): the default) and
+//     PriorityType=priority/multifactor with no fair-share weight: jobs by
+//     priority, then age (submit time) — fair sharing off;
+//   - bf_max_job_test: a planned start for up to that many pending jobs, of
+//     any priority; Slurm's default is 500 (slurm.conf(5)), core holds at
+//     most 64 reservations (ValidateConfig), so 64;
+//   - bf_window=1440 minutes (sched_config.html, slurm.conf(5)): a job
+//     whose planned start is more than a day away holds nothing, and its
+//     nodes stay open to backfill;
+//   - backfill never delays a planned start (sched_config.html: "will start
+//     lower priority jobs if doing so does not delay the expected start
+//     time of any higher priority jobs");
+//   - no preemption (PreemptType=preempt/none, the default).
+// Where core differs: a reservation holds a set of nodes from now until its
+// gang starts, and two reservations never share a node, so the plan is one
+// layer deep in time (Slurm stacks later starts on the same nodes); core
+// re-plans from scratch every 10 s of simulated time and keeps its plan
+// between, where bf_interval re-plans every 30 s.
+Config SlurmDefault(Config c) {
+  c = SlurmLike(c);
+  c.reservation.depth = 64;
+  c.reservation.window = absl::Hours(24);
+  return c;
+}
+
 // The daemon's default configuration, unchanged: what a user gets without
 // tuning (priority, fair share, age; three reservations; preemption by the
 // priority tiers >= 1, bounded by the horizon).
@@ -122,6 +148,12 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
     c.reservation.window = absl::Hours(number);
   } else if (key == "domain_end") {
     c.placement.domain_end_time_packing = number != 0;
+  } else if (key == "aging") {
+    c.admission.aging_per_hour = number;
+  } else if (key == "aging_max") {
+    c.admission.aging_max_levels = static_cast<int>(number);
+  } else if (key == "size_credit") {
+    c.admission.fair_share_size_credit = number;
   } else {
     return BadOverride(
         part, absl::StrCat("unknown key (known: ",
@@ -134,7 +166,7 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
 
 const std::vector<std::string>& PolicyNames() {
   static const std::vector<std::string>* names = new std::vector<std::string>{
-      "fifo", "kueue-like", "slurm-like", "phalanx"};
+      "fifo", "kueue-like", "slurm-like", "slurm-default", "phalanx"};
   return *names;
 }
 
@@ -156,7 +188,10 @@ const std::vector<std::string>& PolicyOverrideKeys() {
                                    "fgd",
                                    "fs_tier",
                                    "window_h",
-                                   "domain_end"};
+                                   "domain_end",
+                                   "aging",
+                                   "aging_max",
+                                   "size_credit"};
   return *keys;
 }
 
@@ -171,6 +206,8 @@ absl::StatusOr<core::Config> PolicyConfig(absl::string_view spec,
     c = KueueLike(base);
   } else if (name == "slurm-like") {
     c = SlurmLike(base);
+  } else if (name == "slurm-default") {
+    c = SlurmDefault(base);
   } else if (name == "phalanx") {
     c = Phalanx(base);
   } else {

@@ -10,6 +10,10 @@
 //   slurm-like  priority and age (fair sharing off), backfill with a
 //               reservation for the top job, best-fit tree topology, no
 //               preemption
+//   slurm-default  Slurm's default sched/backfill: priority and age, a
+//               planned start for up to 64 pending jobs (Slurm: 500;
+//               core's bound is 64) within a 1-day window
+//               (bf_max_job_test, bf_window), no preemption
 //   phalanx     core's defaults, unchanged (the daemon's default
 //               configuration): fair sharing, three reservations,
 //               preemption by priority tiers >= 1
@@ -49,6 +53,9 @@ const std::vector<std::string>& PolicyNames();
 //   fs_tier=N          admission.fair_share_first_below_priority
 //   window_h=H         reservation.window, hours
 //   domain_end=0|1     placement.domain_end_time_packing
+//   aging=X            admission.aging_per_hour (priority levels an hour)
+//   aging_max=N        admission.aging_max_levels
+//   size_credit=X      admission.fair_share_size_credit (score per GPU)
 const std::vector<std::string>& PolicyOverrideKeys();
 
 // The configuration of policy `spec` ("name" or "name:key=value:...") built

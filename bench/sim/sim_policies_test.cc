@@ -56,6 +56,20 @@ TEST(PolicyConfigTest, SlurmLikeIsPriorityAgeWithOneReservationForAnyHead) {
   EXPECT_FALSE(slurm->admission.strict_fifo);
 }
 
+TEST(PolicyConfigTest, SlurmDefaultPlansAsManyJobsAsCoreMayWithinADay) {
+  absl::StatusOr<core::Config> slurm = PolicyConfig("slurm-default", {});
+  ASSERT_TRUE(slurm.ok()) << slurm.status();
+  EXPECT_FALSE(slurm->fair_share.enabled);
+  EXPECT_EQ(slurm->admission.ordering, core::Ordering::kPriorityFairShareAge);
+  EXPECT_EQ(slurm->reservation.depth, 64);  // bf_max_job_test, core's most
+  EXPECT_EQ(slurm->reservation.window, absl::Hours(24));  // bf_window
+  EXPECT_EQ(slurm->reservation.min_priority,
+            std::numeric_limits<int>::lowest());
+  EXPECT_FALSE(slurm->preemption.enabled);
+  EXPECT_FALSE(slurm->admission.strict_fifo);
+  EXPECT_FALSE(slurm->placement.domain_end_time_packing);
+}
+
 TEST(PolicyConfigTest, PhalanxPreemptsAndReserves) {
   absl::StatusOr<core::Config> phalanx = PolicyConfig("phalanx", {});
   ASSERT_TRUE(phalanx.ok()) << phalanx.status();
@@ -92,13 +106,20 @@ TEST(PolicyConfigTest, SessionSevenLeversHaveOverrides) {
   EXPECT_EQ(c->admission.fair_share_first_below_priority, 2);
   EXPECT_EQ(c->reservation.window, absl::Hours(24));
   EXPECT_TRUE(c->placement.domain_end_time_packing);
+  absl::StatusOr<core::Config> aged =
+      PolicyConfig("phalanx:aging=0.5:aging_max=2:size_credit=0.25", {});
+  ASSERT_TRUE(aged.ok()) << aged.status();
+  EXPECT_EQ(aged->admission.aging_per_hour, 0.5);
+  EXPECT_EQ(aged->admission.aging_max_levels, 2);
+  EXPECT_EQ(aged->admission.fair_share_size_credit, 0.25);
   absl::StatusOr<core::Config> off = PolicyConfig("phalanx:domain_end=0", {});
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_FALSE(off->placement.domain_end_time_packing);
   // A core default, so phalanx has it; the baselines place by best fit (or
   // first fit) alone.
   EXPECT_TRUE(PolicyConfig("phalanx", {})->placement.domain_end_time_packing);
-  for (const char* baseline : {"fifo", "kueue-like", "slurm-like"}) {
+  for (const char* baseline :
+       {"fifo", "kueue-like", "slurm-like", "slurm-default"}) {
     EXPECT_FALSE(PolicyConfig(baseline, {})->placement.domain_end_time_packing)
         << baseline;
   }

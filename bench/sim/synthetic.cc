@@ -84,10 +84,23 @@ const std::vector<Kind>& Kinds() {
   return *kinds;
 }
 
-std::vector<std::pair<int, double>> KindShares() {
+// The kinds of `options.profile`. Half-fleet: pretrain runs of a quarter
+// and half of the fleet (70 % the half), 3 % of arrivals instead of 2 %.
+std::vector<Kind> KindsOf(const SyntheticOptions& options) {
+  std::vector<Kind> kinds = Kinds();
+  if (options.profile == SyntheticProfile::kHalfFleet) {
+    Kind& pretrain = kinds.back();
+    const int half = std::max(2, static_cast<int>(options.fleet_gpus / 2));
+    pretrain.share = 0.03;
+    pretrain.gpus = {{half / 2, 0.3}, {half, 0.7}};
+  }
+  return kinds;
+}
+
+std::vector<std::pair<int, double>> KindShares(const std::vector<Kind>& kinds) {
   std::vector<std::pair<int, double>> shares;
-  for (size_t i = 0; i < Kinds().size(); ++i) {
-    shares.emplace_back(static_cast<int>(i), Kinds()[i].share);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    shares.emplace_back(static_cast<int>(i), kinds[i].share);
   }
   return shares;
 }
@@ -106,13 +119,14 @@ TraceJob DrawJob(const Kind& kind, int max_gang_gpus, SimRandom& random) {
 }
 
 // Mean GPU-seconds of a job, by Monte Carlo on a stream of its own.
-double MeanGpuSeconds(const SyntheticOptions& options) {
+double MeanGpuSeconds(const SyntheticOptions& options,
+                      const std::vector<Kind>& kinds) {
   constexpr int kDraws = 20000;
   SimRandom random(options.seed ^ 0x9e3779b97f4a7c15ULL);
-  const auto shares = KindShares();
+  const auto shares = KindShares(kinds);
   double total = 0;
   for (int i = 0; i < kDraws; ++i) {
-    const Kind& kind = Kinds()[random.Pick(shares)];
+    const Kind& kind = kinds[random.Pick(shares)];
     TraceJob job = DrawJob(kind, options.max_gang_gpus, random);
     total += job.gpus * absl::ToDoubleSeconds(job.duration);
   }
@@ -132,11 +146,12 @@ double WorkingDay(absl::Time time) {
 
 std::vector<TraceJob> GenerateSynthetic(const SyntheticOptions& options) {
   constexpr double kPeak = 1.6;
+  const std::vector<Kind> kinds = KindsOf(options);
   const double rate = options.load * static_cast<double>(options.fleet_gpus) /
-                      MeanGpuSeconds(options);  // jobs per second
+                      MeanGpuSeconds(options, kinds);  // jobs per second
   const absl::Time end = options.start + absl::Seconds(options.days * kDay);
   SimRandom random(options.seed);
-  const auto shares = KindShares();
+  const auto shares = KindShares(kinds);
   std::vector<TraceJob> jobs;
   // Thinning: candidates come at the peak rate; each kind keeps a candidate
   // with probability multiplier(t) / peak.
@@ -144,7 +159,7 @@ std::vector<TraceJob> GenerateSynthetic(const SyntheticOptions& options) {
   while (true) {
     t += absl::Seconds(std::round(random.Exponential(1.0 / (rate * kPeak))));
     if (t >= end) break;
-    const Kind& kind = Kinds()[random.Pick(shares)];
+    const Kind& kind = kinds[random.Pick(shares)];
     const double keep = (kind.working_day ? WorkingDay(t) : 1.0) / kPeak;
     if (random.Uniform() >= keep) continue;
     TraceJob job = DrawJob(kind, options.max_gang_gpus, random);

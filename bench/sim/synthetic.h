@@ -7,6 +7,9 @@
 //   eval      8..64 GPUs,     median 1 h     (30 %), 10 % priority 1
 //   finetune  16..256 GPUs,   median 6 h     (13 %), 10 % priority 1
 //   pretrain  256..1024 GPUs, median 1 day   (2 %),  25 % priority 2
+// The half-fleet profile keeps debug, eval and finetune and makes pretrain
+// the gangs a fleet fears most: a quarter or half of the fleet's GPUs (70 %
+// half), 3 % of jobs.
 // Durations are log-normal, capped per kind; debug and eval arrivals follow a
 // working-day cycle. The arrival rate is set so that the mean demand is
 // `load` × `fleet_gpus`. The same options give the same jobs, byte for byte
@@ -24,12 +27,18 @@
 
 namespace phalanx::bench {
 
+enum class SyntheticProfile {
+  kLab,        // the mix above
+  kHalfFleet,  // pretrain gangs of 1/4 and 1/2 of the fleet
+};
+
 struct SyntheticOptions {
   uint64_t seed = 1;
   double days = 14;  // arrivals span [start, start + days)
   int64_t fleet_gpus = 2048;
   double load = 0.95;        // mean demanded GPUs ÷ fleet_gpus
   int max_gang_gpus = 1024;  // larger draws are clamped to this
+  SyntheticProfile profile = SyntheticProfile::kLab;
   absl::Time start = absl::FromCivil(absl::CivilSecond(2025, 1, 6, 0, 0, 0),
                                      absl::UTCTimeZone());
 };

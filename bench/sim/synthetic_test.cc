@@ -70,5 +70,42 @@ TEST(SyntheticTest, ClampsGangsToTheLargestAllowed) {
   }
 }
 
+// GPU-seconds of jobs of at least `gpus` GPUs ÷ all GPU-seconds.
+double ShareOfDemandAtLeast(const std::vector<TraceJob>& jobs, int gpus) {
+  double big = 0;
+  double all = 0;
+  for (const TraceJob& job : jobs) {
+    const double work = job.gpus * absl::ToDoubleSeconds(job.duration);
+    all += work;
+    if (job.gpus >= gpus) big += work;
+  }
+  return all > 0 ? big / all : 0;
+}
+
+TEST(SyntheticTest, HalfFleetProfileMakesHalfFleetGangsCarryTheLoad) {
+  SyntheticOptions options;
+  options.days = 28;
+  const auto lab = GenerateSynthetic(options);  // 2,048 GPUs
+  options.profile = SyntheticProfile::kHalfFleet;
+  const auto half = GenerateSynthetic(options);
+  int max_gpus = 0;
+  double gpu_seconds = 0;
+  for (const TraceJob& job : half) {
+    max_gpus = std::max(max_gpus, job.gpus);
+    gpu_seconds += job.gpus * absl::ToDoubleSeconds(job.duration);
+  }
+  EXPECT_EQ(max_gpus, 1024);  // half of the fleet
+  const double demand = gpu_seconds / (28 * 86400.0);
+  EXPECT_GT(demand, 0.5 * 0.95 * 2048);
+  EXPECT_LT(demand, 1.5 * 0.95 * 2048);
+  EXPECT_GT(ShareOfDemandAtLeast(half, 1024),
+            ShareOfDemandAtLeast(lab, 1024) + 0.2);
+  options.fleet_gpus = 512;  // the sizes follow the fleet
+  options.max_gang_gpus = 512;
+  for (const TraceJob& job : GenerateSynthetic(options)) {
+    EXPECT_LE(job.gpus, 256);
+  }
+}
+
 }  // namespace
 }  // namespace phalanx::bench
