@@ -627,6 +627,61 @@ TEST_F(HaFollowTest, AuthAppliesOnAFollowerAsOnTheLeader) {
   EXPECT_EQ(submit(*follower, viewer), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(submit(*leader, viewer), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(submit(*follower, admin), grpc::StatusCode::UNAVAILABLE);
+
+  // The reads a follower serves itself are scoped as on the leader.
+  auto nodes = [&](DaemonProcess& replica, const std::string& token) {
+    auto context = WithToken(token);
+    v1::ListNodesResponse response;
+    const grpc::Status status =
+        replica.Fleet()->ListNodes(context.get(), {}, &response);
+    std::vector<std::string> seen = {absl::StrCat(status.error_code())};
+    for (const v1::Node& node : response.nodes()) {
+      seen.insert(seen.end(), node.gang_ids().begin(), node.gang_ids().end());
+    }
+    return seen;
+  };
+  for (const std::string& token : {std::string(), viewer, tenant_b}) {
+    EXPECT_EQ(nodes(*replicas_[1], token), nodes(*replicas_[0], token))
+        << token;
+  }
+  EXPECT_EQ(nodes(*replicas_[1], viewer).size(), 2u);  // OK, the gang
+  auto audit = [&](DaemonProcess& replica, const std::string& token) {
+    auto context = WithToken(token);
+    v1::ListAuditRecordsResponse response;
+    return replica.Admin()
+        ->ListAuditRecords(context.get(), {}, &response)
+        .error_code();
+  };
+  EXPECT_EQ(audit(*replicas_[1], viewer), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(audit(*replicas_[1], admin), grpc::StatusCode::OK);
+  // A page token names where a listing goes on, not what its caller may
+  // read: the tenant of "b" continuing an admin's listing on the follower
+  // sees none of queue "a"'s gangs.
+  v1::SubmitGangResponse second;
+  {
+    auto context = WithToken(admin);
+    ASSERT_TRUE(
+        leader->SubmitGang(context.get(), SubmitRequest("a", 1, 8), &second)
+            .ok());
+  }
+  ASSERT_TRUE(ReachesRevisionAs(*follower, second.revision(), viewer));
+  v1::ListGangsRequest page;
+  page.set_page_size(1);
+  v1::ListGangsResponse first_page;
+  {
+    auto context = WithToken(admin);
+    ASSERT_TRUE(leader->ListGangs(context.get(), page, &first_page).ok());
+  }
+  ASSERT_FALSE(first_page.next_page_token().empty());
+  page.set_page_token(first_page.next_page_token());
+  auto next_page = [&](const std::string& token) {
+    auto context = WithToken(token);
+    v1::ListGangsResponse response;
+    EXPECT_TRUE(follower->ListGangs(context.get(), page, &response).ok());
+    return response.gangs_size();
+  };
+  EXPECT_EQ(next_page(admin), 1);
+  EXPECT_EQ(next_page(tenant_b), 0);
 }
 
 // A unary call with a 10 s deadline, expecting OK.
