@@ -167,6 +167,7 @@ grpc::ServerUnaryReactor* AdminService::ListQueues(
         for (const auto& [name, queue] : s.queues()) {
           QueueToProto(s, queue, response->add_queues());
         }
+        response->set_revision(s.revision());
         return absl::OkStatus();
       },
       /*mutates=*/false);

@@ -107,12 +107,20 @@ void PrintMigration(const storage::RocksDbStore& db,
   }
 }
 
+// A following loop serves its reads from the local store's state at one
+// instant (a RocksDB snapshot: the follower's apply goes on meanwhile).
 std::unique_ptr<SchedulerLoop> MakeLoop(StartState state,
-                                        core::StateStore* store,
+                                        const DaemonStores& stores,
                                         std::vector<BatchObserver*> observers) {
+  core::StateStore* store = stores.state;
   if (state.scheduler == nullptr) {
-    return std::make_unique<SchedulerLoop>(std::move(state.view), store,
-                                           std::move(observers));
+    return std::make_unique<SchedulerLoop>(
+        std::move(state.view), store, std::move(observers),
+        [db = stores.local]() -> absl::StatusOr<core::LoadedState> {
+          ASSIGN_OR_RETURN(std::unique_ptr<storage::FrozenState> frozen,
+                           db->Freeze());
+          return frozen->Load();
+        });
   }
   return std::make_unique<SchedulerLoop>(std::move(state.scheduler), store,
                                          std::move(observers));
@@ -294,7 +302,7 @@ absl::Status BuildParts(DaemonRunning& r, StartState state) {
   r.gate = std::make_unique<Gate>(r.authenticator.get(), r.metrics.get(),
                                   r.audit.get());
   r.loop =
-      MakeLoop(std::move(state), stores.state,
+      MakeLoop(std::move(state), stores,
                {r.audit.get(), r.gate.get(), r.hub.get(), r.metrics.get()});
   r.scheduler_service = std::make_unique<SchedulerService>(
       r.loop.get(), r.hub.get(), r.gate.get());

@@ -24,7 +24,9 @@ void NodeToProto(const core::Scheduler& scheduler, int index, v1::Node* out,
     if (show_gang && !show_gang(*gang)) continue;
     out->add_gang_ids(gang->id.value());
   }
-  if (auto beat = scheduler.LastHeartbeat(slot.node.spec.id)) {
+  // A follower's read-only scheduler has heard no heartbeat (InfinitePast).
+  if (auto beat = scheduler.LastHeartbeat(slot.node.spec.id);
+      beat && *beat != absl::InfinitePast()) {
     convert::ToProto(*beat, out->mutable_last_heartbeat());
   }
 }
@@ -272,6 +274,7 @@ grpc::ServerUnaryReactor* FleetService::ListNodes(
           if (!model.empty() && node.spec.gpu_model != model) continue;
           NodeToProto(s, static_cast<int>(i), response->add_nodes(), show_gang);
         }
+        response->set_revision(s.revision());
         return absl::OkStatus();
       },
       /*mutates=*/false);
@@ -305,6 +308,7 @@ grpc::ServerUnaryReactor* FleetService::GetTopology(
           out->set_largest_free_whole_nodes(l.largest_free_whole_nodes);
           out->set_stranded_whole_node_fraction(l.stranded_whole_node_fraction);
         }
+        response->set_revision(s.revision());
         return absl::OkStatus();
       },
       /*mutates=*/false);

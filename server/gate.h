@@ -24,8 +24,8 @@ struct RpcMethod {
   const char* name;  // "/phalanx.v1.Admin/PutQueue"
   Access access;
   bool audited;  // a mutating Fleet or Admin call: audited when it succeeds
-  // Served by an HA follower from its replicated view (docs/ha.md); every
-  // other method is redirected to the leader.
+  // A read an HA follower serves from its replicated state (docs/ha.md);
+  // every other method is redirected to the leader.
   bool follower_serves = false;
 };
 
@@ -49,9 +49,9 @@ inline constexpr RpcMethod kReportGang{"/phalanx.v1.Scheduler/ReportGang",
 inline constexpr RpcMethod kRenewGangLease{
     "/phalanx.v1.Scheduler/RenewGangLease", Access::kGangWrite, false, false};
 inline constexpr RpcMethod kExplainGang{"/phalanx.v1.Scheduler/ExplainGang",
-                                        Access::kGangRead, false, false};
+                                        Access::kGangRead, false, true};
 inline constexpr RpcMethod kDryRunGang{"/phalanx.v1.Scheduler/DryRunGang",
-                                       Access::kGangWrite, false, false};
+                                       Access::kGangWrite, false, true};
 inline constexpr RpcMethod kUpsertNodes{"/phalanx.v1.Fleet/UpsertNodes",
                                         Access::kFleetWrite, true, false};
 inline constexpr RpcMethod kSetNodeState{"/phalanx.v1.Fleet/SetNodeState",
@@ -65,11 +65,11 @@ inline constexpr RpcMethod kHeartbeat{"/phalanx.v1.Fleet/Heartbeat",
 inline constexpr RpcMethod kReportNodeHealth{
     "/phalanx.v1.Fleet/ReportNodeHealth", Access::kNodeState, false, false};
 inline constexpr RpcMethod kListNodes{"/phalanx.v1.Fleet/ListNodes",
-                                      Access::kClusterRead, false, false};
+                                      Access::kClusterRead, false, true};
 inline constexpr RpcMethod kGetTopology{"/phalanx.v1.Fleet/GetTopology",
-                                        Access::kClusterRead, false, false};
+                                        Access::kClusterRead, false, true};
 inline constexpr RpcMethod kGetConfig{"/phalanx.v1.Admin/GetConfig",
-                                      Access::kClusterRead, false, false};
+                                      Access::kClusterRead, false, true};
 inline constexpr RpcMethod kUpdateConfig{"/phalanx.v1.Admin/UpdateConfig",
                                          Access::kAdmin, true, false};
 inline constexpr RpcMethod kPutQueue{"/phalanx.v1.Admin/PutQueue",
@@ -77,9 +77,9 @@ inline constexpr RpcMethod kPutQueue{"/phalanx.v1.Admin/PutQueue",
 inline constexpr RpcMethod kDeleteQueue{"/phalanx.v1.Admin/DeleteQueue",
                                         Access::kAdmin, true, false};
 inline constexpr RpcMethod kListQueues{"/phalanx.v1.Admin/ListQueues",
-                                       Access::kClusterRead, false, false};
+                                       Access::kClusterRead, false, true};
 inline constexpr RpcMethod kListAuditRecords{
-    "/phalanx.v1.Admin/ListAuditRecords", Access::kAdmin, false, false};
+    "/phalanx.v1.Admin/ListAuditRecords", Access::kAdmin, false, true};
 inline constexpr RpcMethod kCreateBackup{"/phalanx.v1.Admin/CreateBackup",
                                          Access::kAdmin, true, false};
 }  // namespace rpc

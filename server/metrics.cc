@@ -363,6 +363,7 @@ void Metrics::OnApplied(const core::Mutation&, const core::Scheduler& scheduler,
 }
 
 void Metrics::OnIdleCycle(const core::Scheduler& scheduler) {
+  revision_.Set(static_cast<double>(scheduler.revision()));
   MaybeRefreshGauges(scheduler);
 }
 

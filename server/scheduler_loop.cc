@@ -49,25 +49,103 @@ std::shared_ptr<const View> ViewAfter(const View& view,
   return next;
 }
 
+namespace {
+
+// The gangs a batch changed: the records only the view before it holds.
+size_t Changed(const core::Mutation& mutation) {
+  return mutation.gangs_put.size() + mutation.gangs_deleted.size();
+}
+
+}  // namespace
+
 SchedulerLoop::SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
                              core::StateStore* store,
                              std::vector<BatchObserver*> observers)
     : scheduler_(std::move(scheduler)),
       store_(store),
       observers_(std::move(observers)) {
-  std::shared_ptr<const View> view = FullView();
-  absl::MutexLock lock(&view_mu_);
-  view_ = std::move(view);
+  Publish(FullView(), kWholesale);
 }
 
 SchedulerLoop::SchedulerLoop(std::shared_ptr<const View> view,
                              core::StateStore* store,
-                             std::vector<BatchObserver*> observers)
-    : store_(store), observers_(std::move(observers)) {
-  absl::MutexLock lock(&mu_);
-  following_ = true;
-  absl::MutexLock view_lock(&view_mu_);
-  view_ = std::move(view);
+                             std::vector<BatchObserver*> observers,
+                             ReplicaLoader load)
+    : load_(std::move(load)), store_(store), observers_(std::move(observers)) {
+  {
+    absl::MutexLock lock(&mu_);
+    following_ = true;
+  }
+  Publish(std::move(view), kWholesale);
+  if (load_) {
+    follow_thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "phalanx-reads");
+      RunFollowing();
+    });
+  }
+}
+
+void SchedulerLoop::RunFollowing() {
+  absl::Time next_gauges = absl::Now();
+  std::vector<Command> batch;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || stopping_ || leaving_;
+      };
+      mu_.AwaitWithDeadline(absl::Condition(&ready), next_gauges);
+      if (leaving_) return;  // the leader's loop answers what is queued
+      if (queue_.empty() && stopping_) return;
+      batch.swap(queue_);
+    }
+    const absl::Time now = absl::Now();
+    RefreshReplica();
+    ServeReads(batch, now);
+    batch.clear();
+    if (now >= next_gauges) {
+      RefreshReplica();
+      for (BatchObserver* observer : observers_) {
+        observer->OnIdleCycle(*replica_);
+      }
+      next_gauges = now + kReplicaGaugeInterval;
+    }
+  }
+}
+
+void SchedulerLoop::RefreshReplica() {
+  const int64_t revision = view()->revision;
+  if (replica_ != nullptr && replica_revision_ == revision) return;
+  // No time passes for a scheduler that runs no cycle: heartbeats (which
+  // are not replicated) read as never heard (NodeToProto leaves them out).
+  absl::StatusOr<core::LoadedState> state = load_();
+  absl::StatusOr<std::unique_ptr<core::Scheduler>> restored =
+      state.ok()
+          ? core::Scheduler::Restore(*std::move(state), absl::InfinitePast())
+          : state.status();
+  if (!restored.ok()) {
+    std::fprintf(stderr,
+                 "phalanxd: follower: restoring the state reads are served "
+                 "from: %s\n",
+                 restored.status().ToString().c_str());
+    if (replica_ == nullptr) replica_ = std::make_unique<core::Scheduler>();
+    return;  // tried again at the next read
+  }
+  replica_ = *std::move(restored);
+  replica_revision_ = revision;
+}
+
+void SchedulerLoop::ServeReads(std::vector<Command>& batch, absl::Time now) {
+  for (Command& command : batch) command.apply(*replica_, now);
+  for (Command& command : batch) {
+    if (command.respond) command.respond(*replica_);
+  }
+  // Reads change nothing; should one have, its change dies with the
+  // scheduler: the next read restores another.
+  if (!replica_->TakeMutation().empty()) replica_revision_ = -1;
+  for (Command& command : batch) {
+    if (command.reply) command.reply();
+  }
 }
 
 std::shared_ptr<const View> SchedulerLoop::FullView() const {
@@ -83,30 +161,57 @@ std::shared_ptr<const View> SchedulerLoop::FullView() const {
 
 void SchedulerLoop::Replicate(const core::Mutation& mutation) {
   // Only this thread replaces the view while following: read, build, swap.
-  std::shared_ptr<const View> next = ViewAfter(*view(), mutation);
-  absl::MutexLock lock(&mu_);
-  PHALANX_CHECK(following_);
-  absl::MutexLock view_lock(&view_mu_);
-  view_ = std::move(next);
+  PHALANX_CHECK(following());
+  Publish(ViewAfter(*view(), mutation), Changed(mutation));
 }
 
 void SchedulerLoop::ReplaceView(std::shared_ptr<const View> view) {
-  absl::MutexLock lock(&mu_);
-  PHALANX_CHECK(following_);
-  absl::MutexLock view_lock(&view_mu_);
+  PHALANX_CHECK(following());
+  Publish(std::move(view), kWholesale);
+}
+
+void SchedulerLoop::Publish(std::shared_ptr<const View> view, size_t changed) {
+  // Declared before the lock, so expired views are freed after it.
+  std::vector<std::shared_ptr<const View>> expired;
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&view_mu_);
+  if (view_ != nullptr) {
+    const size_t gangs = changed == kWholesale ? view_->gangs.size() : changed;
+    recent_.push_back({now, std::move(view_), gangs});
+    recent_gangs_ += gangs;
+  }
   view_ = std::move(view);
+  while (!recent_.empty() && (recent_.size() > kMaxRecentViews ||
+                              recent_gangs_ > kMaxRecentGangVersions ||
+                              now - recent_.front().at > kRecentViewAge)) {
+    recent_gangs_ -= recent_.front().gangs;
+    expired.push_back(std::move(recent_.front().view));
+    recent_.pop_front();
+  }
+}
+
+std::shared_ptr<const View> SchedulerLoop::ViewAt(int64_t revision) const {
+  absl::MutexLock lock(&view_mu_);
+  if (view_->revision == revision) return view_;
+  for (auto it = recent_.rbegin(); it != recent_.rend(); ++it) {
+    if (it->view->revision == revision) return it->view;
+    if (it->view->revision < revision) break;
+  }
+  return nullptr;
 }
 
 void SchedulerLoop::Lead(std::unique_ptr<core::Scheduler> scheduler) {
   PHALANX_CHECK(!thread_.joinable());
-  scheduler_ = std::move(scheduler);
-  std::shared_ptr<const View> view = FullView();
-  absl::MutexLock lock(&mu_);
-  PHALANX_CHECK(following_);
   {
-    absl::MutexLock view_lock(&view_mu_);
-    view_ = std::move(view);
+    absl::MutexLock lock(&mu_);
+    leaving_ = true;
   }
+  if (follow_thread_.joinable()) follow_thread_.join();
+  replica_.reset();
+  scheduler_ = std::move(scheduler);
+  PHALANX_CHECK(following());
+  Publish(FullView(), kWholesale);
+  absl::MutexLock lock(&mu_);
   following_ = false;
 }
 
@@ -139,6 +244,7 @@ void SchedulerLoop::Stop() {
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
+  if (follow_thread_.joinable()) follow_thread_.join();
   // The loop has handed over its last replies: run them, then stop.
   {
     absl::MutexLock lock(&reply_mu_);
@@ -192,7 +298,7 @@ void SchedulerLoop::RunReplies() {
 bool SchedulerLoop::Enqueue(Apply apply, Respond respond, Reply reply,
                             bool mutates) {
   absl::MutexLock lock(&mu_);
-  if (stopping_ || following_) return false;
+  if (stopping_ || (following_ && (mutates || !load_))) return false;
   queue_.push_back(
       Command{std::move(apply), std::move(respond), std::move(reply), mutates});
   return true;
@@ -284,9 +390,7 @@ absl::Duration SchedulerLoop::CommitAndPublish(const core::Mutation& mutation) {
   // The same rule a follower applies to the batches it replicates. Built
   // outside any lock (only this thread replaces the view while leading),
   // so handlers reading the view or queueing a command never wait for it.
-  std::shared_ptr<const View> next = ViewAfter(*view(), mutation);
-  absl::MutexLock lock(&view_mu_);
-  view_ = std::move(next);
+  Publish(ViewAfter(*view(), mutation), Changed(mutation));
   return commit_time;
 }
 

@@ -16,6 +16,8 @@
 #ifndef PHALANX_SERVER_SCHEDULER_LOOP_H_
 #define PHALANX_SERVER_SCHEDULER_LOOP_H_
 
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -23,6 +25,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/scheduler.h"
@@ -91,13 +94,28 @@ class SchedulerLoop {
   // — a Respond captures what it needs (immutable GangPtrs, the revision).
   using Reply = std::function<void()>;
 
+  // Reads the whole replicated state as of one instant (a follower's
+  // FrozenState::Load); called on the following loop's thread.
+  using ReplicaLoader = std::function<absl::StatusOr<core::LoadedState>()>;
+  // How often a following loop hands its read-only scheduler to the
+  // observers' OnIdleCycle (a follower's gauges).
+  static constexpr absl::Duration kReplicaGaugeInterval = absl::Seconds(5);
+
   SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
                 core::StateStore* store, std::vector<BatchObserver*> observers);
-  // A loop that follows (HA mode, docs/ha.md): it has no scheduler, serves
-  // `view` and what Replicate and ReplaceView publish, and refuses every
-  // command (Enqueue returns false) until Lead.
+  // A loop that follows (HA mode, docs/ha.md): it has no scheduler to lead
+  // with, serves `view` and what Replicate and ReplaceView publish, and
+  // refuses every command that mutates (Enqueue returns false) until Lead.
+  // Without `load` it refuses reads too. With it, its own thread serves
+  // read-only commands (Enqueue with mutates = false) from a scheduler
+  // restored from `load()`: restored again once the published view's
+  // revision has moved, so a read is answered at the revision this replica
+  // has applied (the restored scheduler's revision()); never committed, and
+  // dropped when a command changed it. Every kReplicaGaugeInterval the
+  // thread hands it to the observers' OnIdleCycle.
   SchedulerLoop(std::shared_ptr<const View> view, core::StateStore* store,
-                std::vector<BatchObserver*> observers);
+                std::vector<BatchObserver*> observers,
+                ReplicaLoader load = nullptr);
   ~SchedulerLoop();
 
   // Following only, from one thread at a time: publishes the view after a
@@ -105,8 +123,10 @@ class SchedulerLoop {
   void Replicate(const core::Mutation& mutation);
   // Following only: publishes `view` in place of the current one.
   void ReplaceView(std::shared_ptr<const View> view);
-  // Following only, before Start: takes the scheduler this replica now
-  // leads with (restored like at a restart) and publishes its view.
+  // Following only, before Start: stops serving reads from the replicated
+  // state (reads still queued are answered by the started loop), takes the
+  // scheduler this replica now leads with (restored like at a restart) and
+  // publishes its view.
   void Lead(std::unique_ptr<core::Scheduler> scheduler);
   bool following() const;
 
@@ -124,6 +144,17 @@ class SchedulerLoop {
   bool Enqueue(Apply apply, Respond respond, Reply reply, bool mutates = true);
   // The latest published view; never null.
   std::shared_ptr<const View> view() const;
+  // The view published at `revision`: the latest, or one a newer view
+  // replaced at most kRecentViewAge ago; null when none is kept. Leader and
+  // followers publish the same revisions, so each can serve a revision
+  // another one published (ListGangs pages). Replaced views are kept while
+  // they are at most kMaxRecentViews and hold at most
+  // kMaxRecentGangVersions gang records no newer view holds (the oldest go
+  // first), so churn cannot make them hold much memory.
+  std::shared_ptr<const View> ViewAt(int64_t revision) const;
+  static constexpr absl::Duration kRecentViewAge = absl::Seconds(60);
+  static constexpr size_t kMaxRecentViews = 256;
+  static constexpr size_t kMaxRecentGangVersions = 20000;
 
  private:
   struct Command {
@@ -134,6 +165,15 @@ class SchedulerLoop {
   };
 
   void Run();
+  // The following loop's thread: serves read-only commands from replica_
+  // and hands it to the observers on the gauge timer, until Lead or Stop
+  // (which answers what is queued first).
+  void RunFollowing();
+  // Restores replica_ from load_ unless it is at the published revision.
+  // On failure keeps the one it has (an empty scheduler when none).
+  void RefreshReplica();
+  // Applies and answers one batch of read-only commands on replica_.
+  void ServeReads(std::vector<Command>& batch, absl::Time now);
   // The reply thread: runs handed-over replies in order until Stop.
   void RunReplies();
   // Runs one durable batch's replies: on the reply thread when a next batch
@@ -144,12 +184,26 @@ class SchedulerLoop {
   // Commits `mutation` (fail-stop) and publishes the view; returns the
   // commit's duration.
   absl::Duration CommitAndPublish(const core::Mutation& mutation);
+  // Makes `view` the latest, keeping the one it replaces for ViewAt.
+  // `changed` is how many gangs `view` changed (put or deleted) from the
+  // latest: what only the replaced view holds; kWholesale when `view` was
+  // built anew (it shares no gang with the latest).
+  static constexpr size_t kWholesale = SIZE_MAX;
+  void Publish(std::shared_ptr<const View> view, size_t changed)
+      ABSL_LOCKS_EXCLUDED(view_mu_);
   // The scheduler's queue tree, for the view.
   std::shared_ptr<const QueueParents> QueueTree() const;
   // The view of scheduler_'s whole state.
   std::shared_ptr<const View> FullView() const;
 
   std::unique_ptr<core::Scheduler> scheduler_;
+  // Following with reads served: the loader, the following thread and its
+  // read-only scheduler, restored at the view revision replica_revision_
+  // (-1: to restore).
+  ReplicaLoader load_;
+  std::thread follow_thread_;
+  std::unique_ptr<core::Scheduler> replica_;
+  int64_t replica_revision_ = -1;
   core::StateStore* store_;
   std::vector<BatchObserver*> observers_;
   std::thread thread_;
@@ -171,11 +225,21 @@ class SchedulerLoop {
   std::vector<Command> batch_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool following_ ABSL_GUARDED_BY(mu_) = false;
+  bool leaving_ ABSL_GUARDED_BY(mu_) = false;  // Lead ends follow_thread_
   // The published view has a lock of its own: handlers read it (1-3 times
   // a call) without contending with Enqueue and the loop's wait on mu_.
   // Lock order: mu_, then view_mu_.
   mutable absl::Mutex view_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::shared_ptr<const View> view_ ABSL_GUARDED_BY(view_mu_);
+  // Replaced views, oldest first: when each was replaced, and how many
+  // gang records it alone holds (all of them counted in recent_gangs_).
+  struct Replaced {
+    absl::Time at;
+    std::shared_ptr<const View> view;
+    size_t gangs;
+  };
+  std::deque<Replaced> recent_ ABSL_GUARDED_BY(view_mu_);
+  size_t recent_gangs_ ABSL_GUARDED_BY(view_mu_) = 0;
 };
 
 }  // namespace phalanx::server

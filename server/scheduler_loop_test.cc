@@ -307,6 +307,125 @@ TEST(ViewTest, AFollowingLoopRefusesCommandsUntilItLeads) {
   EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(&replied), kTimeout));
 }
 
+// Runs `read` as a read-only command on `loop`; false when it was refused
+// or not answered in time.
+bool Read(SchedulerLoop& loop,
+          const std::function<void(core::Scheduler&)>& read) {
+  absl::Notification replied;
+  if (!loop.Enqueue([&](core::Scheduler& s, absl::Time) { read(s); }, nullptr,
+                    [&] { replied.Notify(); }, /*mutates=*/false)) {
+    return false;
+  }
+  return replied.WaitForNotificationWithTimeout(kTimeout);
+}
+
+// The replicated state a follower's loader reads: queue "q" at `revision`.
+class FakeReplica {
+ public:
+  SchedulerLoop::ReplicaLoader Loader() {
+    return [this]() -> absl::StatusOr<core::LoadedState> {
+      absl::MutexLock lock(&mu_);
+      ++loads_;
+      core::LoadedState state = StateWithGangs(0);
+      state.meta.last_revision = revision_;
+      return state;
+    };
+  }
+  void set_revision(int64_t revision) {
+    absl::MutexLock lock(&mu_);
+    revision_ = revision;
+  }
+  int loads() {
+    absl::MutexLock lock(&mu_);
+    return loads_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int64_t revision_ ABSL_GUARDED_BY(mu_) = 7;
+  int loads_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+TEST(ViewTest, AFollowingLoopServesReadsFromTheReplicatedState) {
+  core::MemoryStore store;
+  FakeReplica replica;
+  SchedulerLoop loop(ViewOfState(StateWithGangs(0)), &store, {},
+                     replica.Loader());
+  int64_t revision = 0;
+  size_t queues = 0;
+  auto read = [&](core::Scheduler& s) {
+    revision = s.revision();
+    queues = s.queues().size();
+  };
+  ASSERT_TRUE(Read(loop, read));
+  EXPECT_EQ(revision, 7);
+  EXPECT_EQ(queues, 1u);
+  // Writes are still refused.
+  EXPECT_FALSE(loop.Enqueue([](core::Scheduler&, absl::Time) {}, nullptr,
+                            nullptr, /*mutates=*/true));
+  // Until the view moves, reads share one restored state...
+  ASSERT_TRUE(Read(loop, read));
+  const int loads = replica.loads();
+  // ...and a read that changed it does not leak into the next one.
+  ASSERT_TRUE(Read(loop, [](core::Scheduler& s) {
+    core::Queue extra;
+    extra.name = core::QueueName("extra");
+    ASSERT_TRUE(s.PutQueue(extra).ok());
+  }));
+  ASSERT_TRUE(Read(loop, read));
+  EXPECT_EQ(queues, 1u);
+  EXPECT_EQ(replica.loads(), loads + 1);
+  // A replicated batch moves the view: the next read is at its revision.
+  replica.set_revision(9);
+  core::Mutation mutation;
+  mutation.meta.last_revision = 9;
+  loop.Replicate(mutation);
+  ASSERT_TRUE(Read(loop, read));
+  EXPECT_EQ(revision, 9);
+  // Once it leads, reads are the leader's.
+  loop.Lead(std::make_unique<core::Scheduler>());
+  loop.Start();
+  ASSERT_TRUE(Read(loop, read));
+  EXPECT_EQ(queues, 0u);
+  loop.Stop();
+}
+
+TEST(ViewTest, ViewsStayReadableByRevisionAfterNewerOnes) {
+  core::MemoryStore store;
+  SchedulerLoop loop(ViewOfState(StateWithGangs(1)), &store, {});
+  core::Mutation mutation;
+  for (int64_t revision = 8; revision <= 10; ++revision) {
+    mutation.meta.last_revision = revision;
+    mutation.gangs_put = {Gang(absl::StrCat("g-", revision))};
+    loop.Replicate(mutation);
+  }
+  for (int64_t revision = 7; revision <= 10; ++revision) {
+    std::shared_ptr<const View> view = loop.ViewAt(revision);
+    ASSERT_NE(view, nullptr) << revision;
+    EXPECT_EQ(view->revision, revision);
+    EXPECT_EQ(view->gangs.size(), static_cast<size_t>(revision - 6));
+  }
+  EXPECT_EQ(loop.ViewAt(6), nullptr);
+  EXPECT_EQ(loop.ViewAt(11), nullptr);
+  // At most kMaxRecentViews replaced views are kept.
+  for (size_t i = 0; i < SchedulerLoop::kMaxRecentViews; ++i) {
+    mutation.meta.last_revision = 11 + static_cast<int64_t>(i);
+    mutation.gangs_put.clear();
+    loop.Replicate(mutation);
+  }
+  EXPECT_EQ(loop.ViewAt(7), nullptr);
+  EXPECT_NE(loop.ViewAt(10), nullptr);
+  // Nor are views whose gangs so many newer batches replaced.
+  const int64_t before = loop.view()->revision;
+  mutation.meta.last_revision = before + 1;
+  for (size_t i = 0; i <= SchedulerLoop::kMaxRecentGangVersions; ++i) {
+    mutation.gangs_put.push_back(Gang(absl::StrCat("churn-", i)));
+  }
+  loop.Replicate(mutation);
+  EXPECT_EQ(loop.ViewAt(before), nullptr);
+  EXPECT_NE(loop.ViewAt(before + 1), nullptr);
+}
+
 // What one replicated batch costs a follower's view at 100k gangs (printed,
 // not asserted): O(changed gangs), the shards a batch touches copied.
 TEST(ViewTest, OneBatchOnAHundredThousandGangs) {

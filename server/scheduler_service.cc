@@ -131,6 +131,34 @@ std::shared_ptr<GangAfter> AfterOf(const std::string& id) {
 
 }  // namespace
 
+absl::StatusOr<std::shared_ptr<const View>> SchedulerService::ListingView(
+    int64_t revision) {
+  const absl::Time now = absl::Now();
+  if (std::shared_ptr<const View> view = listings_.Find(revision, now)) {
+    return view;
+  }
+  // A token another replica issued, or a listing this one stopped keeping.
+  if (std::shared_ptr<const View> view = loop_->ViewAt(revision)) {
+    listings_.Pin(view, now);
+    return view;
+  }
+  const int64_t applied = loop_->view()->revision;
+  if (revision > applied) {
+    return absl::UnavailableError(
+        absl::StrCat("page_token: the listing is at revision ", revision,
+                     ", which this replica has not applied yet (it is at ",
+                     applied, "); retry"));
+  }
+  return absl::AbortedError(absl::StrCat(
+      "page_token: the listing at revision ", revision,
+      " is no longer kept here (kept ",
+      absl::FormatDuration(ListingViews::kIdle),
+      " after its last page on the replica that served it, and ",
+      absl::FormatDuration(SchedulerLoop::kRecentViewAge),
+      " after a newer revision on every replica; not across a restart); "
+      "list again from the first page"));
+}
+
 absl::Status SchedulerService::CheckQueue(const Caller& caller,
                                           const RpcMethod& method,
                                           const std::string& queue) {
@@ -271,17 +299,9 @@ grpc::ServerUnaryReactor* SchedulerService::ListGangs(
                            "page_token: made for another queue or states "
                            "filter; pass the first page's filter"));
     }
-    view = listings_.Find(token->revision, absl::Now());
-    if (view == nullptr) {
-      return FinishNow(
-          context,
-          absl::AbortedError(absl::StrCat(
-              "page_token: the listing at revision ", token->revision,
-              " is no longer kept (idle over ",
-              absl::FormatDuration(ListingViews::kIdle),
-              ", too many listings at once, or a restart); list again from "
-              "the first page")));
-    }
+    auto found = ListingView(token->revision);
+    if (!found.ok()) return FinishNow(context, found.status());
+    view = *std::move(found);
     after = std::move(token->after);
   }
   const bool scoped = caller->ScopedTo(Access::kGangRead);
@@ -446,6 +466,7 @@ grpc::ServerUnaryReactor* SchedulerService::DryRunGang(
         for (const core::PodPlacement& pod : result.pods) {
           convert::ToProto(pod, response->add_placement());
         }
+        response->set_revision(s.revision());
         return absl::OkStatus();
       },
       /*mutates=*/false);

@@ -86,6 +86,11 @@ class SchedulerService final
   // (recorded as a refusal).
   absl::Status CheckQueue(const Caller& caller, const RpcMethod& method,
                           const std::string& queue);
+  // The view a ListGangs page token's `revision` is read at: the one this
+  // replica pinned for the listing, else the one it published at that
+  // revision if still kept (then pinned). Unavailable while this replica
+  // has not applied `revision` yet; Aborted when it is no longer kept.
+  absl::StatusOr<std::shared_ptr<const View>> ListingView(int64_t revision);
   // WatchGangs and WatchGangBatches: the caller's scope and stream cap,
   // then a hub stream in `format`.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(

@@ -228,10 +228,36 @@ uint64_t RocksDbStore::WalSyncs() const {
   return statistics_->getTickerCount(rocksdb::WAL_FILE_SYNCED);
 }
 
+namespace {
+
+// The whole state as `read` sees it (a snapshot's, or the latest).
+absl::StatusOr<core::LoadedState> ReadState(
+    rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
+    const rocksdb::ReadOptions& read);
+
+}  // namespace
+
 absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
+  ASSIGN_OR_RETURN(core::LoadedState state,
+                   ReadState(db_.get(), handles_, rocksdb::ReadOptions()));
+  first_retained_ = state.meta.first_retained_revision;
+  return state;
+}
+
+absl::StatusOr<core::LoadedState> FrozenState::Load() const {
+  rocksdb::ReadOptions read;
+  read.snapshot = snapshot_;
+  return ReadState(db_, handles_, read);
+}
+
+namespace {
+
+absl::StatusOr<core::LoadedState> ReadState(
+    rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
+    const rocksdb::ReadOptions& read) {
   core::LoadedState state;
   std::string value;
-  rocksdb::Status s = db_->Get({}, handles_[kConfig], kConfigKey, &value);
+  rocksdb::Status s = db->Get(read, handles[kConfig], kConfigKey, &value);
   if (s.ok()) {
     pb::Config config;
     RETURN_IF_ERROR(ParseInto(value, &config, "config"));
@@ -239,7 +265,7 @@ absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
   } else if (!s.IsNotFound()) {
     return FromRocks(s, "read config");
   }
-  s = db_->Get({}, handles_[kMeta], kMetaKey, &value);
+  s = db->Get(read, handles[kMeta], kMetaKey, &value);
   if (s.ok()) {
     storage::v1::MetaRecord meta;
     RETURN_IF_ERROR(ParseInto(value, &meta, "meta"));
@@ -247,8 +273,7 @@ absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
   } else if (!s.IsNotFound()) {
     return FromRocks(s, "read meta");
   }
-  first_retained_ = state.meta.first_retained_revision;
-  s = db_->Get({}, handles_[kMeta], kStartupFilesKey, &value);
+  s = db->Get(read, handles[kMeta], kStartupFilesKey, &value);
   if (s.ok()) {
     storage::v1::StartupFilesRecord record;
     RETURN_IF_ERROR(ParseInto(value, &record, "startup files"));
@@ -259,7 +284,7 @@ absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
 
   auto scan = [&](Family family, auto&& each) -> absl::Status {
     std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator({}, handles_[family]));
+        db->NewIterator(read, handles[family]));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       RETURN_IF_ERROR(each(it->key(), it->value()));
     }
@@ -311,6 +336,8 @@ absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
       }));
   return state;
 }
+
+}  // namespace
 
 absl::Status RocksDbStore::Commit(const core::Mutation& m) {
   return Write(m, 0);

@@ -60,6 +60,9 @@ class FrozenState {
   absl::Status Export(
       size_t part_bytes,
       const std::function<absl::Status(v1::LogBatch&)>& emit) const;
+  // The whole state of the view, as RocksDbStore::LoadAll reads the live
+  // one (a follower's read-only scheduler is restored from it, docs/ha.md).
+  absl::StatusOr<core::LoadedState> Load() const;
 
  private:
   friend class RocksDbStore;

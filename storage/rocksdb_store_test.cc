@@ -292,6 +292,28 @@ TEST_F(RocksDbStoreTest, StartupFileHashesLastUntilABatchReplacesThem) {
   EXPECT_EQ(store->LoadAll()->startup_files.queues, "q2");
 }
 
+TEST_F(RocksDbStoreTest, AFrozenStateLoadsAsItWasWhenFrozen) {
+  auto s = Populated();
+  auto store = OpenStore();
+  ASSERT_TRUE(store->ApplyLogBatch(s->TakeMutation(), 7).ok());
+  const core::LoadedState before = *store->LoadAll();
+  auto frozen = store->Freeze();
+  ASSERT_TRUE(frozen.ok()) << frozen.status();
+  ASSERT_TRUE(s->Submit(Spec("llm").Pods(1, 1).RequestId("r2"), kT0).ok());
+  ASSERT_TRUE(store->ApplyLogBatch(s->TakeMutation(), 8).ok());
+  ASSERT_GT(store->LoadAll()->gangs.size(), before.gangs.size());
+
+  absl::StatusOr<core::LoadedState> loaded = (*frozen)->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->nodes, before.nodes);
+  EXPECT_EQ(loaded->queues, before.queues);
+  EXPECT_EQ(loaded->gangs, before.gangs);
+  EXPECT_EQ(loaded->config, before.config);
+  EXPECT_EQ(loaded->meta, before.meta);
+  EXPECT_EQ(loaded->requests.size(), before.requests.size());
+  EXPECT_EQ(loaded->ledger.size(), before.ledger.size());
+}
+
 TEST_F(RocksDbStoreTest, FrozenStateReplacesAnotherStoreWhole) {
   auto s = Populated();
   auto store = OpenStore();

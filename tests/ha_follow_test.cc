@@ -1,6 +1,9 @@
 // HA followers end to end (docs/ha.md): real phalanxd replicas against a
 // real 3-member etcd cluster on loopback. Followers serve the leader's reads
-// and watches at the leader's revisions; writes to a follower are refused
+// and watches at the leader's revisions, and every other read (nodes,
+// topology, queues, config, explain, dry run, audit, the scheduler gauges
+// of /metrics) at the revision they have applied; a ListGangs page token
+// from one replica reads on another; writes to a follower are refused
 // with the leader's address, which phalanxctl and the Python client follow;
 // a paused leader never commits again; a leader killed under load loses no
 // acknowledged write; a replica with an empty data dir catches up; etcd
@@ -21,10 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "tests/auth_client.h"
 #include "tests/daemon.h"
@@ -621,6 +627,288 @@ TEST_F(HaFollowTest, AuthAppliesOnAFollowerAsOnTheLeader) {
   EXPECT_EQ(submit(*follower, viewer), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(submit(*leader, viewer), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(submit(*follower, admin), grpc::StatusCode::UNAVAILABLE);
+
+  // The reads a follower serves itself are scoped as on the leader.
+  auto nodes = [&](DaemonProcess& replica, const std::string& token) {
+    auto context = WithToken(token);
+    v1::ListNodesResponse response;
+    const grpc::Status status =
+        replica.Fleet()->ListNodes(context.get(), {}, &response);
+    std::vector<std::string> seen = {absl::StrCat(status.error_code())};
+    for (const v1::Node& node : response.nodes()) {
+      seen.insert(seen.end(), node.gang_ids().begin(), node.gang_ids().end());
+    }
+    return seen;
+  };
+  for (const std::string& token : {std::string(), viewer, tenant_b}) {
+    EXPECT_EQ(nodes(*replicas_[1], token), nodes(*replicas_[0], token))
+        << token;
+  }
+  EXPECT_EQ(nodes(*replicas_[1], viewer).size(), 2u);  // OK, the gang
+  auto audit = [&](DaemonProcess& replica, const std::string& token) {
+    auto context = WithToken(token);
+    v1::ListAuditRecordsResponse response;
+    return replica.Admin()
+        ->ListAuditRecords(context.get(), {}, &response)
+        .error_code();
+  };
+  EXPECT_EQ(audit(*replicas_[1], viewer), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(audit(*replicas_[1], admin), grpc::StatusCode::OK);
+  // A page token names where a listing goes on, not what its caller may
+  // read: the tenant of "b" continuing an admin's listing on the follower
+  // sees none of queue "a"'s gangs.
+  v1::SubmitGangResponse second;
+  {
+    auto context = WithToken(admin);
+    ASSERT_TRUE(
+        leader->SubmitGang(context.get(), SubmitRequest("a", 1, 8), &second)
+            .ok());
+  }
+  ASSERT_TRUE(ReachesRevisionAs(*follower, second.revision(), viewer));
+  v1::ListGangsRequest page;
+  page.set_page_size(1);
+  v1::ListGangsResponse first_page;
+  {
+    auto context = WithToken(admin);
+    ASSERT_TRUE(leader->ListGangs(context.get(), page, &first_page).ok());
+  }
+  ASSERT_FALSE(first_page.next_page_token().empty());
+  page.set_page_token(first_page.next_page_token());
+  auto next_page = [&](const std::string& token) {
+    auto context = WithToken(token);
+    v1::ListGangsResponse response;
+    EXPECT_TRUE(follower->ListGangs(context.get(), page, &response).ok());
+    return response.gangs_size();
+  };
+  EXPECT_EQ(next_page(admin), 1);
+  EXPECT_EQ(next_page(tenant_b), 0);
+}
+
+// A unary call with a 10 s deadline, expecting OK.
+template <typename Stub, typename Request, typename Response>
+Response CallOk(Stub& stub,
+                grpc::Status (Stub::*method)(grpc::ClientContext*,
+                                             const Request&, Response*),
+                const Request& request) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  Response response;
+  grpc::Status status = (stub.*method)(&context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_code() << " "
+                           << status.error_message();
+  return response;
+}
+
+// What a follower reads of the fleet, its queues, its config, a gang's
+// explanation, a dry run and the audit log, at its applied revision.
+struct FleetReads {
+  v1::ListNodesResponse nodes;
+  v1::GetTopologyResponse topology;
+  v1::ListQueuesResponse queues;
+  v1::Config config;
+  v1::ExplainGangResponse explained;
+  v1::DryRunGangResponse dry_run;
+  v1::ListAuditRecordsResponse audit;
+};
+
+FleetReads ReadFleet(DaemonProcess& replica, const std::string& gang_id,
+                     const v1::DryRunGangRequest& dry_run) {
+  auto scheduler = replica.Scheduler();
+  auto fleet = replica.Fleet();
+  auto admin = replica.Admin();
+  FleetReads reads;
+  reads.nodes = CallOk(*fleet, &v1::Fleet::Stub::ListNodes, {});
+  // Heartbeats are not replicated: only the leader has heard them.
+  for (v1::Node& node : *reads.nodes.mutable_nodes()) {
+    node.clear_last_heartbeat();
+  }
+  reads.topology = CallOk(*fleet, &v1::Fleet::Stub::GetTopology, {});
+  reads.queues = CallOk(*admin, &v1::Admin::Stub::ListQueues, {});
+  reads.config = CallOk(*admin, &v1::Admin::Stub::GetConfig, {});
+  v1::ExplainGangRequest explain;
+  explain.set_gang_id(gang_id);
+  reads.explained =
+      CallOk(*scheduler, &v1::Scheduler::Stub::ExplainGang, explain);
+  reads.dry_run = CallOk(*scheduler, &v1::Scheduler::Stub::DryRunGang, dry_run);
+  reads.audit = CallOk(*admin, &v1::Admin::Stub::ListAuditRecords, {});
+  return reads;
+}
+
+// Protobuf messages compared field by field (map order aside), printed
+// when they differ.
+#define EXPECT_SAME_MESSAGE(a, b)                                           \
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals((a), (b))) \
+      << (a).DebugString() << "\nvs\n"                                      \
+      << (b).DebugString()
+
+TEST_F(HaFollowTest, AFollowerServesEveryReadAtItsAppliedRevision) {
+  StartReplicas(1);
+  DaemonProcess& leader = *replicas_[0];
+  DaemonProcess& follower = *replicas_[1];
+  auto stub = leader.Scheduler();
+  const v1::Gang block = SubmitOk(*stub, SubmitRequest("a", 4, 8, "block"));
+  SubmitOk(*stub, SubmitRequest("b", 1, 8));
+  const v1::Gang cancelled = SubmitOk(*stub, SubmitRequest("b", 1, 8));
+  {
+    v1::CancelGangRequest cancel;
+    cancel.set_gang_id(cancelled.id());
+    CallOk(*stub, &v1::Scheduler::Stub::CancelGang, cancel);
+  }
+  {
+    v1::PutQueueRequest put;
+    put.mutable_queue()->set_name("c");
+    put.mutable_queue()->set_weight(2);
+    auto admin = leader.Admin();
+    CallOk(*admin, &v1::Admin::Stub::PutQueue, put);
+  }
+  v1::DryRunGangRequest dry_run;
+  *dry_run.mutable_spec() = SubmitRequest("a", 2, 8, "rack").spec();
+  // Settled: no cycle changes anything more (the leader's reads are at the
+  // revision the follower is waited for).
+  int64_t revision = -1;
+  ASSERT_TRUE(Eventually([&] {
+    const int64_t now = ReadRevision(*stub);
+    const bool settled = now == revision;
+    revision = now;
+    return settled;
+  }));
+  ASSERT_TRUE(ReachesRevision(follower, revision)) << follower.output();
+
+  const FleetReads on_leader = ReadFleet(leader, block.id(), dry_run);
+  const FleetReads on_follower = ReadFleet(follower, block.id(), dry_run);
+  EXPECT_SAME_MESSAGE(on_follower.nodes, on_leader.nodes);
+  EXPECT_SAME_MESSAGE(on_follower.topology, on_leader.topology);
+  EXPECT_SAME_MESSAGE(on_follower.config, on_leader.config);
+  EXPECT_SAME_MESSAGE(on_follower.explained, on_leader.explained);
+  EXPECT_SAME_MESSAGE(on_follower.dry_run, on_leader.dry_run);
+  EXPECT_SAME_MESSAGE(on_follower.audit, on_leader.audit);
+  // Queues: the same queues and usage (the fair-share figures decay with
+  // the leader's clock).
+  ASSERT_EQ(on_follower.queues.queues_size(), on_leader.queues.queues_size());
+  for (int i = 0; i < on_leader.queues.queues_size(); ++i) {
+    const v1::Queue& f = on_follower.queues.queues(i);
+    const v1::Queue& l = on_leader.queues.queues(i);
+    EXPECT_EQ(f.name(), l.name());
+    EXPECT_EQ(f.weight(), l.weight());
+    EXPECT_EQ(f.status().pending_gangs(), l.status().pending_gangs());
+    EXPECT_EQ(f.status().active_gangs(), l.status().active_gangs());
+    EXPECT_EQ(f.status().held_gpus().size(), l.status().held_gpus().size());
+  }
+  // Each answer names the revision it was read at.
+  EXPECT_EQ(on_follower.nodes.revision(), revision);
+  EXPECT_EQ(on_follower.topology.revision(), revision);
+  EXPECT_EQ(on_follower.queues.revision(), revision);
+  EXPECT_EQ(on_follower.explained.revision(), revision);
+  EXPECT_EQ(on_follower.dry_run.revision(), revision);
+  // What was read is what happened: the block gang's nodes, the fit, the
+  // new queue and its audit record.
+  EXPECT_EQ(on_follower.explained.gang().state(), v1::GANG_STATE_ADMITTED);
+  EXPECT_TRUE(on_follower.dry_run.fits()) << on_follower.dry_run.reason();
+  EXPECT_EQ(on_follower.dry_run.placement_size(), 2);
+  EXPECT_EQ(on_follower.queues.queues_size(), 3);
+  ASSERT_GT(on_follower.audit.records_size(), 0);
+  EXPECT_EQ(
+      on_follower.audit.records(on_follower.audit.records_size() - 1).method(),
+      "/phalanx.v1.Admin/PutQueue");
+  // A dry run changed nothing on the follower.
+  const FleetReads again = ReadFleet(follower, block.id(), dry_run);
+  EXPECT_SAME_MESSAGE(again.nodes, on_follower.nodes);
+  EXPECT_EQ(ReadRevision(*follower.Scheduler()), revision);
+  EXPECT_EQ(ListAll(*follower.Scheduler()).gangs_size(), 3);
+}
+
+// The lines of the /metrics text on `port` that start with one of
+// `prefixes`, sorted; those reading 0 left out (a label set once reported
+// stays, at 0: a follower restored since never saw it).
+std::vector<std::string> MetricLines(int port,
+                                     const std::vector<std::string>& prefixes) {
+  std::vector<std::string> lines;
+  for (absl::string_view line :
+       absl::StrSplit(HttpGet(port, "/metrics"), '\n')) {
+    for (const std::string& prefix : prefixes) {
+      if (absl::StartsWith(line, prefix) && !absl::EndsWith(line, " 0")) {
+        lines.emplace_back(line);
+      }
+    }
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+TEST_F(HaFollowTest, AFollowersMetricsCarryTheSchedulerGauges) {
+  StartReplicas(1);
+  DaemonProcess& leader = *replicas_[0];
+  DaemonProcess& follower = *replicas_[1];
+  auto stub = leader.Scheduler();
+  SubmitOk(*stub, SubmitRequest("a", 4, 8, "block"));
+  SubmitOk(*stub, SubmitRequest("b", 4, 8, "block"));
+  SubmitOk(*stub, SubmitRequest("b", 1, 8));  // pending: no room left
+  const std::vector<std::string> gauges = {"phalanx_gangs{", "phalanx_gpus{",
+                                           "phalanx_pending_gangs_by_reason{",
+                                           "phalanx_queue_held_gpus{"};
+  std::vector<std::string> on_leader, on_follower;
+  // The follower refreshes its gauges every few seconds.
+  const bool same = Eventually([&] {
+    on_leader = MetricLines(leader.metrics_port(), gauges);
+    on_follower = MetricLines(follower.metrics_port(), gauges);
+    return !on_leader.empty() && on_leader == on_follower;
+  });
+  EXPECT_TRUE(same) << absl::StrJoin(on_leader, "\n") << "\nvs\n"
+                    << absl::StrJoin(on_follower, "\n");
+  EXPECT_THAT(on_follower,
+              ::testing::Contains(::testing::HasSubstr("state=\"PENDING\"")));
+}
+
+// `token` with its revision replaced by `revision`.
+std::string WithRevision(const std::string& token, int64_t revision) {
+  return absl::StrCat(revision, token.substr(token.find('.')));
+}
+
+TEST_F(HaFollowTest, APageTokenFromOneReplicaReadsOnAnother) {
+  StartReplicas(1);
+  DaemonProcess& leader = *replicas_[0];
+  DaemonProcess& follower = *replicas_[1];
+  auto stub = leader.Scheduler();
+  for (int i = 0; i < 5; ++i) SubmitOk(*stub, SubmitRequest("b", 1, 1));
+  v1::ListGangsRequest request;
+  request.set_page_size(2);
+  const v1::ListGangsResponse first =
+      CallOk(*stub, &v1::Scheduler::Stub::ListGangs, request);
+  ASSERT_FALSE(first.next_page_token().empty());
+  request.set_page_token(first.next_page_token());
+  const v1::ListGangsResponse second =
+      CallOk(*stub, &v1::Scheduler::Stub::ListGangs, request);
+  // The listing goes on on the follower after newer writes: at the first
+  // page's revision still.
+  const int64_t later = SubmitOk(*stub, SubmitRequest("b", 1, 1)).revision();
+  ASSERT_TRUE(ReachesRevision(follower, later)) << follower.output();
+  auto follower_stub = follower.Scheduler();
+  const v1::ListGangsResponse on_follower =
+      CallOk(*follower_stub, &v1::Scheduler::Stub::ListGangs, request);
+  EXPECT_SAME_MESSAGE(on_follower, second);
+  EXPECT_EQ(on_follower.revision(), first.revision());
+  // A token of a revision this replica has not applied yet: retry.
+  auto status_of = [&](const std::string& token) {
+    v1::ListGangsRequest forged = request;
+    forged.set_page_token(token);
+    grpc::ClientContext context;
+    v1::ListGangsResponse response;
+    return follower_stub->ListGangs(&context, forged, &response);
+  };
+  const grpc::Status ahead =
+      status_of(WithRevision(first.next_page_token(), later + 1000));
+  EXPECT_EQ(ahead.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << ahead.error_message();
+  // Once no view of its revision is kept (a restart keeps none): list
+  // again.
+  ASSERT_EQ(follower.Terminate(), 0);
+  ASSERT_TRUE(follower.Start()) << follower.output();
+  follower_stub = follower.Scheduler();
+  const grpc::Status gone = status_of(first.next_page_token());
+  EXPECT_EQ(gone.error_code(), grpc::StatusCode::ABORTED)
+      << gone.error_message();
+  EXPECT_THAT(gone.error_message(),
+              ::testing::HasSubstr("list again from the first page"));
 }
 
 TEST_F(HaFollowTest, ALeaseDoesNotLapseBecauseOfTheFailover) {
