@@ -18,10 +18,10 @@ namespace {
 constexpr absl::Duration kFirstRetry = absl::Milliseconds(50);
 constexpr absl::Duration kMaxRetry = absl::Seconds(1);
 
-// Whether a failed commit is a refusal to wait out (a full disk, a store
-// that is briefly unavailable) rather than a fault to stop on.
+// Whether a failed commit is a refusal to wait out (a full disk, an etcd
+// over its quota) rather than a fault to stop on.
 bool Refusal(const absl::Status& status) {
-  return absl::IsResourceExhausted(status) || absl::IsUnavailable(status);
+  return absl::IsResourceExhausted(status);
 }
 
 [[noreturn]] void FailStop(const absl::Status& status) {
@@ -153,8 +153,7 @@ void SchedulerLoop::HoldAtStart(core::Mutation mutation,
                cause.ToString().c_str());
   const absl::Time now = absl::Now();
   held_ = HeldBatch{std::move(mutation), {},  /*commands=*/0,
-                    /*attempts=*/1,      now, now + kFirstRetry,
-                    kFirstRetry};
+                    /*attempts=*/1,      now, now + kFirstRetry, kFirstRetry};
   SetWritesRefused(cause);
 }
 

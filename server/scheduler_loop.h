@@ -11,8 +11,8 @@
 // to pay for, nothing to overlap). Replies run in batch order, each after
 // its batch is durable and its view published.
 //
-// A commit the store refuses for lack of space (ResourceExhausted) or as
-// transient (Unavailable) puts the loop in the writes-refused mode of
+// A commit the store refuses for lack of space (ResourceExhausted: a full
+// disk, an etcd over its quota) puts the loop in the writes-refused mode of
 // docs/design.md §7: the failed batch is held (its memory state kept, its
 // replies not run) and its commit retried with a bounded backoff (50 ms,
 // doubling up to 1 s); meanwhile WritesRefused() names the cause (RunOnLoop
