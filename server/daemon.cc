@@ -95,7 +95,7 @@ absl::StatusOr<std::unique_ptr<DaemonMode>> OpenMode(
   if (options.ha_mode()) {
     return MakeHaMode(options.ha, options.etcd_password_file, options.data_dir);
   }
-  return MakeSingleNodeMode(options.data_dir);
+  return MakeSingleNodeMode(options.data_dir, options.storage_env);
 }
 
 void PrintMigration(const storage::RocksDbStore& db,
@@ -122,8 +122,13 @@ std::unique_ptr<SchedulerLoop> MakeLoop(StartState state,
           return frozen->Load();
         });
   }
-  return std::make_unique<SchedulerLoop>(std::move(state.scheduler), store,
-                                         std::move(observers));
+  auto loop = std::make_unique<SchedulerLoop>(std::move(state.scheduler), store,
+                                              std::move(observers));
+  if (!state.held_cause.ok()) {
+    loop->HoldAtStart(std::move(state.held), state.held_cause,
+                      std::move(state.view));
+  }
+  return loop;
 }
 
 // Serves gRPC reflection on one server, or not. Linking gRPC's reflection

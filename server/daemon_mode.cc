@@ -36,10 +36,18 @@ class SingleNodeMode : public DaemonMode {
             }};
   }
   absl::StatusOr<StartState> Recover(const StartupFiles& files) override {
-    ASSIGN_OR_RETURN(Recovered recovered,
-                     server::Recover(*db_, files, absl::Now()));
+    ASSIGN_OR_RETURN(
+        Recovered recovered,
+        server::Recover(*db_, files, absl::Now(), RefusedCommit::kHold));
     PrintFileNotes(recovered);
     StartState state;
+    if (!recovered.commit_refused.ok()) {
+      // A full disk: serve what is durable; the loop holds the batch.
+      ASSIGN_OR_RETURN(core::LoadedState durable, db_->LoadAll());
+      state.view = ViewOfState(durable);
+      state.held_cause = recovered.commit_refused;
+      state.held = std::move(recovered.committed);
+    }
     state.scheduler = std::move(recovered.scheduler);
     state.revision = state.scheduler->revision();
     state.gangs = state.scheduler->gangs().size();
@@ -61,8 +69,10 @@ class SingleNodeMode : public DaemonMode {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DaemonMode>> MakeSingleNodeMode(
-    const std::string& data_dir) {
-  ASSIGN_OR_RETURN(auto db, storage::RocksDbStore::Open(data_dir));
+    const std::string& data_dir, rocksdb::Env* env) {
+  storage::RocksDbStore::Options options;
+  options.env = env;
+  ASSIGN_OR_RETURN(auto db, storage::RocksDbStore::Open(data_dir, options));
   return std::make_unique<SingleNodeMode>(std::move(db));
 }
 

@@ -41,9 +41,15 @@ struct DaemonStores {
 // or the view a following replica serves (the loop follows).
 struct StartState {
   std::unique_ptr<core::Scheduler> scheduler;
-  std::shared_ptr<const View> view;  // when scheduler is null
+  // When scheduler is null: the view to follow from. With held_cause not
+  // OK: the view of the store's durable state.
+  std::shared_ptr<const View> view;
   int64_t revision = 0;
   size_t gangs = 0;
+  // Not OK when the store refused recovery's batch (a full disk): `held`,
+  // which the scheduler already reflects, is for the loop to hold.
+  absl::Status held_cause;
+  core::Mutation held;
 };
 
 // The daemon's parts a mode wires into; owned by the Daemon, alive from
@@ -92,9 +98,10 @@ std::string BoundAddress(const std::string& listen, int port);
 // cannot be read.
 absl::StatusOr<std::string> ReadTextFile(const std::string& path);
 
-// The single-node mode: the local RocksDB in `data_dir` holds the state.
+// The single-node mode: the local RocksDB in `data_dir` holds the state,
+// its files going through `env` (null = RocksDB's default; tests only).
 absl::StatusOr<std::unique_ptr<DaemonMode>> MakeSingleNodeMode(
-    const std::string& data_dir);
+    const std::string& data_dir, rocksdb::Env* env = nullptr);
 
 }  // namespace phalanx::server
 

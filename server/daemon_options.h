@@ -15,6 +15,10 @@
 #include "server/tls.h"
 #include "server/watch_hub.h"
 
+namespace rocksdb {
+class Env;
+}  // namespace rocksdb
+
 namespace phalanx::server {
 
 struct DaemonOptions {
@@ -39,6 +43,10 @@ struct DaemonOptions {
   // etcd.password is read from etcd_password_file at start.
   HaOptions ha;
   std::string etcd_password_file;
+  // Test-only, set by no flag: the RocksDB Env the single-node store's
+  // files go through (null = RocksDB's default). Disk-fault tests pass one
+  // over storage/fault_fs.h. Not owned; must outlive the daemon.
+  rocksdb::Env* storage_env = nullptr;
 
   bool ha_mode() const { return !ha.etcd.endpoints.empty(); }
 };

@@ -214,6 +214,13 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
                            "share one)")
                      .Register(*registry_)
                      .Add({})),
+      writes_refused_(BuildGauge()
+                          .Name("phalanx_storage_writes_refused")
+                          .Help("Whether the store refuses writes: 1 while "
+                                "its disk is full (calls fail UNAVAILABLE, the "
+                                "refused batch is retried), else 0")
+                          .Register(*registry_)
+                          .Add({})),
       leader_(BuildGauge()
                   .Name("phalanx_leader")
                   .Help("1 while this replica leads (always, without HA), "

@@ -86,6 +86,10 @@ class Metrics : public BatchObserver, public DenialCounter {
   void OnDurable(const core::Mutation& mutation, absl::Duration commit,
                  int commands) override;
   void OnIdleCycle(const core::Scheduler& scheduler) override;
+  // phalanx_storage_writes_refused: 1 while `cause` is not OK.
+  void OnWritesRefused(const absl::Status& cause) override {
+    writes_refused_.Set(cause.ok() ? 0 : 1);
+  }
 
  private:
   void MaybeRefreshGauges(const core::Scheduler& scheduler);
@@ -145,6 +149,7 @@ class Metrics : public BatchObserver, public DenialCounter {
   prometheus::Counter& wal_syncs_;
   std::function<uint64_t()> wal_syncs_source_;
   uint64_t reported_wal_syncs_ = 0;  // loop thread only
+  prometheus::Gauge& writes_refused_;
   prometheus::Gauge& leader_;
   prometheus::Gauge& leader_term_;
   prometheus::Gauge& follower_applied_seq_;

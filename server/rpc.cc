@@ -31,6 +31,16 @@ grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
                                     LoopBody body, bool mutates,
                                     LoopRespond respond, LoopFill fill,
                                     std::shared_ptr<const void> keep_alive) {
+  // Writes refused (a full disk): fail fast, the caller retries later. A
+  // read of the scheduler would see the batch awaiting its commit.
+  if (absl::Status refused = loop.WritesRefused(); !refused.ok()) {
+    if (mutates) return FinishNow(context, refused);
+    return FinishNow(context,
+                     absl::UnavailableError(absl::StrCat(
+                         refused.message(),
+                         "; until then GetGang, ListGangs and the watches are "
+                         "served")));
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto* call = new LoopCall{std::move(body), std::move(respond),
                             std::move(fill), std::move(keep_alive),
@@ -42,8 +52,9 @@ grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
       [call](const core::Scheduler& s) {
         if (call->status.ok() && call->respond) call->respond(s);
       },
-      [call] {
+      [call](const absl::Status& committed) {
         std::unique_ptr<LoopCall> owned(call);
+        if (!committed.ok()) owned->status = committed;
         if (owned->status.ok() && owned->fill) owned->fill();
         owned->reactor->Finish(ToGrpc(owned->status));
       },

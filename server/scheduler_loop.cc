@@ -2,13 +2,35 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "core/check.h"
 
 namespace phalanx::server {
+namespace {
+
+// The held batch's first retry comes this long after the refusal; each
+// next one waits twice as long, up to kMaxRetry.
+constexpr absl::Duration kFirstRetry = absl::Milliseconds(50);
+constexpr absl::Duration kMaxRetry = absl::Seconds(1);
+
+// Whether a failed commit is a refusal to wait out (a full disk, an etcd
+// over its quota) rather than a fault to stop on.
+bool Refusal(const absl::Status& status) {
+  return absl::IsResourceExhausted(status);
+}
+
+[[noreturn]] void FailStop(const absl::Status& status) {
+  std::fprintf(stderr, "phalanxd: commit failed, stopping: %s\n",
+               status.ToString().c_str());
+  std::abort();
+}
+
+}  // namespace
 
 std::shared_ptr<const View> ViewOfState(const core::LoadedState& state) {
   auto view = std::make_shared<View>();
@@ -144,7 +166,7 @@ void SchedulerLoop::ServeReads(std::vector<Command>& batch, absl::Time now) {
   // scheduler: the next read restores another.
   if (!replica_->TakeMutation().empty()) replica_revision_ = -1;
   for (Command& command : batch) {
-    if (command.reply) command.reply();
+    if (command.reply) command.reply(absl::OkStatus());
   }
 }
 
@@ -222,6 +244,24 @@ bool SchedulerLoop::following() const {
 
 SchedulerLoop::~SchedulerLoop() { Stop(); }
 
+void SchedulerLoop::HoldAtStart(core::Mutation mutation,
+                                const absl::Status& cause,
+                                std::shared_ptr<const View> durable) {
+  PHALANX_CHECK(!thread_.joinable() && scheduler_ != nullptr);
+  {
+    absl::MutexLock lock(&view_mu_);
+    view_ = std::move(durable);
+  }
+  std::fprintf(stderr,
+               "phalanxd: writes refused at start: %s; reads are still "
+               "served, and recovery's batch is retried until it commits\n",
+               cause.ToString().c_str());
+  const absl::Time now = absl::Now();
+  held_ = HeldBatch{std::move(mutation), {},  /*commands=*/0,
+                    /*attempts=*/1,      now, now + kFirstRetry, kFirstRetry};
+  SetWritesRefused(cause);
+}
+
 void SchedulerLoop::Start() {
   {
     absl::MutexLock lock(&mu_);
@@ -272,7 +312,7 @@ void SchedulerLoop::Answer(std::vector<Reply> replies) {
       return;
     }
   }
-  for (Reply& reply : replies) reply();
+  for (Reply& reply : replies) reply(absl::OkStatus());
 }
 
 void SchedulerLoop::RunReplies() {
@@ -288,7 +328,7 @@ void SchedulerLoop::RunReplies() {
       batch.swap(replies_);
       replying_ = true;
     }
-    for (Reply& reply : batch) reply();
+    for (Reply& reply : batch) reply(absl::OkStatus());
     batch.clear();
     absl::MutexLock lock(&reply_mu_);
     replying_ = false;
@@ -309,12 +349,18 @@ std::shared_ptr<const View> SchedulerLoop::view() const {
   return view_;
 }
 
+absl::Status SchedulerLoop::WritesRefused() const {
+  absl::MutexLock lock(&mu_);
+  return writes_refused_;
+}
+
 void SchedulerLoop::Run() {
   while (RunBatch()) {
   }
 }
 
 bool SchedulerLoop::RunBatch() {
+  if (held_) return RunRefused();
   // 1. Wait for commands, the cycle timer, or Stop.
   std::vector<Command>& batch = batch_;
   bool exit = false;
@@ -357,16 +403,12 @@ bool SchedulerLoop::RunBatch() {
     }
     // 5. One durable write for the whole batch (group commit), the view
     // published, the events handed to the watch hub; then the replies.
-    const absl::Duration commit_time = CommitAndPublish(mutation);
-    for (BatchObserver* observer : observers_) {
-      observer->OnDurable(mutation, commit_time, commands);
-    }
     std::vector<Reply> replies;
     replies.reserve(batch.size());
     for (Command& command : batch) {
       if (command.reply) replies.push_back(std::move(command.reply));
     }
-    Answer(std::move(replies));
+    CommitAndAnswer(std::move(mutation), std::move(replies), commands);
   } else if (cycle_time > absl::ZeroDuration()) {
     for (BatchObserver* observer : observers_) {
       observer->OnIdleCycle(*scheduler_);
@@ -378,20 +420,137 @@ bool SchedulerLoop::RunBatch() {
   return !queue_.empty();  // drain what arrived before Stop
 }
 
-absl::Duration SchedulerLoop::CommitAndPublish(const core::Mutation& mutation) {
-  if (mutation.empty()) return absl::ZeroDuration();
+bool SchedulerLoop::RunRefused() {
+  // 1. Wait for commands, the held batch's retry time, or Stop.
+  std::vector<Command>& batch = batch_;
+  bool exit = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return !queue_.empty() || stopping_;
+    };
+    mu_.AwaitWithDeadline(absl::Condition(&ready), held_->retry_at);
+    batch.swap(queue_);
+    exit = stopping_;
+  }
+  // 2. Commands queued before the refusal reached RunOnLoop wait for the
+  // held batch: a write must follow it, a read would see it uncommitted.
+  for (Command& command : batch) waiting_.push_back(std::move(command));
+  batch.clear();
+  // 3. The held batch's retry when due, and a last one before exiting.
+  if (exit || absl::Now() >= held_->retry_at) RetryHeld();
+  if (held_) {
+    if (exit) AbandonHeld();
+    return !exit;
+  }
+  // 4. Committed: the commands that waited go first in the next batch.
+  absl::MutexLock lock(&mu_);
+  if (!waiting_.empty()) {
+    for (Command& command : queue_) waiting_.push_back(std::move(command));
+    queue_.swap(waiting_);
+    waiting_.clear();
+  }
+  return !exit || !queue_.empty();
+}
+
+void SchedulerLoop::CommitAndAnswer(core::Mutation mutation,
+                                    std::vector<Reply> replies, int commands) {
   const absl::Time start = absl::Now();
-  if (absl::Status s = store_->Commit(mutation); !s.ok()) {
-    std::fprintf(stderr, "phalanxd: commit failed, stopping: %s\n",
-                 s.ToString().c_str());
-    std::abort();
+  absl::Status committed =
+      mutation.empty() ? absl::OkStatus() : store_->Commit(mutation);
+  if (!committed.ok()) {
+    if (!Refusal(committed)) FailStop(committed);
+    std::fprintf(stderr,
+                 "phalanxd: writes refused: %s; reads are still served, and "
+                 "the batch is retried until it commits\n",
+                 committed.ToString().c_str());
+    held_ = HeldBatch{std::move(mutation),
+                      std::move(replies),
+                      commands,
+                      /*attempts=*/1,
+                      start,
+                      absl::Now() + kFirstRetry,
+                      kFirstRetry};
+    SetWritesRefused(committed);
+    return;
   }
   const absl::Duration commit_time = absl::Now() - start;
+  Publish(mutation);
+  for (BatchObserver* observer : observers_) {
+    observer->OnDurable(mutation, commit_time, commands);
+  }
+  Answer(std::move(replies));
+}
+
+void SchedulerLoop::RetryHeld() {
+  HeldBatch& held = *held_;
+  const absl::Time start = absl::Now();
+  absl::Status committed = store_->Commit(held.mutation);
+  if (!committed.ok()) {
+    if (!Refusal(committed)) FailStop(committed);
+    ++held.attempts;
+    held.backoff = std::min(held.backoff * 2, kMaxRetry);
+    held.retry_at = absl::Now() + held.backoff;
+    return;
+  }
+  const absl::Duration commit_time = absl::Now() - start;
+  HeldBatch done = std::move(held);
+  held_.reset();
+  std::fprintf(stderr,
+               "phalanxd: writes accepted again: the held batch committed "
+               "after %d attempts, %s after the refusal\n",
+               done.attempts + 1,
+               absl::FormatDuration(absl::Now() - done.refused_since).c_str());
+  Publish(done.mutation);
+  for (BatchObserver* observer : observers_) {
+    observer->OnDurable(done.mutation, commit_time, done.commands);
+  }
+  SetWritesRefused(absl::OkStatus());
+  Answer(std::move(done.replies));
+}
+
+void SchedulerLoop::AbandonHeld() {
+  const absl::Status not_committed = absl::UnavailableError(
+      absl::StrCat("not committed: phalanxd stopped while writes were "
+                   "refused (",
+                   WritesRefused().message(), "); retry the call"));
+  std::vector<Reply> replies = std::move(held_->replies);
+  held_.reset();
+  {
+    absl::MutexLock lock(&mu_);
+    for (Command& command : queue_) waiting_.push_back(std::move(command));
+    queue_.clear();
+  }
+  const absl::Time now = absl::Now();
+  for (Command& command : waiting_) {
+    command.apply(*scheduler_, now);
+    if (command.respond) command.respond(*scheduler_);
+    if (command.reply) replies.push_back(std::move(command.reply));
+  }
+  waiting_.clear();
+  std::fprintf(stderr,
+               "phalanxd: stopping with writes refused: %zu calls not "
+               "committed, answered UNAVAILABLE\n",
+               replies.size());
+  for (Reply& reply : replies) reply(not_committed);
+}
+
+void SchedulerLoop::SetWritesRefused(const absl::Status& cause) {
+  {
+    absl::MutexLock lock(&mu_);
+    writes_refused_ = cause.ok() ? absl::OkStatus()
+                                 : absl::UnavailableError(absl::StrCat(
+                                       "writes refused: ", cause.message()));
+  }
+  for (BatchObserver* observer : observers_) observer->OnWritesRefused(cause);
+}
+
+void SchedulerLoop::Publish(const core::Mutation& mutation) {
+  if (mutation.empty()) return;
   // The same rule a follower applies to the batches it replicates. Built
   // outside any lock (only this thread replaces the view while leading),
   // so handlers reading the view or queueing a command never wait for it.
   Publish(ViewAfter(*view(), mutation), Changed(mutation));
-  return commit_time;
 }
 
 std::shared_ptr<const QueueParents> SchedulerLoop::QueueTree() const {

@@ -9,8 +9,19 @@
 // calls (building responses, gRPC's sendmsg and wake-ups) overlaps the next
 // batch instead of delaying it; otherwise it runs them itself (no hand-off
 // to pay for, nothing to overlap). Replies run in batch order, each after
-// its batch is durable and its view published. A failed commit leaves memory
-// ahead of disk: the loop logs it and aborts (fail-stop).
+// its batch is durable and its view published.
+//
+// A commit the store refuses for lack of space (ResourceExhausted: a full
+// disk, an etcd over its quota) puts the loop in the writes-refused mode of
+// docs/design.md §7: the failed batch is held (its memory state kept, its
+// replies not run) and its commit retried with a bounded backoff (50 ms,
+// doubling up to 1 s); meanwhile WritesRefused() names the cause (RunOnLoop
+// answers calls UNAVAILABLE with it; the published view still serves its
+// readers), no admission cycle runs, and commands queued before the refusal
+// wait. Once the batch commits, its replies run and the waiting commands
+// follow. Any other
+// failed commit leaves memory ahead of disk: the loop logs it and aborts
+// (fail-stop).
 //
 // Thread-safe: Enqueue and view() may be called from any thread.
 #ifndef PHALANX_SERVER_SCHEDULER_LOOP_H_
@@ -20,11 +31,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -75,6 +88,9 @@ class BatchObserver {
                          int commands) = 0;
   // Runs after a timer cycle that changed nothing (no batch to observe).
   virtual void OnIdleCycle(const core::Scheduler& /*scheduler*/) {}
+  // Runs when writes start being refused (`cause` not OK: why) and when
+  // they are accepted again (`cause` OK).
+  virtual void OnWritesRefused(const absl::Status& /*cause*/) {}
   // Runs first, once the batch's mutation is taken: may add records that
   // ride in the same durable write (the audit log).
   virtual void Contribute(core::Mutation& /*mutation*/,
@@ -92,7 +108,10 @@ class SchedulerLoop {
   // Runs once the batch is durable and its view published (answers the
   // RPC), on the loop or the reply thread: it must not touch the scheduler
   // — a Respond captures what it needs (immutable GangPtrs, the revision).
-  using Reply = std::function<void()>;
+  // `committed` is OK then; it is Unavailable (the call must fail with it,
+  // never acknowledge) only when the loop stopped with the batch not
+  // committed because writes were refused.
+  using Reply = std::function<void(const absl::Status& committed)>;
 
   // Reads the whole replicated state as of one instant (a follower's
   // FrozenState::Load); called on the following loop's thread.
@@ -130,6 +149,12 @@ class SchedulerLoop {
   void Lead(std::unique_ptr<core::Scheduler> scheduler);
   bool following() const;
 
+  // Leading only, before Start: recovery's `mutation` (already applied to
+  // the scheduler) was refused by the store with `cause` (a full disk).
+  // Publishes `durable` (the view of the store's state) and starts the loop
+  // holding `mutation`, with writes refused, as after a refused commit.
+  void HoldAtStart(core::Mutation mutation, const absl::Status& cause,
+                   std::shared_ptr<const View> durable);
   // Starts the loop thread.
   void Start();
   // Applies the commands already queued and answers them, then stops both
@@ -155,6 +180,9 @@ class SchedulerLoop {
   static constexpr absl::Duration kRecentViewAge = absl::Seconds(60);
   static constexpr size_t kMaxRecentViews = 256;
   static constexpr size_t kMaxRecentGangVersions = 20000;
+  // OK while the loop commits; Unavailable naming the cause (the store's
+  // message) while writes are refused.
+  absl::Status WritesRefused() const;
 
  private:
   struct Command {
@@ -179,11 +207,37 @@ class SchedulerLoop {
   // Runs one durable batch's replies: on the reply thread when a next batch
   // is waiting (or earlier replies are still running there), else here.
   void Answer(std::vector<Reply> replies);
+  // A batch whose commit was refused, retried until it commits.
+  struct HeldBatch {
+    core::Mutation mutation;
+    std::vector<Reply> replies;
+    int commands = 0;
+    int attempts = 1;
+    absl::Time refused_since;
+    absl::Time retry_at;
+    absl::Duration backoff;
+  };
+
   // Applies one batch; returns false when it is time to exit.
   bool RunBatch();
-  // Commits `mutation` (fail-stop) and publishes the view; returns the
-  // commit's duration.
-  absl::Duration CommitAndPublish(const core::Mutation& mutation);
+  // The loop while writes are refused: keeps queued commands waiting and
+  // retries the held batch. Returns false when it is
+  // time to exit.
+  bool RunRefused();
+  // Commits `mutation`, then (when it committed) publishes the view, tells
+  // the observers and runs `replies`. A refused commit becomes held_; any
+  // other failure aborts (fail-stop).
+  void CommitAndAnswer(core::Mutation mutation, std::vector<Reply> replies,
+                       int commands);
+  // Retries held_'s commit; on success leaves the writes-refused mode.
+  void RetryHeld();
+  // At Stop with held_ still refused: fails held_'s calls and every waiting
+  // or queued one with Unavailable (none is acknowledged).
+  void AbandonHeld();
+  // Marks writes refused (or, with OK, accepted) and tells the observers.
+  void SetWritesRefused(const absl::Status& cause);
+  // Publishes the view after the durable `mutation`.
+  void Publish(const core::Mutation& mutation);
   // Makes `view` the latest, keeping the one it replaces for ViewAt.
   // `changed` is how many gangs `view` changed (put or deleted) from the
   // latest: what only the replaced view holds; kWholesale when `view` was
@@ -208,6 +262,10 @@ class SchedulerLoop {
   std::vector<BatchObserver*> observers_;
   std::thread thread_;
   absl::Time next_cycle_;
+  // Loop thread only: the batch awaiting its commit while writes are
+  // refused, and the commands queued meanwhile.
+  std::optional<HeldBatch> held_;
+  std::vector<Command> waiting_;
 
   std::thread reply_thread_;
 
@@ -226,6 +284,7 @@ class SchedulerLoop {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool following_ ABSL_GUARDED_BY(mu_) = false;
   bool leaving_ ABSL_GUARDED_BY(mu_) = false;  // Lead ends follow_thread_
+  absl::Status writes_refused_ ABSL_GUARDED_BY(mu_);
   // The published view has a lock of its own: handlers read it (1-3 times
   // a call) without contending with Enqueue and the loop's wait on mu_.
   // Lock order: mu_, then view_mu_.

@@ -34,6 +34,10 @@ class GatedStore : public core::StateStore {
   // first cycle's housekeeping) pass.
   absl::Status Commit(const core::Mutation& mutation) override {
     absl::MutexLock lock(&mu_);
+    if (full_) {
+      ++refused_;
+      return absl::ResourceExhaustedError("no space left in data dir /x");
+    }
     if (!mutation.queues_put.empty()) {
       ++entered_;
       mu_.Await(absl::Condition(
@@ -56,6 +60,19 @@ class GatedStore : public core::StateStore {
     absl::MutexLock lock(&mu_);
     closed_ = false;
   }
+  // While full, every commit fails with ResourceExhausted, writing nothing.
+  void SetFull(bool full) {
+    absl::MutexLock lock(&mu_);
+    full_ = full;
+  }
+  // Waits until `n` commits have been refused; returns whether they were.
+  bool AwaitRefused(int n) {
+    absl::MutexLock lock(&mu_);
+    auto refused = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return refused_ >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&refused), kTimeout);
+  }
   // Waits until `n` queue commits have started; returns whether they did.
   bool AwaitEntered(int n) {
     absl::MutexLock lock(&mu_);
@@ -74,6 +91,8 @@ class GatedStore : public core::StateStore {
   mutable absl::Mutex mu_;
   core::MemoryStore memory_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool full_ ABSL_GUARDED_BY(mu_) = false;
+  int refused_ ABSL_GUARDED_BY(mu_) = 0;
   int entered_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int> batch_queues_ ABSL_GUARDED_BY(mu_);
 };
@@ -132,7 +151,8 @@ class SchedulerLoopTest : public ::testing::Test {
           tally_.Applied();
         },
         nullptr,
-        [this, before = std::move(before)] {
+        [this, before = std::move(before)](const absl::Status& committed) {
+          EXPECT_TRUE(committed.ok()) << committed;
           if (before) before();
           tally_.Replied(static_cast<int>(store_.batch_queues().size()));
         });
@@ -221,7 +241,7 @@ TEST_F(SchedulerLoopTest, ReadBehindAWriteIsAnsweredAfterIt) {
   // The read sees "a", which is not durable yet: its answer must wait.
   ASSERT_TRUE(loop_.Enqueue(
       [](core::Scheduler&, absl::Time) {}, nullptr,
-      [this] {
+      [this](const absl::Status&) {
         tally_.Replied(static_cast<int>(store_.batch_queues().size()));
       },
       /*mutates=*/false));
@@ -231,6 +251,116 @@ TEST_F(SchedulerLoopTest, ReadBehindAWriteIsAnsweredAfterIt) {
   ASSERT_TRUE(tally_.AwaitReplies(2));
   EXPECT_EQ(tally_.replies(), (std::vector<int>{1, 1}));
   loop_.Stop();
+}
+
+// Records what OnWritesRefused reported, in order. Thread-safe.
+class RefusalLog : public BatchObserver {
+ public:
+  void OnApplied(const core::Mutation&, const core::Scheduler&, absl::Duration,
+                 int) override {}
+  void OnDurable(const core::Mutation&, absl::Duration, int) override {}
+  void OnWritesRefused(const absl::Status& cause) override {
+    absl::MutexLock lock(&mu_);
+    causes_.push_back(cause);
+  }
+  std::vector<absl::Status> causes() const {
+    absl::MutexLock lock(&mu_);
+    return causes_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<absl::Status> causes_ ABSL_GUARDED_BY(mu_);
+};
+
+class WritesRefusedTest : public ::testing::Test {
+ protected:
+  WritesRefusedTest()
+      : loop_(std::make_unique<core::Scheduler>(), &store_, {&refusals_}) {}
+  GatedStore store_;
+  RefusalLog refusals_;
+  SchedulerLoop loop_;
+};
+
+TEST_F(SchedulerLoopTest, AFullStoreHoldsTheBatchUntilItCommits) {
+  loop_.Start();
+  ASSERT_TRUE(PutQueue("warm-up"));  // the first cycle's housekeeping too
+  ASSERT_TRUE(tally_.AwaitReplies(1));
+  store_.SetFull(true);
+  ASSERT_TRUE(PutQueue("a"));
+  ASSERT_TRUE(store_.AwaitRefused(2));  // the commit and a retry
+  absl::Status refused = loop_.WritesRefused();
+  EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
+  EXPECT_NE(refused.message().find("no space left in data dir /x"),
+            std::string::npos)
+      << refused;
+  // Queued behind the held batch (a call that raced the refusal): waits.
+  ASSERT_TRUE(PutQueue("b"));
+  EXPECT_EQ(tally_.replies().size(), 1u);
+  EXPECT_EQ(loop_.view()->queue_parents->count("a"), 0u);
+
+  store_.SetFull(false);
+  ASSERT_TRUE(tally_.AwaitReplies(3));
+  EXPECT_TRUE(loop_.WritesRefused().ok());
+  // "a" and "b" committed once each, "b" after "a", and the last reply
+  // after the last commit.
+  int queues = 0;
+  for (int n : store_.batch_queues()) queues += n;
+  EXPECT_EQ(queues, 3);
+  EXPECT_EQ(tally_.replies().back(),
+            static_cast<int>(store_.batch_queues().size()));
+  EXPECT_EQ(loop_.view()->queue_parents->count("a"), 1u);
+  EXPECT_EQ(loop_.view()->queue_parents->count("b"), 1u);
+  loop_.Stop();
+}
+
+TEST_F(SchedulerLoopTest, StopWithWritesRefusedFailsTheHeldCalls) {
+  loop_.Start();
+  ASSERT_TRUE(PutQueue("warm-up"));
+  ASSERT_TRUE(tally_.AwaitReplies(1));
+  store_.SetFull(true);
+  absl::Mutex mu;
+  std::vector<absl::Status> answers;
+  auto record = [&](const absl::Status& committed) {
+    absl::MutexLock lock(&mu);
+    answers.push_back(committed);
+  };
+  auto put_queue = [](core::Scheduler& s, absl::Time) {
+    core::Queue queue;
+    queue.name = core::QueueName("a");
+    EXPECT_TRUE(s.PutQueue(queue).ok());
+  };
+  ASSERT_TRUE(loop_.Enqueue(put_queue, nullptr, record));
+  ASSERT_TRUE(store_.AwaitRefused(1));
+  ASSERT_TRUE(loop_.Enqueue([](core::Scheduler&, absl::Time) {}, nullptr,
+                            record, /*mutates=*/false));
+  loop_.Stop();
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(answers.size(), 2u);
+  for (const absl::Status& answer : answers) {
+    EXPECT_TRUE(absl::IsUnavailable(answer)) << answer;
+  }
+  EXPECT_EQ(store_.batch_queues(), std::vector<int>{1});  // warm-up only
+}
+
+TEST_F(WritesRefusedTest, ObserversSeeBothTransitions) {
+  loop_.Start();
+  store_.SetFull(true);
+  ASSERT_TRUE(loop_.Enqueue(
+      [](core::Scheduler& s, absl::Time) {
+        core::Queue queue;
+        queue.name = core::QueueName("a");
+        EXPECT_TRUE(s.PutQueue(queue).ok());
+      },
+      nullptr, nullptr));
+  ASSERT_TRUE(store_.AwaitRefused(1));
+  store_.SetFull(false);
+  loop_.Stop();  // the last retry commits
+  const std::vector<absl::Status> causes = refusals_.causes();
+  ASSERT_EQ(causes.size(), 2u);
+  EXPECT_TRUE(absl::IsResourceExhausted(causes[0])) << causes[0];
+  EXPECT_TRUE(causes[1].ok());
+  EXPECT_TRUE(loop_.WritesRefused().ok());
 }
 
 // A gang with id `id` in queue `queue` (enough for the view).
@@ -298,7 +428,7 @@ TEST(ViewTest, AFollowingLoopRefusesCommandsUntilItLeads) {
   absl::Mutex mu;
   bool replied = false;
   EXPECT_TRUE(loop.Enqueue([](core::Scheduler&, absl::Time) {}, nullptr,
-                           [&] {
+                           [&](const absl::Status&) {
                              absl::MutexLock lock(&mu);
                              replied = true;
                            },
@@ -313,7 +443,8 @@ bool Read(SchedulerLoop& loop,
           const std::function<void(core::Scheduler&)>& read) {
   absl::Notification replied;
   if (!loop.Enqueue([&](core::Scheduler& s, absl::Time) { read(s); }, nullptr,
-                    [&] { replied.Notify(); }, /*mutates=*/false)) {
+                    [&](const absl::Status&) { replied.Notify(); },
+                    /*mutates=*/false)) {
     return false;
   }
   return replied.WaitForNotificationWithTimeout(kTimeout);

@@ -111,7 +111,8 @@ absl::StatusOr<StartupFiles> ReadStartupFiles(const std::string& config_path,
 }
 
 absl::StatusOr<Recovered> Recover(core::StateStore& store,
-                                  const StartupFiles& files, absl::Time now) {
+                                  const StartupFiles& files, absl::Time now,
+                                  RefusedCommit refused) {
   ASSIGN_OR_RETURN(core::LoadedState state, store.LoadAll());
   const core::StartupFileHashes applied = state.startup_files;
   Recovered out;
@@ -126,7 +127,15 @@ absl::StatusOr<Recovered> Recover(core::StateStore& store,
       next != applied) {
     out.committed.startup_files = next;
   }
-  if (!out.committed.empty()) RETURN_IF_ERROR(store.Commit(out.committed));
+  if (!out.committed.empty()) {
+    absl::Status committed = store.Commit(out.committed);
+    if (refused == RefusedCommit::kHold &&
+        absl::IsResourceExhausted(committed)) {
+      out.commit_refused = committed;
+    } else {
+      RETURN_IF_ERROR(committed);
+    }
+  }
   out.file_notes =
       Notes(files, changed, out.committed, out.scheduler->config());
   return out;

@@ -51,7 +51,14 @@ struct Recovered {
   std::unique_ptr<core::Scheduler> scheduler;
   core::Mutation committed;
   std::vector<std::string> file_notes;
+  // With RefusedCommit::kHold: why the store refused to commit `committed`
+  // (a full disk; it is not durable and the loop must hold it), else OK.
+  absl::Status commit_refused;
 };
+
+// What Recover does when the store refuses its batch for lack of space
+// (ResourceExhausted): fail, or return it uncommitted for the loop to hold.
+enum class RefusedCommit { kFail, kHold };
 
 // Loads the store into a scheduler (or creates one on an empty store),
 // applies each start-up file whose SHA-256 differs from the one stored for
@@ -61,7 +68,8 @@ struct Recovered {
 // the new hashes in one batch. Fails, naming the cause, when recovery
 // finds a broken invariant or a file is rejected (nothing is committed).
 absl::StatusOr<Recovered> Recover(core::StateStore& store,
-                                  const StartupFiles& files, absl::Time now);
+                                  const StartupFiles& files, absl::Time now,
+                                  RefusedCommit refused = RefusedCommit::kFail);
 
 // Prints each of `recovered`'s file notes on stdout as a "phalanxd: " line.
 void PrintFileNotes(const Recovered& recovered);

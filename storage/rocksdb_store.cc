@@ -1,11 +1,13 @@
 #include "storage/rocksdb_store.h"
 
 #include <cstddef>
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -60,6 +62,15 @@ absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
   return absl::InternalError(absl::StrCat(what, ": ", s.ToString()));
 }
 
+// Whether `s` is the file system refusing a write for lack of space or
+// quota (ENOSPC, EDQUOT): RocksDB reports the first as NoSpace, the second
+// as a plain IOError carrying strerror's text.
+bool OutOfSpace(const rocksdb::Status& s) {
+  return s.IsNoSpace() ||
+         (s.IsIOError() &&
+          absl::StrContains(s.ToString(), "Disk quota exceeded"));
+}
+
 std::string RequestKey(const core::QueueName& queue, const std::string& id) {
   return absl::StrCat(queue.value(), std::string(1, '\0'), id);
 }
@@ -92,28 +103,89 @@ std::string EventKey(int64_t revision) {
   return key;
 }
 
-absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
-    const std::string& dir, Options options) {
-  std::unique_ptr<RocksDbStore> store(new RocksDbStore());
-  store->options_ = options;
+rocksdb::DBOptions RocksDbStore::DbOptions() const {
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
-  db_options.max_total_wal_size = options.max_total_wal_size;
-  if (options.env != nullptr) db_options.env = options.env;
-  store->statistics_ = rocksdb::CreateDBStatistics();
-  db_options.statistics = store->statistics_;
+  db_options.max_total_wal_size = options_.max_total_wal_size;
+  if (options_.env != nullptr) db_options.env = options_.env;
+  db_options.statistics = statistics_;
+  return db_options;
+}
+
+namespace {
+
+std::vector<rocksdb::ColumnFamilyDescriptor> Families() {
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const char* name : kFamilyNames) {
     families.emplace_back(name, rocksdb::ColumnFamilyOptions());
   }
+  return families;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
+    const std::string& dir, Options options) {
+  std::unique_ptr<RocksDbStore> store(new RocksDbStore());
+  store->options_ = options;
+  store->dir_ = dir;
+  store->statistics_ = rocksdb::CreateDBStatistics();
   rocksdb::DB* db = nullptr;
-  RETURN_IF_ERROR(FromRocks(
-      rocksdb::DB::Open(db_options, dir, families, &store->handles_, &db),
-      absl::StrCat("open ", dir)));
+  rocksdb::Status opened = rocksdb::DB::Open(store->DbOptions(), dir,
+                                             Families(), &store->handles_, &db);
+  if (OutOfSpace(opened)) {
+    // RocksDB's read-write open writes (a new MANIFEST, the OPTIONS file):
+    // on a full disk, open read-only; the first write reopens read-write.
+    std::fprintf(stderr,
+                 "phalanxd: data dir %s is full (%s): opened read-only, "
+                 "writes are refused until space is free\n",
+                 dir.c_str(), opened.ToString().c_str());
+    store->handles_.clear();
+    store->read_only_ = true;
+    opened = rocksdb::DB::OpenForReadOnly(store->DbOptions(), dir, Families(),
+                                          &store->handles_, &db);
+  }
+  RETURN_IF_ERROR(FromRocks(opened, absl::StrCat("open ", dir)));
   store->db_.reset(db);
   RETURN_IF_ERROR(store->CheckSchema());
   return store;
+}
+
+absl::Status RocksDbStore::ReopenWritable() {
+  absl::WriterMutexLock lock(&db_mu_);
+  CloseDb();
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status opened =
+      rocksdb::DB::Open(DbOptions(), dir_, Families(), &handles_, &db);
+  if (opened.ok()) {
+    db_.reset(db);
+    read_only_ = false;
+    std::fprintf(stderr, "phalanxd: data dir %s reopened read-write\n",
+                 dir_.c_str());
+    return absl::OkStatus();
+  }
+  handles_.clear();
+  RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenForReadOnly(
+                                DbOptions(), dir_, Families(), &handles_, &db),
+                            absl::StrCat("reopen read-only ", dir_)));
+  db_.reset(db);
+  return WriteError(opened, "reopen read-write");
+}
+
+void RocksDbStore::CloseDb() {
+  if (db_ == nullptr) return;
+  // Flush the memtables on a clean close: otherwise RocksDB keeps them only
+  // in the WAL, and the next Open replays it before LoadAll can start (a
+  // third of a restart with 100k gangs; bench/perf). A failed flush (a
+  // read-only or full store) only costs that replay.
+  if (!read_only_) db_->Flush(rocksdb::FlushOptions(), handles_);
+  for (rocksdb::ColumnFamilyHandle* handle : handles_) {
+    db_->DestroyColumnFamilyHandle(handle);
+  }
+  handles_.clear();
+  db_->Close();
+  db_.reset();
 }
 
 // Migration policy (docs/storage.md): each version step is one function
@@ -212,17 +284,7 @@ absl::StatusOr<int64_t> RocksDbStore::CreateCheckpoint(const std::string& dir) {
   return revision;
 }
 
-RocksDbStore::~RocksDbStore() {
-  // Flush the memtables on a clean close: otherwise RocksDB keeps them only
-  // in the WAL, and the next Open replays it before LoadAll can start (a
-  // third of a restart with 100k gangs; bench/perf). A failed flush only
-  // costs that replay.
-  if (db_) db_->Flush(rocksdb::FlushOptions(), handles_);
-  for (rocksdb::ColumnFamilyHandle* handle : handles_) {
-    db_->DestroyColumnFamilyHandle(handle);
-  }
-  if (db_) db_->Close();
-}
+RocksDbStore::~RocksDbStore() { CloseDb(); }
 
 uint64_t RocksDbStore::WalSyncs() const {
   return statistics_->getTickerCount(rocksdb::WAL_FILE_SYNCED);
@@ -238,6 +300,7 @@ absl::StatusOr<core::LoadedState> ReadState(
 }  // namespace
 
 absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
+  absl::ReaderMutexLock db_lock(&db_mu_);
   ASSIGN_OR_RETURN(core::LoadedState state,
                    ReadState(db_.get(), handles_, rocksdb::ReadOptions()));
   first_retained_ = state.meta.first_retained_revision;
@@ -348,6 +411,7 @@ absl::Status RocksDbStore::ApplyLogBatch(const core::Mutation& m, int64_t seq) {
 }
 
 absl::StatusOr<int64_t> RocksDbStore::LogSeq() {
+  absl::ReaderMutexLock db_lock(&db_mu_);
   std::string value;
   rocksdb::Status s = db_->Get({}, handles_[kMeta], kLogSeqKey, &value);
   if (s.IsNotFound()) return 0;
@@ -356,6 +420,11 @@ absl::StatusOr<int64_t> RocksDbStore::LogSeq() {
 }
 
 absl::StatusOr<std::unique_ptr<FrozenState>> RocksDbStore::Freeze() {
+  absl::ReaderMutexLock db_lock(&db_mu_);
+  if (read_only_) {
+    return absl::FailedPreconditionError(
+        "freeze: the store is open read-only (its disk was full)");
+  }
   std::unique_ptr<FrozenState> frozen(new FrozenState());
   frozen->db_ = db_.get();
   frozen->handles_ = handles_;
@@ -649,13 +718,40 @@ absl::Status RocksDbStore::Write(const core::Mutation& m, int64_t log_seq) {
   rocksdb::WriteOptions write_options;
   write_options.sync = options_.sync;
   absl::MutexLock lock(&write_mu_);
-  RETURN_IF_ERROR(FromRocks(db_->Write(write_options, &batch), "commit"));
+  if (read_only_) RETURN_IF_ERROR(ReopenWritable());
+  if (resume_needed_) {
+    // A write refused for lack of space left RocksDB read-only (a
+    // background error): resume it before writing again.
+    // Any failure to resume (still no space, a recovery RocksDB runs
+    // itself) is the same refusal: the write waits for space.
+    rocksdb::Status s = db_->Resume();
+    if (!s.ok()) return NoSpace(s, "resume writes");
+    resume_needed_ = false;
+  }
+  if (rocksdb::Status s = db_->Write(write_options, &batch); !s.ok()) {
+    return WriteError(s, "commit");
+  }
   first_retained_ = m.meta.first_retained_revision;
   return absl::OkStatus();
 }
 
+absl::Status RocksDbStore::WriteError(const rocksdb::Status& s,
+                                      absl::string_view what) {
+  if (!OutOfSpace(s)) return FromRocks(s, what);
+  return NoSpace(s, what);
+}
+
+absl::Status RocksDbStore::NoSpace(const rocksdb::Status& s,
+                                   absl::string_view what) {
+  resume_needed_ = true;
+  return absl::ResourceExhaustedError(absl::StrCat(
+      what, ": no space left in data dir ", dir_,
+      " (free space or raise its quota; writes resume then): ", s.ToString()));
+}
+
 absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(
     int64_t after, int limit, size_t max_bytes) {
+  absl::ReaderMutexLock db_lock(&db_mu_);
   const int64_t oldest = first_retained_.load();
   if (after + 1 < oldest) {
     return absl::OutOfRangeError(absl::StrCat(
@@ -682,6 +778,7 @@ absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(
 
 absl::StatusOr<std::vector<core::AuditRecord>> RocksDbStore::ReadAudit(
     int64_t after, int limit) {
+  absl::ReaderMutexLock db_lock(&db_mu_);
   std::vector<core::AuditRecord> records;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kAudit]));
   for (it->Seek(EventKey(after + 1));
@@ -695,6 +792,7 @@ absl::StatusOr<std::vector<core::AuditRecord>> RocksDbStore::ReadAudit(
 }
 
 absl::StatusOr<int64_t> RocksDbStore::LastAuditSequence() {
+  absl::ReaderMutexLock db_lock(&db_mu_);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kAudit]));
   it->SeekToLast();
   RETURN_IF_ERROR(FromRocks(it->status(), "read audit"));

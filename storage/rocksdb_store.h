@@ -2,6 +2,12 @@
 // column family per kind of record; values are the protobuf messages of proto/.
 // Commit writes one atomic WriteBatch with sync=true, so a mutation is durable
 // when Commit returns OK (docs/storage.md has the durability argument).
+// A write the file system refuses for lack of space or quota fails with
+// ResourceExhausted and writes nothing; the next write first resumes RocksDB
+// (DB::Resume) and succeeds once space is free. Other I/O errors are
+// Internal. Open on a full disk opens the store read-only (reads work,
+// Freeze does not) and the first write after space frees reopens it
+// read-write.
 //
 // The data dir carries a schema version (meta column family, key
 // "schema_version"): Open migrates an older one in place and refuses a newer
@@ -22,15 +28,18 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "core/state_store.h"
 
 namespace rocksdb {
 class ColumnFamilyHandle;
 class DB;
+struct DBOptions;
 class Env;
 class Snapshot;
 class Statistics;
+class Status;
 class WriteBatch;
 }  // namespace rocksdb
 
@@ -152,14 +161,38 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
   absl::Status CheckSchema();
   // Commit, also recording `log_seq` when it is > 0.
   absl::Status Write(const core::Mutation& mutation, int64_t log_seq);
+  // The status of a failed write: ResourceExhausted (and a resume before
+  // the next write) when the disk is full, else Internal.
+  absl::Status WriteError(const rocksdb::Status& s, absl::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The ResourceExhausted of a write refused for lack of space (`s`, during
+  // `what`), naming the data dir; the next write resumes RocksDB first.
+  absl::Status NoSpace(const rocksdb::Status& s, absl::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The options every open of the data dir uses.
+  rocksdb::DBOptions DbOptions() const;
+  // Replaces the read-only instance by a read-write one; on a disk still
+  // full, opens it read-only again and fails with ResourceExhausted.
+  absl::Status ReopenWritable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Flushes (unless read-only) and closes the database.
+  void CloseDb();
   // Adds `mutation`'s writes (and its meta) to `batch`.
   void AddToBatch(const core::Mutation& mutation, rocksdb::WriteBatch& batch);
 
   Options options_;
+  std::string dir_;
   int opened_schema_version_ = 0;
   // Held by Commit and CreateCheckpoint: a checkpoint sees no half-applied
   // writer.
   absl::Mutex write_mu_;
+  // A write failed for lack of space: DB::Resume before the next one.
+  bool resume_needed_ ABSL_GUARDED_BY(write_mu_) = false;
+  // Held shared by readers of db_ and handles_, exclusively (after
+  // write_mu_) by ReopenWritable, which replaces them.
+  absl::Mutex db_mu_ ABSL_ACQUIRED_AFTER(write_mu_);
+  // Opened read-only on a full disk, until ReopenWritable succeeds. Written
+  // under write_mu_ and db_mu_; read under either.
+  std::atomic<bool> read_only_{false};
   std::unique_ptr<rocksdb::DB> db_;
   std::shared_ptr<rocksdb::Statistics> statistics_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;

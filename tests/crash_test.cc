@@ -83,37 +83,8 @@ TEST(CrashTest, Kill9LosesNoAcknowledgedGangAndHoldsNoGpuTwice) {
   EXPECT_GT(total, 0);
 
   // Every GPU a gang holds is held once, and nodes agree with placements.
-  std::map<std::pair<std::string, int>, std::string> holder;
-  v1::ListGangsRequest list;
-  list.set_page_size(1000);
-  do {
-    grpc::ClientContext context;
-    v1::ListGangsResponse page;
-    ASSERT_TRUE(scheduler->ListGangs(&context, list, &page).ok());
-    for (const v1::Gang& gang : page.gangs()) {
-      for (const v1::PodPlacement& pod : gang.placement()) {
-        for (int gpu : pod.gpu_indices()) {
-          auto [it, fresh] =
-              holder.emplace(std::pair(pod.node(), gpu), gang.id());
-          EXPECT_TRUE(fresh) << pod.node() << "/" << gpu << " held by "
-                             << it->second << " and " << gang.id();
-        }
-      }
-    }
-    list.set_page_token(page.next_page_token());
-  } while (!list.page_token().empty());
   auto fleet = daemon->Fleet();
-  grpc::ClientContext context;
-  v1::ListNodesResponse nodes;
-  ASSERT_TRUE(fleet->ListNodes(&context, {}, &nodes).ok());
-  size_t used = 0;
-  for (const v1::Node& node : nodes.nodes()) {
-    for (int gpu : node.used_gpu_indices()) {
-      EXPECT_TRUE(holder.contains({node.id(), gpu})) << node.id() << "/" << gpu;
-      ++used;
-    }
-  }
-  EXPECT_EQ(used, holder.size());
+  EXPECT_EQ(GpuHoldingProblems(*scheduler, *fleet), std::vector<std::string>{});
 }
 
 // Runs the same commands on a fresh daemon; returns id -> placement text.

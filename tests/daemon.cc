@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -192,6 +194,57 @@ v1::GangEvent WaitForEvent(v1::Scheduler::Stub& stub, v1::EventType type,
     }
   }
   return v1::GangEvent();
+}
+
+std::vector<std::string> GpuHoldingProblems(v1::Scheduler::Stub& scheduler,
+                                            v1::Fleet::Stub& fleet) {
+  std::vector<std::string> problems;
+  std::map<std::pair<std::string, int>, std::string> holder;
+  v1::ListGangsRequest list;
+  list.set_page_size(1000);
+  for (int page_count = 0; page_count < 10000; ++page_count) {
+    grpc::ClientContext context;
+    v1::ListGangsResponse page;
+    if (!scheduler.ListGangs(&context, list, &page).ok()) {
+      ADD_FAILURE() << "ListGangs failed";
+      return problems;
+    }
+    for (const v1::Gang& gang : page.gangs()) {
+      for (const v1::PodPlacement& pod : gang.placement()) {
+        for (int gpu : pod.gpu_indices()) {
+          auto [it, fresh] =
+              holder.emplace(std::pair(pod.node(), gpu), gang.id());
+          if (!fresh) {
+            problems.push_back(absl::StrCat(pod.node(), "/", gpu, " held by ",
+                                            it->second, " and ", gang.id()));
+          }
+        }
+      }
+    }
+    list.set_page_token(page.next_page_token());
+    if (list.page_token().empty()) break;
+  }
+  grpc::ClientContext context;
+  v1::ListNodesResponse nodes;
+  if (!fleet.ListNodes(&context, {}, &nodes).ok()) {
+    ADD_FAILURE() << "ListNodes failed";
+    return problems;
+  }
+  size_t used = 0;
+  for (const v1::Node& node : nodes.nodes()) {
+    for (int gpu : node.used_gpu_indices()) {
+      if (!holder.contains({node.id(), gpu})) {
+        problems.push_back(
+            absl::StrCat(node.id(), "/", gpu, " used but held by no gang"));
+      }
+      ++used;
+    }
+  }
+  if (used != holder.size()) {
+    problems.push_back(absl::StrCat(used, " GPUs used by nodes, ",
+                                    holder.size(), " held by gangs"));
+  }
+  return problems;
 }
 
 std::string HttpGet(int port, const std::string& path) {

@@ -102,6 +102,12 @@ v1::GangEvent WaitForEvent(
     v1::Scheduler::Stub& stub, v1::EventType type, int64_t after,
     std::chrono::seconds timeout = std::chrono::seconds(30));
 
+// What is wrong with the GPUs the gangs hold: a GPU held by two gangs, a
+// node's used GPU no gang holds, a count that disagrees; one line each,
+// none when all agree. Fails (ADD_FAILURE) when a listing fails.
+std::vector<std::string> GpuHoldingProblems(v1::Scheduler::Stub& scheduler,
+                                            v1::Fleet::Stub& fleet);
+
 // An HTTP GET of http://127.0.0.1:port/path; returns the body ("" on error).
 std::string HttpGet(int port, const std::string& path);
 
