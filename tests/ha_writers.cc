@@ -48,10 +48,11 @@ int CheckNoGpuTwice(const v1::ListGangsResponse& listed) {
 }
 
 Writers::Writers(std::vector<DaemonProcess*> replicas, int per_writer,
-                 bool stop_on_error)
+                 bool stop_on_error, absl::Duration pause)
     : replicas_(std::move(replicas)),
       per_writer_(per_writer),
-      stop_on_error_(stop_on_error) {}
+      stop_on_error_(stop_on_error),
+      pause_(pause) {}
 
 Writers::~Writers() { Join(); }
 
@@ -151,6 +152,7 @@ void Writers::Run(int writer) {
       continue;
     }
     Acknowledged([&] { submitted_[request_id] = response.gang().id(); });
+    absl::SleepFor(pause_);
     if (i % 2 == 1) continue;
     v1::CancelGangRequest cancel;
     cancel.set_gang_id(response.gang().id());

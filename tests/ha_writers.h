@@ -36,14 +36,15 @@ int CheckNoGpuTwice(const v1::ListGangsResponse& listed);
 // Two writers (bounded: `per_writer` submits each): submits with request
 // ids ("w<writer>-<i>"), every other one cancelled, sent to the replicas in
 // turn — a writer moves to the next replica after an error. Each call has
-// a 5 s deadline. Records what was acknowledged, when, and every error's
-// code.
+// a 5 s deadline; a writer waits `pause` after each submit (so a fault
+// lasting seconds meets a steady load). Records what was acknowledged, when,
+// and every error's code.
 class Writers {
  public:
   // `replicas` must outlive the writers. With `stop_on_error`, a writer
   // stops at its first error (a leader that is killed for good).
   Writers(std::vector<DaemonProcess*> replicas, int per_writer,
-          bool stop_on_error);
+          bool stop_on_error, absl::Duration pause = absl::ZeroDuration());
   ~Writers();  // Join()
 
   void Start();
@@ -79,6 +80,7 @@ class Writers {
   const std::vector<DaemonProcess*> replicas_;
   const int per_writer_;
   const bool stop_on_error_;
+  const absl::Duration pause_;
   std::vector<std::thread> threads_;
   std::atomic<int> acknowledged_{0};
   mutable std::mutex mu_;
