@@ -109,10 +109,16 @@ class PartitionTest : public ::testing::Test {
     return replica;
   }
 
-  std::vector<DaemonProcess*> All() {
+  // Two writers over every replica, 150 paced submits each (about 10 s),
+  // started; returns once `acknowledged` writes are (or after 20 s).
+  std::unique_ptr<Writers> StartWriters(int acknowledged) {
     std::vector<DaemonProcess*> all;
     for (auto& replica : replicas_) all.push_back(replica.get());
-    return all;
+    auto writers = std::make_unique<Writers>(all, 150,
+                                             /*stop_on_error=*/false, kPause);
+    writers->Start();
+    Eventually([&] { return writers->acknowledged() >= acknowledged; });
+    return writers;
   }
 
   // The replica reporting Leader SERVING, other than `except`, waiting
@@ -174,9 +180,8 @@ class PartitionTest : public ::testing::Test {
 };
 
 TEST_F(PartitionTest, ALeaderCutOffFromEtcdStepsDownBeforeANewLeaderServes) {
-  Writers writers(All(), 150, /*stop_on_error=*/false, kPause);
-  writers.Start();
-  Eventually([&] { return writers.acknowledged() >= 20; });
+  auto load = StartWriters(20);
+  Writers& writers = *load;
   const absl::Time cut = absl::Now();
   for (int m = 0; m < kMembers; ++m) {
     ASSERT_TRUE(lab_->Cut(ReplicaNode(0), MemberNode(m))) << lab_->log();
@@ -218,9 +223,8 @@ TEST_F(PartitionTest, ALeaderCutOffFromEtcdStepsDownBeforeANewLeaderServes) {
 }
 
 TEST_F(PartitionTest, ALeaderCutOffFromItsClientsOnlyKeepsLeading) {
-  Writers writers(All(), 150, /*stop_on_error=*/false, kPause);
-  writers.Start();
-  Eventually([&] { return writers.acknowledged() >= 20; });
+  auto load = StartWriters(20);
+  Writers& writers = *load;
   const absl::Time cut = absl::Now();
   ASSERT_TRUE(lab_->Cut(ReplicaNode(0), NetworkLab::kClients)) << lab_->log();
   absl::SleepFor(kCut);
@@ -241,9 +245,8 @@ TEST_F(PartitionTest, ALeaderCutOffFromItsClientsOnlyKeepsLeading) {
 }
 
 TEST_F(PartitionTest, OneEtcdMemberCutOffCausesNoFailover) {
-  Writers writers(All(), 150, /*stop_on_error=*/false, kPause);
-  writers.Start();
-  Eventually([&] { return writers.acknowledged() >= 20; });
+  auto load = StartWriters(20);
+  Writers& writers = *load;
   // The member every replica's client is on, not etcd's raft leader.
   const absl::Time cut = absl::Now();
   ASSERT_TRUE(lab_->Isolate(MemberNode(first_member_))) << lab_->log();
@@ -266,9 +269,8 @@ TEST_F(PartitionTest, OneEtcdMemberCutOffCausesNoFailover) {
 }
 
 TEST_F(PartitionTest, AFollowerCutOffFromEtcdStopsServingAndCatchesUp) {
-  Writers writers(All(), 150, /*stop_on_error=*/false, kPause);
-  writers.Start();
-  Eventually([&] { return writers.acknowledged() >= 10; });
+  auto load = StartWriters(10);
+  Writers& writers = *load;
   const absl::Time cut = absl::Now();
   for (int m = 0; m < kMembers; ++m) {
     ASSERT_TRUE(lab_->Cut(ReplicaNode(1), MemberNode(m))) << lab_->log();
@@ -307,9 +309,8 @@ TEST_F(PartitionTest, AFollowerCutOffFromEtcdStopsServingAndCatchesUp) {
 }
 
 TEST_F(PartitionTest, AFullHealAfterALeaderChangeConverges) {
-  Writers writers(All(), 150, /*stop_on_error=*/false, kPause);
-  writers.Start();
-  Eventually([&] { return writers.acknowledged() >= 20; });
+  auto load = StartWriters(20);
+  Writers& writers = *load;
   const absl::Time cut = absl::Now();
   ASSERT_TRUE(lab_->Isolate(ReplicaNode(0))) << lab_->log();
   const int next = NewLeader(0);
