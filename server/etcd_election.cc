@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -84,6 +85,9 @@ absl::StatusOr<int64_t> EtcdElection::Campaign(absl::Time deadline) {
   StopRenewing();
   // Each round: a live lease, one attempt, then wait for the seat to free.
   while (absl::Now() < deadline) {
+    // The lease holds at least a TTL from here, whichever call granted or
+    // renewed it.
+    const absl::Time sent = absl::Now();
     RETURN_IF_ERROR(EnsureLease());
     int64_t seen = 0;
     ASSIGN_OR_RETURN(const int64_t term, TryCreate(&seen));
@@ -94,6 +98,7 @@ absl::StatusOr<int64_t> EtcdElection::Campaign(absl::Time deadline) {
         absl::MutexLock lock(&mu_);
         stop_ = false;
       }
+      Renewed(sent);
       renewer_ = std::thread([this] {
         pthread_setname_np(pthread_self(), "phalanx-lease");
         Renew();
@@ -108,26 +113,41 @@ absl::StatusOr<int64_t> EtcdElection::Campaign(absl::Time deadline) {
   return absl::DeadlineExceededError("campaign: another replica leads");
 }
 
-bool EtcdElection::RenewOnce(absl::Time& last_renewed) {
+absl::Time EtcdElection::valid_until() const {
+  absl::MutexLock lock(&mu_);
+  return leading_ ? valid_until_ : absl::InfinitePast();
+}
+
+void EtcdElection::Renewed(absl::Time sent) {
+  absl::MutexLock lock(&mu_);
+  valid_until_ = sent + options_.lease_ttl * (1 - kLeaseMargin);
+}
+
+bool EtcdElection::RenewOnce() {
   const absl::Time sent = absl::Now();
-  // Woken after a pause (SIGSTOP, a stalled VM) longer than the lease: it
-  // has expired, and another replica may lead. Stop before asking etcd.
-  if (sent - last_renewed >= options_.lease_ttl) {
-    Lose("a whole lease ttl since the last renewal (paused, or etcd slow)");
+  const absl::Time until = valid_until();
+  // Woken after a pause (SIGSTOP, a stalled VM), or no renewal got through
+  // in time: the lease may expire in etcd's view any moment, and another
+  // replica may lead. Stop before asking etcd.
+  if (sent >= until) {
+    Lose(
+        "no renewal acknowledged within the lease (etcd unreachable, or "
+        "this process was paused)");
     return false;
   }
-  absl::StatusOr<absl::Duration> ttl = client_->LeaseKeepAlive(lease_);
-  if (ttl.ok()) {
-    last_renewed = sent;
-  } else if (ttl.status().code() == absl::StatusCode::kNotFound) {
+  absl::StatusOr<absl::Duration> ttl = client_->LeaseKeepAlive(lease_, until);
+  if (ttl.status().code() == absl::StatusCode::kNotFound) {
     Lose("the lease expired or was revoked");
     return false;
-  } else if (absl::Now() - last_renewed >= options_.lease_ttl) {
-    Lose(absl::StrCat("no renewal for a whole lease ttl: ",
+  }
+  if (!ttl.ok()) {
+    if (absl::Now() < until) return true;  // the next try comes sooner
+    Lose(absl::StrCat("no renewal acknowledged within the lease: ",
                       ttl.status().ToString()));
     return false;
   }
-  absl::StatusOr<LeaderInfo> leader = Leader();
+  Renewed(sent);
+  absl::StatusOr<LeaderInfo> leader = Leader(valid_until());
   if (leader.ok() && leader->term != term_) {
     Lose(absl::StrCat("the election key belongs to term ", leader->term));
     return false;
@@ -140,16 +160,23 @@ bool EtcdElection::RenewOnce(absl::Time& last_renewed) {
 }
 
 void EtcdElection::Renew() {
-  absl::Time last_renewed = absl::Now();
   const absl::Duration interval = options_.lease_ttl / 3;
+  // After a failed renewal, try again sooner (each try is bounded by the
+  // client's per-attempt deadline and by valid_until()).
+  const absl::Duration retry = options_.lease_ttl / 10;
+  absl::Time next = absl::Now() + interval;
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
       auto stopping = [this]()
                           ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), interval)) return;
+      const absl::Time wake = std::min(next, valid_until_);
+      if (mu_.AwaitWithDeadline(absl::Condition(&stopping), wake)) return;
     }
-    if (!RenewOnce(last_renewed)) return;
+    const absl::Time before = valid_until();
+    const absl::Time tried = absl::Now();
+    if (!RenewOnce()) return;
+    next = tried + (valid_until() > before ? interval : retry);
   }
 }
 
@@ -185,9 +212,14 @@ absl::Status EtcdElection::Resign() {
 }
 
 absl::StatusOr<LeaderInfo> EtcdElection::Leader() const {
+  return Leader(absl::InfiniteFuture());
+}
+
+absl::StatusOr<LeaderInfo> EtcdElection::Leader(absl::Time deadline) const {
   epb::RangeRequest range;
   range.set_key(LeaderKey());
-  ASSIGN_OR_RETURN(epb::RangeResponse response, client_->Range(range));
+  ASSIGN_OR_RETURN(epb::RangeResponse response,
+                   client_->Range(range, deadline));
   if (response.kvs_size() == 0) {
     return absl::NotFoundError("no replica leads");
   }

@@ -3,9 +3,17 @@
 // transaction "create if absent"; the winner's term is that key's create
 // revision, so terms only grow. While leading, a thread renews the lease
 // every ttl/3 and checks the key is still its own; when the lease is gone,
-// the key is someone else's, or renewals have failed for a whole ttl, the
-// replica stops leading (fail-stop) and `on_lost` runs once. A loser waits
-// on a Watch of the key for it to be deleted, then tries again.
+// the key is someone else's, or no renewal got through before
+// `valid_until()`, the replica stops leading (fail-stop) and `on_lost`
+// runs once. A loser waits on a Watch of the key for it to be deleted,
+// then tries again.
+//
+// valid_until() is the time before which etcd cannot have expired the
+// lease: the send time of the last renewal etcd acknowledged, plus the
+// TTL, less a margin (kLeaseMargin of the TTL) for the renewal thread's
+// wake-up and for clocks that run at slightly different rates. etcd counts
+// the TTL from when it received the renewal, later than it was sent, so the
+// replica gives leadership up before any other replica can win it.
 //
 // The key's value is "REPLICA_ID ADDRESS", what followers report as the
 // leader (replica ids have no spaces).
@@ -57,6 +65,10 @@ class EtcdElection : public Election {
   bool leading() const override { return leading_.load(); }
   absl::Status Resign() override;
 
+  // While leading: until when the lease surely holds in etcd's view (see
+  // above); InfinitePast when not leading.
+  absl::Time valid_until() const;
+
   // The term won by the last Campaign; 0 before.
   int64_t term() const { return term_.load(); }
   // The lease this candidate campaigns with; 0 before Campaign.
@@ -66,6 +78,8 @@ class EtcdElection : public Election {
   std::string LeaderKey() const { return options_.prefix + "/leader"; }
 
  private:
+  // The current leader, asking etcd until `deadline`.
+  absl::StatusOr<LeaderInfo> Leader(absl::Time deadline) const;
   // Renews our lease or grants a new one.
   absl::Status EnsureLease();
   // One "create if absent" attempt. Returns the term when won, 0 when
@@ -76,7 +90,9 @@ class EtcdElection : public Election {
   // The renewal thread's body.
   void Renew();
   // One renewal; returns false once leadership is lost.
-  bool RenewOnce(absl::Time& last_renewed);
+  bool RenewOnce();
+  // The send time of an acknowledged renewal (or of the winning grant).
+  void Renewed(absl::Time sent);
   void StopRenewing();
   void Lose(const std::string& why);
 
@@ -87,9 +103,14 @@ class EtcdElection : public Election {
   std::atomic<int64_t> term_{0};
   std::atomic<int64_t> lease_{0};
   std::thread renewer_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time valid_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
+
+// The part of the lease TTL a leader keeps in hand: it stops leading at
+// (last acknowledged renewal sent) + TTL × (1 − kLeaseMargin).
+inline constexpr double kLeaseMargin = 0.1;
 
 }  // namespace phalanx::server
 

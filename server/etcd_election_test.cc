@@ -177,5 +177,78 @@ TEST_F(EtcdElectionTest, ADeposedLeaderCannotCommitEvenAfterWakingUp) {
   EXPECT_TRUE(a->lost.WaitForNotificationWithTimeout(absl::Seconds(10)));
 }
 
+// Pauses every etcd member (nothing answers, as in a partition) until
+// destroyed.
+class EtcdFrozen {
+ public:
+  explicit EtcdFrozen(EtcdCluster& cluster) : cluster_(cluster) {
+    for (int m = 0; m < cluster_.size(); ++m) cluster_.Pause(m);
+  }
+  ~EtcdFrozen() {
+    for (int m = 0; m < cluster_.size(); ++m) cluster_.Resume(m);
+  }
+
+ private:
+  EtcdCluster& cluster_;
+};
+
+TEST_F(EtcdElectionTest, ALeaderCutOffFromEtcdStopsBeforeItsLeaseCanExpire) {
+  // Attempts that may wait 10 s: the renewals' own deadline must not.
+  storage::etcd::EtcdClientOptions slow;
+  slow.endpoints = cluster_->endpoints();
+  slow.call_timeout = absl::Seconds(10);
+  auto client = EtcdClient::Connect(slow);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::Notification lost;
+  absl::Time lost_at;
+  EtcdElectionOptions options;
+  options.prefix = kPrefix;
+  options.replica_id = "a";
+  options.address = "127.0.0.1:7001";
+  options.lease_ttl = absl::Seconds(2);
+  EtcdElection election(client->get(), options, [&] {
+    lost_at = absl::Now();
+    lost.Notify();
+  });
+  const absl::Time before = absl::Now();
+  ASSERT_TRUE(election.Campaign(In(absl::Seconds(10))).ok());
+  EXPECT_GT(election.valid_until(), before);
+  EXPECT_LE(election.valid_until(), before + options.lease_ttl);
+  absl::Time valid_until;
+  {
+    EtcdFrozen frozen(*cluster_);
+    absl::SleepFor(absl::Milliseconds(200));  // a reply in flight lands
+    valid_until = election.valid_until();
+    ASSERT_TRUE(lost.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  }
+  // The last renewal etcd acknowledged was sent at valid_until - 0.9 TTL;
+  // etcd counts its TTL from later than that.
+  EXPECT_LT(lost_at, valid_until + options.lease_ttl * kLeaseMargin);
+  EXPECT_FALSE(election.leading());
+  EXPECT_EQ(election.valid_until(), absl::InfinitePast());
+}
+
+TEST_F(EtcdElectionTest, ACommitThatCannotReachEtcdWithinTheLeaseIsDeposed) {
+  auto a = NewCandidate("a");
+  auto store = Replica("a");
+  auto term = a->election->Campaign(In(absl::Seconds(10)));
+  ASSERT_TRUE(term.ok()) << term.status();
+  store->set_term(*term);
+  absl::Status deposed;
+  store->set_lease_fence({[&] { return a->election->valid_until(); },
+                          [&](const absl::Status& why) { deposed = why; }});
+  auto state = Fleet();
+  ASSERT_TRUE(store->Commit(state->TakeMutation()).ok());
+  absl::Status commit;
+  {
+    EtcdFrozen frozen(*cluster_);
+    commit = store->Commit(Batch(*state));
+  }
+  EXPECT_EQ(commit.code(), absl::StatusCode::kAborted) << commit;
+  EXPECT_EQ(deposed, commit);
+  EXPECT_EQ(store->applied_seq(), 1);  // nothing applied locally
+  EXPECT_TRUE(a->lost.WaitForNotificationWithTimeout(absl::Seconds(10)));
+}
+
 }  // namespace
 }  // namespace phalanx::server

@@ -50,9 +50,18 @@ Follower::Follower(storage::etcd::EtcdClient* client,
 Follower::~Follower() { Stop(); }
 
 void Follower::Start() {
+  {
+    absl::MutexLock lock(&report_mu_);
+    last_seq_ = store_->applied_seq();
+    if (options_.fresh_at_start) fresh_as_of_ = absl::Now();
+  }
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "phalanx-follow");
     Run();
+  });
+  watchdog_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "phalanx-stale");
+    Watchdog();
   });
 }
 
@@ -63,6 +72,7 @@ void Follower::Stop() {
     if (stream_ != nullptr) stream_->Cancel();
   }
   if (thread_.joinable()) thread_.join();
+  if (watchdog_.joinable()) watchdog_.join();
 }
 
 bool Follower::stopping() const {
@@ -76,25 +86,43 @@ bool Follower::Wait(absl::Duration d) {
   return !stop_;
 }
 
-void Follower::Report(int64_t last_seq, bool healthy) {
+void Follower::Watchdog() {
+  while (Wait(options_.max_staleness / 5)) Report();
+}
+
+void Follower::Saw(int64_t last_seq, absl::Time fresh_as_of) {
+  {
+    absl::MutexLock lock(&report_mu_);
+    last_seq_ = std::max(last_seq_, last_seq);
+    fresh_as_of_ = std::max(fresh_as_of_, fresh_as_of);
+  }
+  Report();
+}
+
+void Follower::Report() {
+  absl::MutexLock lock(&report_mu_);
   if (!hooks_.on_progress) return;
   FollowerProgress progress;
   progress.applied_seq = store_->applied_seq();
   // Read, not applied: the trailing parts of a batch in progress, or
   // orphans no batch will complete, are not a lag.
   const int64_t read_seq = store_->read_seq();
-  progress.last_seq = std::max(last_seq, read_seq);
-  progress.caught_up =
-      healthy && progress.last_seq - read_seq <= options_.max_lag_entries;
+  progress.last_seq = std::max(last_seq_, read_seq);
+  progress.fresh = absl::Now() - fresh_as_of_ <= options_.max_staleness;
+  progress.caught_up = progress.fresh &&
+                       progress.last_seq - read_seq <= options_.max_lag_entries;
   hooks_.on_progress(progress);
 }
 
-bool Follower::CatchUp(int64_t& last_seq) {
+bool Follower::CatchUp() {
+  // CatchUp's reads are linearizable: once it succeeds, every entry
+  // committed before it began is applied.
+  const absl::Time began = absl::Now();
   absl::StatusOr<int64_t> applied = store_->CatchUp();
   if (!applied.ok()) {
     std::fprintf(stderr, "phalanxd: follower: catching up: %s\n",
                  applied.status().ToString().c_str());
-    Report(last_seq, false);
+    Report();
     return false;
   }
   // The store moved past what the listener saw (a snapshot, say).
@@ -102,14 +130,12 @@ bool Follower::CatchUp(int64_t& last_seq) {
     listened_seq_ = store_->applied_seq();
     if (hooks_.on_reset) hooks_.on_reset();
   }
-  last_seq = std::max(last_seq, store_->read_seq());
-  Report(last_seq, true);
+  Saw(store_->read_seq(), began);
   return true;
 }
 
 void Follower::Run() {
   const std::string log_prefix = absl::StrCat(options_.prefix, "/log/");
-  int64_t last_seq = store_->applied_seq();
   while (!stopping()) {
     // The stream first, then the catch-up: an entry committed in between
     // is both read and announced, never missed.
@@ -119,7 +145,7 @@ void Follower::Run() {
     if (!stream.ok()) {
       std::fprintf(stderr, "phalanxd: follower: watch: %s\n",
                    stream.status().ToString().c_str());
-      Report(last_seq, false);
+      Report();
       if (!Wait(options_.retry)) break;
       continue;
     }
@@ -131,16 +157,17 @@ void Follower::Run() {
     // Bounded by the stream's lifetime (options_.resync) and Stop.
     bool healthy = true;
     while (!stopping()) {
-      if (!CatchUp(last_seq)) {
+      if (!CatchUp()) {
         healthy = false;
         break;
       }
       absl::StatusOr<etcdserverpb::WatchResponse> response = (*stream)->Read();
       if (!response.ok()) break;  // expired, cancelled or broken: renew
+      int64_t last_seq = 0;
       for (const auto& event : response->events()) {
         last_seq = std::max(last_seq, SeqOfKey(event.kv().key()));
       }
-      Report(last_seq, true);
+      Saw(last_seq);
     }
     {
       absl::MutexLock lock(&mu_);

@@ -109,12 +109,16 @@ absl::StatusOr<Caller> Gate::Admit(grpc::ServerContextBase& context,
                       "principal ", core::QuoteForError(caller->name()),
                       " is over its request rate; retry later")));
   }
-  if (role_ != nullptr && !method.follower_serves && !role_->leading()) {
+  if (role_ != nullptr && !role_->leading() &&
+      (!method.follower_serves || role_->stale())) {
     const std::string leader = role_->leader_address();
     if (!leader.empty())
       context.AddTrailingMetadata(kLeaderMetadataKey, leader);
     return absl::UnavailableError(absl::StrCat(
-        ShortName(method), ": this replica follows; ",
+        ShortName(method),
+        method.follower_serves
+            ? ": this replica lost touch with etcd, its reads may be stale; "
+            : ": this replica follows; ",
         leader.empty() ? std::string("no leader is known yet, retry")
                        : absl::StrCat("the leader is at ", leader)));
   }

@@ -109,10 +109,21 @@ class ReplicaRole {
     absl::MutexLock lock(&mu_);
     leader_address_ = std::move(address);
   }
+  // True while a follower's state may be older than its staleness bound
+  // (it lost touch with etcd): it then refuses the reads it serves.
+  bool stale() const {
+    absl::MutexLock lock(&mu_);
+    return stale_;
+  }
+  void set_stale(bool stale) {
+    absl::MutexLock lock(&mu_);
+    stale_ = stale;
+  }
 
  private:
   mutable absl::Mutex mu_;
   bool leading_ ABSL_GUARDED_BY(mu_) = false;
+  bool stale_ ABSL_GUARDED_BY(mu_) = false;
   std::string leader_address_ ABSL_GUARDED_BY(mu_);
 };
 

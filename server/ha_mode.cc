@@ -47,11 +47,24 @@ absl::Status CheckHaOptions(const HaOptions& options) {
   return absl::OkStatus();
 }
 
+void ExitDeposed(const std::string& why) {
+  // Fail-stop: memory may be ahead of what this term may commit.
+  std::fprintf(stderr, "phalanxd: not the leader any more (%s), exiting\n",
+               why.c_str());
+  std::fflush(stdout);
+  std::_Exit(kExitDeposed);
+}
+
 absl::StatusOr<std::unique_ptr<HaReplica>> HaReplica::Open(
     HaOptions options, const std::string& data_dir) {
   RETURN_IF_ERROR(CheckHaOptions(options));
   std::unique_ptr<HaReplica> replica(new HaReplica());
   replica->options_ = std::move(options);
+  // Each attempt at most a quarter of the lease: a hung etcd member costs
+  // that much before the next one is tried, and renewals and commits get
+  // through well within the lease (docs/ha.md, "Time budget").
+  replica->options_.etcd.call_timeout = std::min(
+      replica->options_.etcd.call_timeout, replica->options_.lease_ttl / 4);
   const HaOptions& o = replica->options_;
   ASSIGN_OR_RETURN(replica->client_,
                    storage::etcd::EtcdClient::Connect(o.etcd));
@@ -80,12 +93,8 @@ EtcdElection& HaReplica::election() {
     election.replica_id = options_.replica_id;
     election.address = options_.advertise_address;
     election.lease_ttl = options_.lease_ttl;
-    election_ = std::make_unique<EtcdElection>(client_.get(), election, [] {
-      // Fail-stop: memory may be ahead of what this term may commit.
-      std::fprintf(stderr, "phalanxd: not the leader any more, exiting\n");
-      std::fflush(stdout);
-      std::_Exit(3);
-    });
+    election_ = std::make_unique<EtcdElection>(
+        client_.get(), election, [] { ExitDeposed("the lease is lost"); });
   }
   return *election_;
 }
@@ -106,6 +115,9 @@ absl::Status HaReplica::WaitToLead(
         election.Campaign(absl::Now() + options_.lease_ttl);
     if (term.ok()) {
       store_->set_term(*term);
+      store_->set_lease_fence(
+          {[&election] { return election.valid_until(); },
+           [](const absl::Status& why) { ExitDeposed(why.ToString()); }});
       std::printf("phalanxd: leading %s as %s, term %lld\n",
                   options_.prefix.c_str(), options_.replica_id.c_str(),
                   static_cast<long long>(*term));
@@ -234,6 +246,12 @@ void HaMode::OnServing(int port, grpc::HealthCheckServiceInterface* health) {
 void HaMode::StartFollower() {
   Follower::Options options;
   options.prefix = replica_->options().prefix;
+  // Stale (NOT_SERVING, reads refused) within 0.6 of a lease TTL of the
+  // last catch-up: before a new leader can have been elected and written.
+  const absl::Duration ttl = replica_->options().lease_ttl;
+  options.max_staleness = ttl / 2;
+  options.resync = ttl / 5;
+  options.fresh_at_start = caught_up_;
   Follower::Hooks hooks;
   SchedulerLoop& loop = *parts_.loop;
   WatchHub& hub = *parts_.hub;
@@ -253,11 +271,13 @@ void HaMode::StartFollower() {
     if (state->config) FollowConfig(*state->config, hub, gate);
     loop.ReplaceView(ViewOfState(*state));
   };
-  auto serving = std::make_shared<int>(-1);  // follower thread only
+  auto serving = std::make_shared<int>(-1);  // on_progress calls only
   hooks.on_progress = [metrics = parts_.metrics, health = health_,
+                       role = &role_,
                        serving](const FollowerProgress& progress) {
     metrics->SetReplication(progress.applied_seq,
                             progress.last_seq - progress.applied_seq);
+    role->set_stale(!progress.fresh);
     if (*serving != static_cast<int>(progress.caught_up)) {
       *serving = progress.caught_up;
       health->SetServingStatus("", progress.caught_up);

@@ -49,6 +49,13 @@ struct HaOptions {
 // fault.
 absl::Status CheckHaOptions(const HaOptions& options);
 
+// The exit code of a leader that lost its lease or whose commit the fence
+// refused (docs/ha.md): a supervisor restarts it, and it follows.
+inline constexpr int kExitDeposed = 3;
+// Prints why and exits with kExitDeposed at once (no destructor runs: the
+// scheduler's memory may be ahead of what this term may commit).
+[[noreturn]] void ExitDeposed(const std::string& why);
+
 // The health service name SERVING on the HA leader only.
 inline constexpr char kLeaderHealthService[] = "phalanx.v1.Leader";
 

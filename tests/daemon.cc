@@ -39,9 +39,10 @@ std::string DaemonProcess::WriteFile(const std::string& name,
 }
 
 bool DaemonProcess::Start() {
-  std::vector<std::string> args = {PHALANXD_PATH, "--listen=127.0.0.1:0",
-                                   "--metrics-listen=127.0.0.1:0",
-                                   "--data-dir=" + data_dir_};
+  std::vector<std::string> args = exec_prefix_;
+  args.insert(args.end(),
+              {std::string(PHALANXD_PATH), "--listen=" + listen_,
+               "--metrics-listen=127.0.0.1:0", "--data-dir=" + data_dir_});
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   output_.clear();
   if (!process_.Start({.args = args,
@@ -95,6 +96,13 @@ int DaemonProcess::Terminate() {
   const int code = process_.Stop(absl::Seconds(30));
   ReadOutput(0);
   return code;
+}
+
+int DaemonProcess::WaitForExit(absl::Duration timeout) {
+  process_.WaitUntil([] { return false; }, timeout);
+  if (process_.Running()) return -1;
+  ReadOutput(0);
+  return process_.exit_code();
 }
 
 std::unique_ptr<v1::Scheduler::Stub> DaemonProcess::Scheduler() const {

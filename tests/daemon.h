@@ -33,6 +33,13 @@ class DaemonProcess {
   void AddArgs(const std::vector<std::string>& args) {
     extra_args_.insert(extra_args_.end(), args.begin(), args.end());
   }
+  // Runs later starts through `exec_prefix` (for example {"/usr/sbin/ip",
+  // "netns", "exec", NS}) and has the daemon listen on `listen` instead of
+  // 127.0.0.1:0.
+  void Place(std::vector<std::string> exec_prefix, std::string listen) {
+    exec_prefix_ = std::move(exec_prefix);
+    listen_ = std::move(listen);
+  }
   // Starts phalanxd and waits until it prints its addresses. Returns false
   // if it exits first (its output is kept in output()).
   bool Start();
@@ -40,6 +47,9 @@ class DaemonProcess {
   void Kill9();
   // SIGTERM, then reap; returns the exit status (or -1 if killed).
   int Terminate();
+  // Waits up to `timeout` for the daemon to exit by itself; returns its
+  // exit code, or -1 when it still runs (or a signal ended it).
+  int WaitForExit(absl::Duration timeout);
   // Sends `signal` (SIGHUP) to the running daemon.
   void Signal(int signal);
   // Stops the daemon with SIGSTOP and returns once every one of its threads
@@ -65,6 +75,8 @@ class DaemonProcess {
 
  private:
   std::vector<std::string> extra_args_;
+  std::vector<std::string> exec_prefix_;
+  std::string listen_ = "127.0.0.1:0";
   std::string root_;
   std::string data_dir_;
   ChildProcess process_;

@@ -1,6 +1,7 @@
 #include "tests/etcd_cluster.h"
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -85,14 +86,28 @@ EtcdCluster::EtcdCluster(int members, EtcdClusterTls tls)
   }
 }
 
+EtcdCluster::EtcdCluster(const std::vector<EtcdMemberPlace>& places) {
+  char pattern[] = "/tmp/phalanx-etcd-XXXXXX";
+  root_ = mkdtemp(pattern);
+  for (size_t i = 0; i < places.size(); ++i) {
+    Member member;
+    member.name = absl::StrCat("e", i);
+    member.host = places[i].host;
+    member.exec_prefix = places[i].exec_prefix;
+    member.client_port = 2379;
+    member.peer_port = 2380;
+    members_.push_back(std::move(member));
+  }
+}
+
 EtcdCluster::~EtcdCluster() {
   for (int i = 0; i < size(); ++i) Kill(i);
   std::filesystem::remove_all(root_);
 }
 
 std::string EtcdCluster::endpoint(int i) const {
-  return absl::StrCat(tls_.cert_file.empty() ? "http" : "https",
-                      "://127.0.0.1:", members_[i].client_port);
+  return absl::StrCat(tls_.cert_file.empty() ? "http" : "https", "://",
+                      members_[i].host, ":", members_[i].client_port);
 }
 
 std::vector<std::string> EtcdCluster::endpoints() const {
@@ -105,8 +120,8 @@ std::string EtcdCluster::InitialCluster() const {
   std::string cluster;
   for (const Member& member : members_) {
     if (!cluster.empty()) cluster += ",";
-    absl::StrAppend(&cluster, member.name,
-                    "=http://127.0.0.1:", member.peer_port);
+    absl::StrAppend(&cluster, member.name, "=http://", member.host, ":",
+                    member.peer_port);
   }
   return cluster;
 }
@@ -114,19 +129,20 @@ std::string EtcdCluster::InitialCluster() const {
 bool EtcdCluster::Spawn(int i, const std::string& state) {
   Member& member = members_[i];
   const std::string client = endpoint(i);
-  const std::string peer = absl::StrCat("http://127.0.0.1:", member.peer_port);
-  std::vector<std::string> args = {kEtcdPath,
-                                   "--name=" + member.name,
-                                   "--data-dir=" + root_ + "/" + member.name,
-                                   "--listen-client-urls=" + client,
-                                   "--advertise-client-urls=" + client,
-                                   "--listen-peer-urls=" + peer,
-                                   "--initial-advertise-peer-urls=" + peer,
-                                   "--initial-cluster=" + InitialCluster(),
-                                   "--initial-cluster-state=" + state,
-                                   "--initial-cluster-token=phalanx-test",
-                                   "--logger=zap",
-                                   "--log-outputs=stderr"};
+  const std::string peer =
+      absl::StrCat("http://", member.host, ":", member.peer_port);
+  std::vector<std::string> args = member.exec_prefix;
+  args.insert(
+      args.end(),
+      {std::string(kEtcdPath), "--name=" + member.name,
+       "--data-dir=" + root_ + "/" + member.name,
+       "--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+       "--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+       "--initial-cluster=" + InitialCluster(),
+       "--initial-cluster-state=" + state,
+       "--initial-cluster-token=phalanx-test",
+       "--pre-vote=true",  // as deploy/ha ships
+       "--logger=zap", "--log-outputs=stderr"});
   if (!tls_.cert_file.empty()) {
     args.push_back("--cert-file=" + tls_.cert_file);
     args.push_back("--key-file=" + tls_.key_file);
@@ -152,12 +168,20 @@ void EtcdCluster::Kill(int i) {
   if (members_[i].process) members_[i].process->Kill9();
 }
 
+void EtcdCluster::Pause(int i) {
+  if (members_[i].process) members_[i].process->Pause();
+}
+
+void EtcdCluster::Resume(int i) {
+  if (members_[i].process) members_[i].process->Signal(SIGCONT);
+}
+
 bool EtcdCluster::Restart(int i) {
   Kill(i);
   return Spawn(i, "existing") && WaitHealthy(i);
 }
 
-bool EtcdCluster::Healthy(int i, int timeout_ms) const {
+std::shared_ptr<grpc::Channel> EtcdCluster::Channel(int i) const {
   std::shared_ptr<grpc::ChannelCredentials> credentials =
       grpc::InsecureChannelCredentials();
   if (!tls_.cert_file.empty()) {
@@ -165,17 +189,61 @@ bool EtcdCluster::Healthy(int i, int timeout_ms) const {
     ssl.pem_root_certs = Tail(tls_.ca_file, 1 << 20);
     credentials = grpc::SslCredentials(ssl);
   }
-  auto channel = grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", members_[i].client_port), credentials);
+  return grpc::CreateChannel(
+      absl::StrCat(members_[i].host, ":", members_[i].client_port),
+      credentials);
+}
+
+bool EtcdCluster::Healthy(int i, int timeout_ms) const {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(timeout_ms));
   etcdserverpb::RangeRequest request;
   request.set_key("health");  // a linearizable read needs a leader
   etcdserverpb::RangeResponse response;
-  return etcdserverpb::KV::NewStub(channel)
+  return etcdserverpb::KV::NewStub(Channel(i))
       ->Range(&context, request, &response)
       .ok();
+}
+
+int EtcdCluster::RaftLeader(int asked) const {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(2));
+  etcdserverpb::StatusRequest request;
+  etcdserverpb::StatusResponse status;
+  if (!etcdserverpb::Maintenance::NewStub(Channel(asked))
+           ->Status(&context, request, &status)
+           .ok()) {
+    return -1;
+  }
+  // Status names members by id; the member answering knows its own.
+  if (status.leader() == status.header().member_id()) return asked;
+  for (int i = 0; i < size(); ++i) {
+    if (i == asked) continue;
+    grpc::ClientContext other_context;
+    other_context.set_deadline(std::chrono::system_clock::now() +
+                               std::chrono::seconds(2));
+    etcdserverpb::StatusResponse other;
+    if (etcdserverpb::Maintenance::NewStub(Channel(i))
+            ->Status(&other_context, request, &other)
+            .ok() &&
+        other.header().member_id() == status.leader()) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+int EtcdCluster::QuietMember(int except) const {
+  int raft_leader = -1;
+  for (int i = 0; i < size() && raft_leader < 0; ++i)
+    raft_leader = RaftLeader(i);
+  if (raft_leader < 0) return -1;
+  for (int m = size() - 1; m >= 0; --m) {
+    if (m != raft_leader && m != except) return m;
+  }
+  return -1;
 }
 
 bool EtcdCluster::WaitHealthy(int i) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "grpcpp/grpcpp.h"
 #include "tests/child_process.h"
 
 namespace phalanx::testing {
@@ -30,6 +31,15 @@ struct EtcdClusterTls {
   std::string key_file;
 };
 
+// Where a member runs, for clusters spread over network namespaces
+// (tests/network_lab.h): its own address (its ports are then etcd's
+// usual 2379 and 2380 there) and the command prefix that starts it in its
+// namespace ({"/usr/sbin/ip", "netns", "exec", NS}).
+struct EtcdMemberPlace {
+  std::string host;
+  std::vector<std::string> exec_prefix;
+};
+
 class EtcdCluster {
  public:
   // Where the etcd binary is looked for.
@@ -38,6 +48,8 @@ class EtcdCluster {
   static bool Available();
 
   explicit EtcdCluster(int members = 3, EtcdClusterTls tls = {});
+  // One member at each place (plain HTTP).
+  explicit EtcdCluster(const std::vector<EtcdMemberPlace>& places);
   ~EtcdCluster();  // kills the members it started, removes the directory
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -47,14 +59,27 @@ class EtcdCluster {
   bool Start();
   // SIGKILLs member `i` (its data stays).
   void Kill(int i);
+  // SIGSTOPs member `i`: its sockets stay open and nothing answers, as
+  // when the network drops its packets. Resume sends SIGCONT.
+  void Pause(int i);
+  void Resume(int i);
   // Starts member `i` again on its data and waits (at most 30 s) until it
   // serves a linearizable read. Returns false otherwise.
   bool Restart(int i);
   // True while member `i` answers a linearizable read within `timeout_ms`.
   bool Healthy(int i, int timeout_ms = 1000) const;
 
+  // The member that is etcd's raft leader, as member `asked` sees it; -1
+  // when it does not answer or knows none.
+  int RaftLeader(int asked) const;
+  // The highest-numbered member other than `except` that is not the raft
+  // leader (cutting it off costs no etcd election); -1 when the leader is
+  // not known.
+  int QuietMember(int except = -1) const;
+
   int size() const { return static_cast<int>(members_.size()); }
-  // "http://127.0.0.1:P" (or https://) of member `i`.
+  // "http://HOST:P" (or https://) of member `i` (HOST 127.0.0.1 unless
+  // placed).
   std::string endpoint(int i) const;
   // Every member's endpoint.
   std::vector<std::string> endpoints() const;
@@ -65,10 +90,14 @@ class EtcdCluster {
  private:
   struct Member {
     std::string name;
+    std::string host = "127.0.0.1";
+    std::vector<std::string> exec_prefix;
     int client_port = 0;
     int peer_port = 0;
     std::unique_ptr<ChildProcess> process;  // its log: LogPath()
   };
+  // A channel to member `i`'s client port.
+  std::shared_ptr<grpc::Channel> Channel(int i) const;
   // Forks and execs member `i`; `state` is "new" or "existing".
   bool Spawn(int i, const std::string& state);
   // Waits until member `i` is healthy or 30 s pass.

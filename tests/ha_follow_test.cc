@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -35,22 +36,13 @@
 #include "tests/auth_client.h"
 #include "tests/daemon.h"
 #include "tests/etcd_cluster.h"
+#include "tests/ha_writers.h"
 
 namespace phalanx::testing {
 namespace {
 
 constexpr int kServing = 1, kNotServing = 2;
 const char kLeader[] = "phalanx.v1.Leader";
-
-// Polls `condition` every 50 ms, at most `tries` times; returns its last
-// value.
-bool Eventually(const std::function<bool()>& condition, int tries = 400) {
-  for (int i = 0; i < tries; ++i) {
-    if (condition()) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return condition();
-}
 
 // The output and exit code of a shell command.
 struct Ran {
@@ -69,17 +61,6 @@ Ran RunShell(const std::string& command) {
   const int status = pclose(pipe);
   ran.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return ran;
-}
-
-v1::ListGangsResponse ListAll(v1::Scheduler::Stub& stub) {
-  v1::ListGangsRequest request;
-  request.set_page_size(1000);
-  v1::ListGangsResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-  grpc::Status status = stub.ListGangs(&context, request, &response);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  return response;
 }
 
 // The revision a replica's reads are at; -1 when it does not answer.
@@ -129,10 +110,14 @@ class HaFollowTest : public ::testing::Test {
   }
 
   // A replica (not started) with a 2 s lease; it advertises its bound port.
+  // It talks to the etcd `members` given, in that order (all by default).
   std::unique_ptr<DaemonProcess> Replica(
-      const std::string& id, const std::vector<std::string>& extra = {}) {
+      const std::string& id, const std::vector<std::string>& extra = {},
+      std::vector<int> members = {0, 1, 2}) {
+    std::vector<std::string> endpoints;
+    for (int m : members) endpoints.push_back(cluster_->endpoint(m));
     std::vector<std::string> args = {
-        "--etcd-endpoints=" + absl::StrJoin(cluster_->endpoints(), ","),
+        "--etcd-endpoints=" + absl::StrJoin(endpoints, ","),
         "--replica-id=" + id, "--etcd-prefix=/phalanx/follow",
         "--etcd-lease-ttl=2s"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -393,100 +378,28 @@ TEST_F(HaFollowTest, APausedLeaderNeverCommitsOrLeadsAgain) {
   SubmitOk(*new_stub, SubmitRequest("a", 1, 8, "", "after-resume"));
 }
 
-// No GPU is held by two non-final gangs (a final gang keeps the placement
-// it released); returns how many are held.
-int CheckNoGpuTwice(const v1::ListGangsResponse& listed) {
-  std::set<std::pair<std::string, int>> held;
-  int count = 0;
-  for (const v1::Gang& gang : listed.gangs()) {
-    if (gang.state() == v1::GANG_STATE_CANCELLED ||
-        gang.state() == v1::GANG_STATE_SUCCEEDED ||
-        gang.state() == v1::GANG_STATE_FAILED) {
-      continue;
-    }
-    for (const v1::PodPlacement& pod : gang.placement()) {
-      for (int gpu : pod.gpu_indices()) {
-        EXPECT_TRUE(held.insert({pod.node(), gpu}).second)
-            << pod.node() << " GPU " << gpu << " held twice";
-        ++count;
-      }
-    }
-  }
-  return count;
-}
-
 TEST_F(HaFollowTest, KillingTheLeaderUnderLoadLosesNoAcknowledgedWrite) {
   StartReplicas(2);
   DaemonProcess& leader = *replicas_[0];
-  // Two writers, bounded: submits with request ids, every other one
-  // cancelled. Acknowledged ones are recorded.
-  std::mutex mu;
-  std::map<std::string, std::string> submitted;  // request id -> gang id
-  std::set<std::string> cancelled;               // gang ids
-  std::atomic<int> acknowledged{0};
-  auto writer = [&](int w) {
-    auto stub = leader.Scheduler();
-    for (int i = 0; i < 60; ++i) {
-      const std::string request_id = absl::StrCat("w", w, "-", i);
-      v1::SubmitGangResponse response;
-      grpc::ClientContext context;
-      context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
-      if (!stub->SubmitGang(&context, SubmitRequest("a", 1, 1, "", request_id),
-                            &response)
-               .ok()) {
-        return;  // the leader is gone
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        submitted[request_id] = response.gang().id();
-      }
-      ++acknowledged;
-      if (i % 2 == 1) continue;
-      v1::CancelGangRequest cancel;
-      cancel.set_gang_id(response.gang().id());
-      v1::CancelGangResponse cancel_response;
-      grpc::ClientContext cancel_context;
-      cancel_context.set_deadline(
-          absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
-      if (!stub->CancelGang(&cancel_context, cancel, &cancel_response).ok()) {
-        return;
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      cancelled.insert(response.gang().id());
-    }
-  };
-  std::thread w0(writer, 0), w1(writer, 1);
+  Writers writers({&leader}, 60, /*stop_on_error=*/true);
+  writers.Start();
   // Kill once some writes are acknowledged (or the load is over).
-  Eventually([&] { return acknowledged.load() >= 20; });
+  Eventually([&] { return writers.acknowledged() >= 20; });
   const absl::Time killed = absl::Now();
   leader.Kill9();
-  w0.join();
-  w1.join();
+  writers.Join();
   const int next = NewLeader(0);
   ASSERT_GT(next, 0);
   std::printf("%d submits acknowledged; a follower led %.2f s after kill -9\n",
-              acknowledged.load(), absl::ToDoubleSeconds(absl::Now() - killed));
+              writers.acknowledged(),
+              absl::ToDoubleSeconds(absl::Now() - killed));
   auto stub = replicas_[next]->Scheduler();
   const v1::ListGangsResponse listed = ListAll(*stub);
-  std::map<std::string, v1::Gang> by_id;
-  std::map<std::string, int> request_ids;
-  for (const v1::Gang& gang : listed.gangs()) {
-    by_id[gang.id()] = gang;
-    ++request_ids[gang.spec().request_id()];
-  }
-  for (const auto& [request_id, count] : request_ids) {
-    EXPECT_EQ(count, 1) << request_id << " is there twice";
-  }
-  for (const auto& [request_id, id] : submitted) {
-    ASSERT_TRUE(by_id.count(id)) << request_id << " (" << id << ") was lost";
-    EXPECT_EQ(by_id[id].spec().request_id(), request_id);
-  }
-  for (const std::string& id : cancelled) {
-    EXPECT_EQ(by_id[id].state(), v1::GANG_STATE_CANCELLED) << id;
-  }
-  CheckNoGpuTwice(listed);
+  writers.Check(listed);
   // Request ids survive the failover: a repeat returns the same gang.
-  for (const auto& [request_id, id] : submitted) {
+  ASSERT_FALSE(writers.submitted().empty());
+  {
+    const auto& [request_id, id] = *writers.submitted().begin();
     v1::SubmitGangResponse response;
     grpc::ClientContext context;
     ASSERT_TRUE(stub->SubmitGang(&context,
@@ -495,7 +408,6 @@ TEST_F(HaFollowTest, KillingTheLeaderUnderLoadLosesNoAcknowledgedWrite) {
                     .ok());
     EXPECT_FALSE(response.created()) << request_id;
     EXPECT_EQ(response.gang().id(), id);
-    break;  // one is enough; the listing above covers the rest
   }
   // The other follower follows the new leader.
   const int other = next == 1 ? 2 : 1;
@@ -1052,6 +964,143 @@ TEST_F(HaFollowTest, EtcdMembersDieOneAtATime) {
   EXPECT_EQ(request_ids["quorum-2"], 1);
   EXPECT_LE(request_ids["quorum-1"], 1);  // unknown outcome, never twice
   CheckNoGpuTwice(listed);
+}
+
+// A paused etcd member stands for one cut off by the network: its sockets
+// stay open and nothing answers (tests/partition_test.cc cuts real links).
+TEST_F(HaFollowTest, AFollowerCutOffFromEtcdStopsServingWithinItsBound) {
+  StartReplicas(0);
+  const int member = cluster_->QuietMember(0);
+  ASSERT_GE(member, 0) << cluster_->logs();
+  // The follower talks to that member only.
+  replicas_.push_back(Replica("r1", {}, {member}));
+  DaemonProcess& follower = *replicas_[1];
+  ASSERT_TRUE(follower.Start()) << follower.output();
+  auto stub = replicas_[0]->Scheduler();
+  const v1::Gang before = SubmitOk(*stub, SubmitRequest("a", 1, 8));
+  ASSERT_TRUE(ReachesRevision(follower, ListAll(*stub).revision()));
+  ASSERT_TRUE(Eventually(
+      [&] { return HealthStatus(follower.channel(), "") == kServing; }));
+
+  const absl::Time cut = absl::Now();
+  cluster_->Pause(member);
+  // Bound: half the 2 s lease TTL plus a tenth (docs/ha.md); allowed here
+  // twice the TTL for a loaded machine, far below what a watch's resync
+  // and a call's deadline used to take (10 s and more).
+  ASSERT_TRUE(Eventually(
+      [&] { return HealthStatus(follower.channel(), "") != kServing; }, 80))
+      << follower.output();
+  const absl::Duration not_serving = absl::Now() - cut;
+  auto follower_stub = follower.Scheduler();
+  {
+    v1::GetGangRequest request;
+    request.set_gang_id(before.id());
+    v1::GetGangResponse response;
+    grpc::ClientContext context;
+    const grpc::Status status =
+        follower_stub->GetGang(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+        << status.error_message();
+  }
+  // The leader still commits (quorum intact); healed, the follower
+  // catches up and serves again.
+  SubmitOk(*stub, SubmitRequest("a", 1, 8));
+  const int64_t revision = ListAll(*stub).revision();
+  const absl::Time healed = absl::Now();
+  cluster_->Resume(member);
+  ASSERT_TRUE(ReachesRevision(follower, revision)) << follower.output();
+  ASSERT_TRUE(Eventually(
+      [&] { return HealthStatus(follower.channel(), "") == kServing; }));
+  std::printf(
+      "cut off from etcd: the follower stopped SERVING %.2f s after the cut "
+      "(lease TTL 2 s); healed, it read the leader's revision %.2f s later\n",
+      absl::ToDoubleSeconds(not_serving),
+      absl::ToDoubleSeconds(absl::Now() - healed));
+  EXPECT_EQ(ListAll(*follower_stub).SerializeAsString(),
+            ListAll(*stub).SerializeAsString());
+}
+
+TEST_F(HaFollowTest, AHungEtcdMemberUnderTheLeaderCausesNoFailover) {
+  const int member = cluster_->QuietMember();
+  ASSERT_GE(member, 0) << cluster_->logs();
+  // The leader's client starts on that member.
+  std::vector<int> members = {member};
+  for (int m = 0; m < 3; ++m) {
+    if (m != member) members.push_back(m);
+  }
+  replicas_.push_back(Replica("r0", {}, members));
+  ASSERT_TRUE(replicas_[0]->Start()) << replicas_[0]->output();
+  ASSERT_TRUE(Eventually([&] {
+    return HealthStatus(replicas_[0]->channel(), kLeader) == kServing;
+  })) << replicas_[0]->output();
+  replicas_.push_back(Replica("r1"));
+  ASSERT_TRUE(replicas_[1]->Start()) << replicas_[1]->output();
+
+  Writers writers({replicas_[0].get(), replicas_[1].get()}, 60,
+                  /*stop_on_error=*/false);
+  writers.Start();
+  Eventually([&] { return writers.acknowledged() >= 20; });
+  const absl::Time cut = absl::Now();
+  cluster_->Pause(member);
+  writers.Join();
+  cluster_->Resume(member);
+  std::printf(
+      "an etcd member hung under the leader: %d writes acknowledged, "
+      "%zu errors, longest write gap %.2f s\n",
+      writers.acknowledged(), writers.errors(),
+      absl::ToDoubleSeconds(writers.LongestGap(cut)));
+  replicas_[0]->ReadOutput();
+  EXPECT_EQ(HealthStatus(replicas_[0]->channel(), kLeader), kServing)
+      << replicas_[0]->output();
+  EXPECT_EQ(replicas_[0]->output().find("not the leader"), std::string::npos)
+      << replicas_[0]->output();
+  EXPECT_NE(HealthStatus(replicas_[1]->channel(), kLeader), kServing);
+  writers.CheckErrorsAreRetryable();
+  writers.Check(ListAll(*replicas_[0]->Scheduler()));
+}
+
+TEST_F(HaFollowTest, ALeaderCutOffFromEtcdStepsDownAndExitsDeposed) {
+  const int member = cluster_->QuietMember();
+  ASSERT_GE(member, 0) << cluster_->logs();
+  // The leader talks to that member only; the follower to the others.
+  replicas_.push_back(Replica("r0", {}, {member}));
+  ASSERT_TRUE(replicas_[0]->Start()) << replicas_[0]->output();
+  ASSERT_TRUE(Eventually([&] {
+    return HealthStatus(replicas_[0]->channel(), kLeader) == kServing;
+  })) << replicas_[0]->output();
+  std::vector<int> others;
+  for (int m = 0; m < 3; ++m) {
+    if (m != member) others.push_back(m);
+  }
+  replicas_.push_back(Replica("r1", {}, others));
+  ASSERT_TRUE(replicas_[1]->Start()) << replicas_[1]->output();
+
+  Writers writers({replicas_[0].get(), replicas_[1].get()}, 80,
+                  /*stop_on_error=*/false);
+  writers.Start();
+  Eventually([&] { return writers.acknowledged() >= 20; });
+  const absl::Time cut = absl::Now();
+  cluster_->Pause(member);
+  ASSERT_TRUE(Eventually([&] {
+    return HealthStatus(replicas_[0]->channel(), kLeader) != kServing;
+  })) << replicas_[0]->output();
+  const absl::Duration stepped_down = absl::Now() - cut;
+  const int next = NewLeader(0);
+  ASSERT_EQ(next, 1) << replicas_[1]->output();
+  const absl::Duration new_leader = absl::Now() - cut;
+  // The documented exit of a deposed leader.
+  EXPECT_EQ(replicas_[0]->WaitForExit(absl::Seconds(10)), 3)
+      << replicas_[0]->output();
+  writers.Join();
+  cluster_->Resume(member);
+  std::printf(
+      "leader cut off from etcd: it stopped reporting Leader %.2f s after "
+      "the cut, a new leader served %.2f s after it (lease TTL 2 s); "
+      "longest write gap %.2f s, %zu errors\n",
+      absl::ToDoubleSeconds(stepped_down), absl::ToDoubleSeconds(new_leader),
+      absl::ToDoubleSeconds(writers.LongestGap(cut)), writers.errors());
+  writers.CheckErrorsAreRetryable();
+  writers.Check(ListAll(*replicas_[1]->Scheduler()));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "storage/etcd/etcd_client.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -56,6 +57,17 @@ bool TokenRefused(const grpc::Status& status) {
   return status.error_code() == grpc::StatusCode::UNAUTHENTICATED;
 }
 
+// An attempt that another member may answer: this one is down, cut off
+// from its quorum ("no leader"), or did not answer in time.
+bool TryNextEndpoint(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
+int Millis(absl::Duration d) {
+  return static_cast<int>(absl::ToInt64Milliseconds(d));
+}
+
 }  // namespace
 
 absl::Status FromGrpc(const grpc::Status& status, absl::string_view what) {
@@ -93,6 +105,15 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
   // Fail fast on a dead endpoint so the client moves to the next one.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Find a connection that died silently (a partition) by its pings, not
+  // by TCP's retransmission backoff; ping only while calls are open, as
+  // etcd's keepalive policy wants.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS,
+              Millis(client->options_.keepalive_time));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+              Millis(client->options_.keepalive_timeout));
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   for (std::string& target : targets) {
     auto channel = grpc::CreateCustomChannel(target, credentials, args);
     client->endpoints_.push_back({std::move(target), std::move(channel)});
@@ -116,14 +137,17 @@ void EtcdClient::Advance(size_t from) {
   if (current_ == from) current_ = (current_ + 1) % endpoints_.size();
 }
 
-void EtcdClient::Prepare(grpc::ClientContext& context, absl::Duration timeout) {
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+void EtcdClient::Prepare(grpc::ClientContext& context, absl::Time deadline) {
+  context.set_deadline(absl::ToChronoTime(deadline));
+  // etcd's require-leader metadata: a member without a raft leader
+  // answers UNAVAILABLE ("no leader") instead of holding the call.
+  context.AddMetadata("hasleader", "true");
   absl::MutexLock lock(&mu_);
   if (!token_.empty()) context.AddMetadata("token", token_);
 }
 
 absl::Status EtcdClient::Authenticate(
-    const std::shared_ptr<grpc::Channel>& channel) {
+    const std::shared_ptr<grpc::Channel>& channel, absl::Time deadline) {
   if (options_.user.empty()) return absl::OkStatus();
   auto stub = epb::Auth::NewStub(channel);
   epb::AuthenticateRequest request;
@@ -131,7 +155,7 @@ absl::Status EtcdClient::Authenticate(
   request.set_password(options_.password);
   epb::AuthenticateResponse response;
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
+  context.set_deadline(absl::ToChronoTime(deadline));
   RETURN_IF_ERROR(FromGrpc(stub->Authenticate(&context, request, &response),
                            "etcd authenticate"));
   absl::MutexLock lock(&mu_);
@@ -145,16 +169,21 @@ bool EtcdClient::NeedsToken() const {
 }
 
 template <typename Call>
-absl::Status EtcdClient::Invoke(Call call) {
-  absl::Status last;
+absl::Status EtcdClient::Invoke(Call call, absl::Time deadline) {
+  absl::Status last =
+      absl::DeadlineExceededError("etcd: the call's deadline had passed");
   bool reauthenticated = false;
   // At most one try per endpoint, plus one after a refused token.
-  for (size_t attempt = 0; attempt < endpoints_.size() + 1; ++attempt) {
+  size_t tried = 0;
+  while (tried < endpoints_.size() && absl::Now() < deadline) {
     auto [channel, index] = Current();
-    last = NeedsToken() ? Authenticate(channel) : absl::OkStatus();
+    const absl::Time attempt_deadline =
+        std::min(deadline, absl::Now() + options_.call_timeout);
+    last = NeedsToken() ? Authenticate(channel, attempt_deadline)
+                        : absl::OkStatus();
     if (last.ok()) {
       grpc::ClientContext context;
-      Prepare(context, options_.call_timeout);
+      Prepare(context, attempt_deadline);
       const grpc::Status status = call(channel, context);
       if (TokenRefused(status) && !options_.user.empty() && !reauthenticated) {
         reauthenticated = true;
@@ -164,21 +193,21 @@ absl::Status EtcdClient::Invoke(Call call) {
       }
       last = FromGrpc(status, "etcd");
     }
-    // A member cut off from the quorum lets calls hang to their deadline:
-    // send the next call elsewhere (this one's time is spent).
-    if (last.code() == absl::StatusCode::kDeadlineExceeded) Advance(index);
-    if (last.code() != absl::StatusCode::kUnavailable) return last;
+    if (!TryNextEndpoint(last)) return last;
     Advance(index);
+    ++tried;
   }
   return last;
 }
 
 absl::StatusOr<epb::RangeResponse> EtcdClient::Range(
-    const epb::RangeRequest& request) {
+    const epb::RangeRequest& request, absl::Time deadline) {
   epb::RangeResponse response;
-  RETURN_IF_ERROR(Invoke([&](auto channel, grpc::ClientContext& context) {
-    return epb::KV::NewStub(channel)->Range(&context, request, &response);
-  }));
+  RETURN_IF_ERROR(Invoke(
+      [&](auto channel, grpc::ClientContext& context) {
+        return epb::KV::NewStub(channel)->Range(&context, request, &response);
+      },
+      deadline));
   return response;
 }
 
@@ -191,12 +220,14 @@ absl::StatusOr<epb::PutResponse> EtcdClient::Put(
   return response;
 }
 
-absl::StatusOr<epb::TxnResponse> EtcdClient::Txn(
-    const epb::TxnRequest& request) {
+absl::StatusOr<epb::TxnResponse> EtcdClient::Txn(const epb::TxnRequest& request,
+                                                 absl::Time deadline) {
   epb::TxnResponse response;
-  RETURN_IF_ERROR(Invoke([&](auto channel, grpc::ClientContext& context) {
-    return epb::KV::NewStub(channel)->Txn(&context, request, &response);
-  }));
+  RETURN_IF_ERROR(Invoke(
+      [&](auto channel, grpc::ClientContext& context) {
+        return epb::KV::NewStub(channel)->Txn(&context, request, &response);
+      },
+      deadline));
   return response;
 }
 
@@ -246,21 +277,24 @@ absl::StatusOr<int64_t> EtcdClient::LeaseGrant(absl::Duration ttl) {
   return response.id();
 }
 
-absl::StatusOr<absl::Duration> EtcdClient::LeaseKeepAlive(int64_t lease) {
+absl::StatusOr<absl::Duration> EtcdClient::LeaseKeepAlive(int64_t lease,
+                                                          absl::Time deadline) {
   epb::LeaseKeepAliveRequest request;
   request.set_id(lease);
   epb::LeaseKeepAliveResponse response;
-  RETURN_IF_ERROR(Invoke([&](auto channel, grpc::ClientContext& context) {
-    // One request and one response on a fresh stream ("keepalive once").
-    auto stream = epb::Lease::NewStub(channel)->LeaseKeepAlive(&context);
-    if (!stream->Write(request) || !stream->Read(&response)) {
-      return stream->Finish();
-    }
-    stream->WritesDone();
-    context.TryCancel();
-    stream->Finish();
-    return grpc::Status::OK;
-  }));
+  RETURN_IF_ERROR(Invoke(
+      [&](auto channel, grpc::ClientContext& context) {
+        // One request and one response on a fresh stream ("keepalive once").
+        auto stream = epb::Lease::NewStub(channel)->LeaseKeepAlive(&context);
+        if (!stream->Write(request) || !stream->Read(&response)) {
+          return stream->Finish();
+        }
+        stream->WritesDone();
+        context.TryCancel();
+        stream->Finish();
+        return grpc::Status::OK;
+      },
+      deadline));
   if (response.ttl() <= 0) {
     return absl::NotFoundError(
         absl::StrCat("etcd lease ", lease, ": expired or revoked"));
@@ -291,7 +325,7 @@ absl::StatusOr<std::unique_ptr<WatchStream>> EtcdClient::Watch(
   for (size_t attempt = 0; attempt < endpoints_.size(); ++attempt) {
     auto [channel, index] = Current();
     std::unique_ptr<WatchStream> watch(new WatchStream());
-    Prepare(watch->context_, stream_timeout);
+    Prepare(watch->context_, absl::Now() + stream_timeout);
     watch->stub_ = epb::Watch::NewStub(channel);
     watch->stream_ = watch->stub_->Watch(&watch->context_);
     epb::WatchResponse created;
@@ -307,11 +341,11 @@ absl::StatusOr<std::unique_ptr<WatchStream>> EtcdClient::Watch(
     watch->context_.TryCancel();
     last = FromGrpc(watch->stream_->Finish(), "etcd watch");
     watch->stream_.reset();
-    // A member cut off from the quorum lets calls hang to their deadline:
-    // send the next call elsewhere (this one's time is spent).
-    if (last.code() == absl::StatusCode::kDeadlineExceeded) Advance(index);
-    if (last.code() != absl::StatusCode::kUnavailable) return last;
+    // A member cut off from the quorum: the watch's time is spent, but the
+    // next call goes elsewhere.
+    if (!TryNextEndpoint(last)) return last;
     Advance(index);
+    if (last.code() == absl::StatusCode::kDeadlineExceeded) return last;
   }
   return last;
 }

@@ -43,7 +43,13 @@ struct TlsFiles {
 struct EtcdClientOptions {
   // "http://host:port", "https://host:port" or "host:port".
   std::vector<std::string> endpoints;
-  absl::Duration call_timeout = absl::Seconds(5);
+  // Each attempt's deadline (one endpoint). Well below the HA lease TTL, so
+  // a hung member costs a fraction of the lease before the next is tried.
+  absl::Duration call_timeout = absl::Seconds(1);
+  // HTTP/2 keepalive pings while calls or streams are open. etcd refuses
+  // pings more often than its --grpc-keepalive-min-time (5 s by default).
+  absl::Duration keepalive_time = absl::Seconds(6);
+  absl::Duration keepalive_timeout = absl::Seconds(2);
   // Set to speak TLS to every endpoint.
   bool tls = false;
   TlsFiles tls_files;
@@ -83,9 +89,16 @@ class EtcdClient {
   static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(
       EtcdClientOptions options);
 
-  absl::StatusOr<epb::RangeResponse> Range(const epb::RangeRequest& request);
+  // Each call below fails with DeadlineExceeded (or the last attempt's
+  // error) once `deadline` has passed; InfiniteFuture = the attempts'
+  // deadlines only.
+  absl::StatusOr<epb::RangeResponse> Range(
+      const epb::RangeRequest& request,
+      absl::Time deadline = absl::InfiniteFuture());
   absl::StatusOr<epb::PutResponse> Put(const epb::PutRequest& request);
-  absl::StatusOr<epb::TxnResponse> Txn(const epb::TxnRequest& request);
+  absl::StatusOr<epb::TxnResponse> Txn(
+      const epb::TxnRequest& request,
+      absl::Time deadline = absl::InfiniteFuture());
   absl::StatusOr<epb::DeleteRangeResponse> DeleteRange(
       const epb::DeleteRangeRequest& request);
   // Drops etcd's history before `revision` (KV.Compact). Compacting to a
@@ -99,7 +112,8 @@ class EtcdClient {
   absl::StatusOr<int64_t> LeaseGrant(absl::Duration ttl);
   // Renews `lease` once; returns the TTL etcd granted. Fails with NotFound
   // when the lease has expired or was revoked.
-  absl::StatusOr<absl::Duration> LeaseKeepAlive(int64_t lease);
+  absl::StatusOr<absl::Duration> LeaseKeepAlive(
+      int64_t lease, absl::Time deadline = absl::InfiniteFuture());
   absl::Status LeaseRevoke(int64_t lease);
 
   // Watches [key, range_end) from `start_revision` (0 = from now). The
@@ -120,16 +134,18 @@ class EtcdClient {
       : options_(std::move(options)) {}
 
   // Runs `call(channel, context)` against the current endpoint, moving to
-  // the next one on UNAVAILABLE, and re-authenticating once when the token
-  // was refused.
+  // the next one on UNAVAILABLE or DEADLINE_EXCEEDED (never past
+  // `deadline`), and re-authenticating once when the token was refused.
   template <typename Call>
-  absl::Status Invoke(Call call);
-  // Sets the deadline and the auth token on `context`.
-  void Prepare(grpc::ClientContext& context, absl::Duration timeout);
+  absl::Status Invoke(Call call, absl::Time deadline = absl::InfiniteFuture());
+  // Sets the deadline, the leader requirement and the auth token on
+  // `context`.
+  void Prepare(grpc::ClientContext& context, absl::Time deadline);
   // True when a user is configured and no token is held.
   bool NeedsToken() const;
   // Fetches a token from `channel` (when a user is configured).
-  absl::Status Authenticate(const std::shared_ptr<grpc::Channel>& channel);
+  absl::Status Authenticate(const std::shared_ptr<grpc::Channel>& channel,
+                            absl::Time deadline);
   // The current endpoint's channel and its index.
   std::pair<std::shared_ptr<grpc::Channel>, size_t> Current() const;
   void Advance(size_t from);

@@ -2,11 +2,14 @@
 // (tests/etcd_cluster.h). Skipped only when /usr/bin/etcd is absent.
 #include "storage/etcd/etcd_client.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/etcd_cluster.h"
 #include "tests/etcd_fixture.h"
@@ -170,6 +173,78 @@ TEST_F(EtcdClientTest, CallsFailWithinTheirDeadlineWithoutQuorum) {
   // Quorum back: the same client works again.
   ASSERT_TRUE(cluster_->Restart(0)) << cluster_->logs();
   EXPECT_TRUE(client->Put(PutOf("/t/k", "x")).ok());
+}
+
+// A member that holds calls without answering (SIGSTOP: its sockets stay
+// open, as when a partition drops its packets) costs one attempt's
+// deadline; the call is then answered by the next member.
+TEST_F(EtcdClientTest, AHungMemberCostsOneAttemptThenTheNextAnswers) {
+  const int hung = cluster_->QuietMember();
+  ASSERT_GE(hung, 0) << cluster_->logs();
+  EtcdClientOptions options;
+  options.endpoints = {cluster_->endpoint(hung)};
+  for (int m = 0; m < cluster_->size(); ++m) {
+    if (m != hung) options.endpoints.push_back(cluster_->endpoint(m));
+  }
+  options.call_timeout = absl::Milliseconds(500);
+  auto client = Client(options);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Put(PutOf("/t/k", "v")).ok());
+  cluster_->Pause(hung);
+  const absl::Time start = absl::Now();
+  const absl::Status put = client->Put(PutOf("/t/k", "w")).status();
+  const absl::Duration took = absl::Now() - start;
+  cluster_->Resume(hung);
+  ASSERT_TRUE(put.ok()) << put;
+  EXPECT_NE(client->current_endpoint(), options.endpoints[0].substr(7));
+  std::printf("a hung member cost the call %.2f s (attempt deadline 0.5 s)\n",
+              absl::ToDoubleSeconds(took));
+  // A call's own deadline bounds all its attempts.
+  cluster_->Pause(hung);
+  EtcdClientOptions one;
+  one.endpoints = {cluster_->endpoint(hung)};
+  one.call_timeout = absl::Seconds(30);
+  auto bounded = Client(one);
+  ASSERT_NE(bounded, nullptr);
+  const absl::StatusOr<epb::RangeResponse> range =
+      bounded->Range(RangeOf("/t/k"), absl::Now() + absl::Milliseconds(300));
+  cluster_->Resume(hung);
+  EXPECT_EQ(range.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << range.status();
+}
+
+// With its peers gone, a member has no raft leader: it answers UNAVAILABLE
+// at once ("no leader"), long before the attempt's deadline, so a client
+// moves on rather than waiting.
+TEST_F(EtcdClientTest, AMemberWithoutALeaderRefusesAtOnce) {
+  EtcdClientOptions options;
+  options.endpoints = {cluster_->endpoint(0)};
+  options.call_timeout = absl::Seconds(20);
+  auto client = Client(options);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Put(PutOf("/t/k", "v")).ok());
+  cluster_->Pause(1);
+  cluster_->Pause(2);
+  // A read in flight when the leader goes waits out etcd's own request
+  // timeout (about 7 s); the member drops its leader within a few
+  // election timeouts (1 s each), and from then on refuses at once.
+  absl::Status last;
+  for (int i = 0; i < 8; ++i) {
+    last = client->Range(RangeOf("/t/k")).status();
+    if (absl::StrContains(last.message(), "no leader")) break;
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+  cluster_->Resume(1);
+  cluster_->Resume(2);
+  EXPECT_EQ(last.code(), absl::StatusCode::kUnavailable) << last;
+  EXPECT_TRUE(absl::StrContains(last.message(), "no leader")) << last;
+  // Peers back: the member elects a leader and answers again.
+  bool answered = false;
+  for (int i = 0; i < 100 && !answered; ++i) {
+    answered = client->Put(PutOf("/t/k", "w")).ok();
+    if (!answered) absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_TRUE(answered) << cluster_->logs();
 }
 
 // Turns on etcd's authentication with user root / `password`.

@@ -282,11 +282,42 @@ absl::Status EtcdStateStore::Refusal(const epb::TxnResponse& response,
                    " is not the next one; this replica is behind the log"));
 }
 
+absl::StatusOr<epb::TxnResponse> EtcdStateStore::SendAppend(
+    const epb::TxnRequest& txn) {
+  if (!lease_fence_.valid_until) return client_->Txn(txn);
+  // Bounded by the lease: each round tries every member once (or until
+  // the lease's end), and rounds stop once the lease may have expired.
+  for (;;) {
+    const absl::Time until = lease_fence_.valid_until();
+    absl::StatusOr<epb::TxnResponse> response = client_->Txn(txn, until);
+    const bool transient =
+        response.status().code() == absl::StatusCode::kUnavailable ||
+        response.status().code() == absl::StatusCode::kDeadlineExceeded;
+    if (!transient) return response;
+    const absl::Time now = absl::Now();
+    if (now >= until) {
+      return absl::AbortedError(absl::StrCat(
+          "fenced: no append got through before the lease could expire: ",
+          response.status().ToString()));
+    }
+    absl::SleepFor(std::min(absl::Milliseconds(50), until - now));
+  }
+}
+
+absl::Status EtcdStateStore::Deposed(absl::Status status) const {
+  if (absl::IsAborted(status) && lease_fence_.on_deposed) {
+    lease_fence_.on_deposed(status);
+  }
+  return status;
+}
+
 absl::Status EtcdStateStore::AppendEntry(int64_t seq,
                                          const std::string& bytes) {
-  ASSIGN_OR_RETURN(epb::TxnResponse response,
-                   client_->Txn(AppendTxn(seq, bytes)));
-  if (!response.succeeded()) RETURN_IF_ERROR(Refusal(response, seq, bytes));
+  absl::StatusOr<epb::TxnResponse> response = SendAppend(AppendTxn(seq, bytes));
+  if (!response.ok()) return Deposed(response.status());
+  if (!response->succeeded()) {
+    RETURN_IF_ERROR(Deposed(Refusal(*response, seq, bytes)));
+  }
   return absl::OkStatus();
 }
 

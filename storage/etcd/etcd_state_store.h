@@ -129,6 +129,18 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   // fenced by; 0 = not leading, and Commit fails with FailedPrecondition.
   void set_term(int64_t term) { term_ = term; }
   int64_t term() const { return term_.load(); }
+  // What a leader's Commit knows of its lease. With `valid_until` set, an
+  // append that fails on etcd's side (UNAVAILABLE, DEADLINE_EXCEEDED: a
+  // member down or cut off) is retried, on the next member, until that
+  // time; then the commit fails with Aborted, as a refused fence does.
+  // `on_deposed`, when set, runs with every Aborted of an append before
+  // Commit returns it (the daemon exits there). Set before the first
+  // Commit, from the writer thread.
+  struct LeaseFence {
+    std::function<absl::Time()> valid_until;
+    std::function<void(const absl::Status& why)> on_deposed;
+  };
+  void set_lease_fence(LeaseFence fence) { lease_fence_ = std::move(fence); }
 
   // Applies every log entry after the last applied seq to the local store,
   // in order; returns how many. Fails with DataLoss on a gap or an entry
@@ -205,6 +217,10 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   epb::TxnRequest AppendTxn(int64_t seq, const std::string& bytes) const;
   // Appends entry `seq` holding `bytes` (fenced).
   absl::Status AppendEntry(int64_t seq, const std::string& bytes);
+  // One append Txn, retried as LeaseFence says; the Txn's response.
+  absl::StatusOr<epb::TxnResponse> SendAppend(const epb::TxnRequest& txn);
+  // Runs LeaseFence::on_deposed for an Aborted `status`; returns it.
+  absl::Status Deposed(absl::Status status) const;
   // Appends `bytes`, the encoding of the batch starting at `first`, as one
   // entry or as parts; returns the seq of its last entry.
   absl::StatusOr<int64_t> AppendBatch(int64_t first, const std::string& bytes);
@@ -276,6 +292,7 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   int64_t published_seq_ ABSL_GUARDED_BY(publish_mu_) = -1;
   absl::Time published_at_ ABSL_GUARDED_BY(publish_mu_);
   ApplyListener apply_listener_;
+  LeaseFence lease_fence_;
 };
 
 }  // namespace phalanx::storage::etcd
