@@ -220,6 +220,9 @@ int HaMode::MaxMessageBytes(int requested) {
 
 void HaMode::Attach(const DaemonParts& parts) {
   parts_ = parts;
+  // Until the follower reports, a replica whose start-up catch-up failed
+  // serves no read: its store may be arbitrarily old.
+  role_.set_stale(!caught_up_);
   parts.gate->set_role(&role_);
   parts.metrics->SetLeader(false, 0);
   if (follower_config_)

@@ -122,22 +122,23 @@ void SchedulerLoop::RunFollowing() {
       batch.swap(queue_);
     }
     const absl::Time now = absl::Now();
-    RefreshReplica();
-    ServeReads(batch, now);
+    const bool restored = RefreshReplica();
+    ServeReads(batch, now, restored);
     batch.clear();
     if (now >= next_gauges) {
-      RefreshReplica();
-      for (BatchObserver* observer : observers_) {
-        observer->OnIdleCycle(*replica_);
+      if (RefreshReplica()) {
+        for (BatchObserver* observer : observers_) {
+          observer->OnIdleCycle(*replica_);
+        }
       }
       next_gauges = now + kReplicaGaugeInterval;
     }
   }
 }
 
-void SchedulerLoop::RefreshReplica() {
+bool SchedulerLoop::RefreshReplica() {
   const int64_t revision = view()->revision;
-  if (replica_ != nullptr && replica_revision_ == revision) return;
+  if (replica_ != nullptr && replica_revision_ == revision) return true;
   // No time passes for a scheduler that runs no cycle: heartbeats (which
   // are not replicated) read as never heard (NodeToProto leaves them out).
   absl::StatusOr<core::LoadedState> state = load_();
@@ -150,14 +151,26 @@ void SchedulerLoop::RefreshReplica() {
                  "phalanxd: follower: restoring the state reads are served "
                  "from: %s\n",
                  restored.status().ToString().c_str());
-    if (replica_ == nullptr) replica_ = std::make_unique<core::Scheduler>();
-    return;  // tried again at the next read
+    return false;  // tried again at the next read
   }
   replica_ = *std::move(restored);
   replica_revision_ = revision;
+  return true;
 }
 
-void SchedulerLoop::ServeReads(std::vector<Command>& batch, absl::Time now) {
+void SchedulerLoop::ServeReads(std::vector<Command>& batch, absl::Time now,
+                               bool restored) {
+  // A replica that could not be restored at the published revision would
+  // answer from older (or no) state: the reads fail, to be retried.
+  if (!restored) {
+    const absl::Status behind = absl::UnavailableError(
+        "this follower cannot read its replicated state now; retry, or "
+        "ask the leader");
+    for (Command& command : batch) {
+      if (command.reply) command.reply(behind);
+    }
+    return;
+  }
   for (Command& command : batch) command.apply(*replica_, now);
   for (Command& command : batch) {
     if (command.respond) command.respond(*replica_);
@@ -415,7 +428,8 @@ bool SchedulerLoop::RunBatch() {
     }
   }
   batch.clear();  // keeps its capacity for the next swap
-  if (!exit) return true;
+  // A refused batch is retried (and at Stop, answered) by RunRefused.
+  if (!exit || held_) return true;
   absl::MutexLock lock(&mu_);
   return !queue_.empty();  // drain what arrived before Stop
 }

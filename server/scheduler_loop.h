@@ -197,11 +197,13 @@ class SchedulerLoop {
   // and hands it to the observers on the gauge timer, until Lead or Stop
   // (which answers what is queued first).
   void RunFollowing();
-  // Restores replica_ from load_ unless it is at the published revision.
-  // On failure keeps the one it has (an empty scheduler when none).
-  void RefreshReplica();
-  // Applies and answers one batch of read-only commands on replica_.
-  void ServeReads(std::vector<Command>& batch, absl::Time now);
+  // Restores replica_ from load_ unless it is at the published revision;
+  // returns whether it is now. On failure keeps the one it has, if any.
+  bool RefreshReplica();
+  // Applies and answers one batch of read-only commands on replica_, or,
+  // when it could not be `restored` at the published revision, answers
+  // them Unavailable.
+  void ServeReads(std::vector<Command>& batch, absl::Time now, bool restored);
   // The reply thread: runs handed-over replies in order until Stop.
   void RunReplies();
   // Runs one durable batch's replies: on the reply thread when a next batch

@@ -366,7 +366,16 @@ absl::Status EtcdStateStore::Commit(const core::Mutation& mutation) {
   const std::string bytes = batch.SerializeAsString();
   ASSIGN_OR_RETURN(const int64_t last, AppendBatch(first, bytes));
   DropOrphans(first);
-  RETURN_IF_ERROR(local_->ApplyLogBatch(mutation, last));
+  // The batch is in the log now (followers apply it, a new leader has it):
+  // a local failure, a full disk included, must not read as a refusal the
+  // caller may report as "not committed". It stops the daemon instead; a
+  // restart applies the log.
+  if (absl::Status applied = local_->ApplyLogBatch(mutation, last);
+      !applied.ok()) {
+    return absl::InternalError(
+        absl::StrCat("commit: appended to the log but not applied locally: ",
+                     applied.message()));
+  }
   applied_seq_ = last;
   read_seq_ = last;
   MaybeSnapshot(last - first + 1, bytes.size());
