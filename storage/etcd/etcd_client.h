@@ -1,12 +1,14 @@
 // EtcdClient: a small client of etcd's v3 gRPC API (docs/ha.md) — KV Range,
 // Put, Txn and DeleteRange; Lease Grant, KeepAlive and Revoke; Watch. Every
-// unary call has a deadline (Options::call_timeout). The client holds one
-// channel per endpoint and sends to the current one; a call that fails with
-// UNAVAILABLE moves it to the next endpoint (round robin) and is retried
-// there, at most once per endpoint; one that fails with DEADLINE_EXCEEDED
-// is not retried, but the next call goes to the next endpoint. A retried
-// mutation may therefore apply twice: callers make their writes idempotent
-// (compares in a Txn).
+// unary call's attempt has a deadline (Options::call_timeout), and a call
+// may carry an overall one. The client holds one channel per endpoint and
+// sends to the current one; an attempt that fails with UNAVAILABLE or
+// DEADLINE_EXCEEDED moves it to the next endpoint (round robin) and is
+// retried there, at most once per endpoint in a call. Every call requires
+// a member with a leader, so a member cut off from the others refuses at
+// once (and so do all of them during an etcd election: callers that must
+// ride one out retry). A retried mutation may apply twice: callers make
+// their writes idempotent (compares in a Txn).
 //
 // With Options::user set, the client authenticates (Auth.Authenticate) and
 // sends the token with every call, re-authenticating once when etcd says the

@@ -150,7 +150,13 @@ TEST_F(EtcdClientTest, MovesToTheNextEndpointWhenOneDies) {
   const std::string before = client->current_endpoint();
   ASSERT_EQ(before, cluster_->endpoint(0).substr(7));
   cluster_->Kill(0);
-  auto range = client->Range(RangeOf("/t/k"));
+  // Member 0 may have been etcd's raft leader: until the others elect one
+  // they refuse at once ("no leader"), so the call is retried, bounded.
+  absl::StatusOr<epb::RangeResponse> range = client->Range(RangeOf("/t/k"));
+  for (int i = 0; i < 150 && !range.ok(); ++i) {  // at most about 15 s
+    absl::SleepFor(absl::Milliseconds(100));
+    range = client->Range(RangeOf("/t/k"));
+  }
   ASSERT_TRUE(range.ok()) << range.status();
   EXPECT_EQ(range->kvs_size(), 1);
   EXPECT_NE(client->current_endpoint(), before);
