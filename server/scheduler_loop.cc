@@ -363,6 +363,7 @@ std::shared_ptr<const View> SchedulerLoop::view() const {
 }
 
 absl::Status SchedulerLoop::WritesRefused() const {
+  if (!refusing_.load(std::memory_order_acquire)) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   return writes_refused_;
 }
@@ -488,7 +489,12 @@ void SchedulerLoop::CommitAndAnswer(core::Mutation mutation,
     SetWritesRefused(committed);
     return;
   }
-  const absl::Duration commit_time = absl::Now() - start;
+  Deliver(mutation, absl::Now() - start, commands, std::move(replies));
+}
+
+void SchedulerLoop::Deliver(const core::Mutation& mutation,
+                            absl::Duration commit_time, int commands,
+                            std::vector<Reply> replies) {
   Publish(mutation);
   for (BatchObserver* observer : observers_) {
     observer->OnDurable(mutation, commit_time, commands);
@@ -515,12 +521,8 @@ void SchedulerLoop::RetryHeld() {
                "after %d attempts, %s after the refusal\n",
                done.attempts + 1,
                absl::FormatDuration(absl::Now() - done.refused_since).c_str());
-  Publish(done.mutation);
-  for (BatchObserver* observer : observers_) {
-    observer->OnDurable(done.mutation, commit_time, done.commands);
-  }
   SetWritesRefused(absl::OkStatus());
-  Answer(std::move(done.replies));
+  Deliver(done.mutation, commit_time, done.commands, std::move(done.replies));
 }
 
 void SchedulerLoop::AbandonHeld() {
@@ -555,6 +557,7 @@ void SchedulerLoop::SetWritesRefused(const absl::Status& cause) {
     writes_refused_ = cause.ok() ? absl::OkStatus()
                                  : absl::UnavailableError(absl::StrCat(
                                        "writes refused: ", cause.message()));
+    refusing_.store(!cause.ok(), std::memory_order_release);
   }
   for (BatchObserver* observer : observers_) observer->OnWritesRefused(cause);
 }

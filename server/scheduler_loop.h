@@ -27,6 +27,7 @@
 #ifndef PHALANX_SERVER_SCHEDULER_LOOP_H_
 #define PHALANX_SERVER_SCHEDULER_LOOP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -233,6 +234,10 @@ class SchedulerLoop {
                        int commands);
   // Retries held_'s commit; on success leaves the writes-refused mode.
   void RetryHeld();
+  // After `mutation` (of `commands` commands) became durable in
+  // `commit_time`: publishes the view, tells the observers, answers.
+  void Deliver(const core::Mutation& mutation, absl::Duration commit_time,
+               int commands, std::vector<Reply> replies);
   // At Stop with held_ still refused: fails held_'s calls and every waiting
   // or queued one with Unavailable (none is acknowledged).
   void AbandonHeld();
@@ -287,6 +292,8 @@ class SchedulerLoop {
   bool following_ ABSL_GUARDED_BY(mu_) = false;
   bool leaving_ ABSL_GUARDED_BY(mu_) = false;  // Lead ends follow_thread_
   absl::Status writes_refused_ ABSL_GUARDED_BY(mu_);
+  // Whether writes_refused_ is not OK, read without mu_ by every call.
+  std::atomic<bool> refusing_{false};
   // The published view has a lock of its own: handlers read it (1-3 times
   // a call) without contending with Enqueue and the loop's wait on mu_.
   // Lock order: mu_, then view_mu_.
