@@ -290,6 +290,32 @@ struct ReservationConfig {
   bool operator==(const ReservationConfig&) const = default;
 };
 
+// The plan (docs/design.md §4 step 5): an expected start for every pending
+// gang in admission order, up to `max_gangs` and within `window`, from an
+// availability profile of every node over time. Each gang gets the earliest
+// start at which the whole gang fits for its expected run time without
+// moving the start of any gang planned before it; with `binding`, no gang
+// may start now on capacity the plan gives a gang ahead of it before this
+// one is expected to end (conservative backfill).
+struct PlanningConfig {
+  // Most gangs planned; 0 turns the plan off (no estimates, no holds).
+  int max_gangs = 500;
+  // A gang whose start would lie further than this from now is not planned
+  // (it says so); like Slurm's bf_window.
+  absl::Duration window = absl::Hours(24 * 7);
+  // The plan is made again from scratch at most this often; between, new
+  // gangs are appended behind the planned ones and gangs that leave
+  // PENDING drop out.
+  absl::Duration interval = absl::Seconds(30);
+  // How long a gang without estimated_runtime or max_runtime is expected
+  // to run, for the plan's profile.
+  absl::Duration default_runtime = absl::Hours(24);
+  // Whether the plan holds capacity (conservative backfill) or only
+  // estimates starts.
+  bool binding = true;
+  bool operator==(const PlanningConfig&) const = default;
+};
+
 // Preemption (docs/design.md §4 step 6).
 struct PreemptionConfig {
   // On by default (the simulator's matrix, bench/results/); with
@@ -349,6 +375,7 @@ struct Config {
   std::vector<std::string> topology_levels;
   AdmissionConfig admission;
   ReservationConfig reservation;
+  PlanningConfig planning;
   PreemptionConfig preemption;
   PlacementConfig placement;
   FairShareConfig fair_share;

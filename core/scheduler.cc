@@ -256,7 +256,9 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
     return absl::NotFoundError(
         absl::StrCat("gang_id: no gang ", QuoteForError(id.value())));
   }
-  Explanation explanation{gang, ReasonCode::kNone, "", 0, 0, std::nullopt};
+  Explanation explanation;
+  explanation.gang = gang;
+  explanation.plan = PlanOf(id);
   if (gang->state != GangState::kPending) return explanation;
   explanation.reason_code = gang->reason_code;
   explanation.reason = gang->reason;
@@ -276,6 +278,16 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
     explanation.reservation = *held;
   }
   return explanation;
+}
+
+PlannedStart Scheduler::PlanOf(const GangId& id) const {
+  const GangPtr gang = gangs_.Find(id);
+  if (gang == nullptr || gang->state != GangState::kPending) {
+    PlannedStart none;
+    none.status = PlanStatus::kNotPending;
+    return none;
+  }
+  return PlannedStart();
 }
 
 }  // namespace phalanx::core

@@ -120,6 +120,9 @@ class Scheduler : private SchedulerState {
   // Held GPUs, borrowing, fair-share scores and the usage ledger.
   const QuotaBook& quotas() const { return quotas_; }
   const std::vector<Reservation>& reservations() const;
+  // `id`'s place in the plan: its planned start and domain, or why it has
+  // none (core/plan.h).
+  PlannedStart PlanOf(const GangId& id) const;
   const std::map<GangId, std::set<NodeId>>& held_for() const;
   int64_t capacity_epoch() const { return capacity_epoch_; }
   // Gangs moved off failed or drained nodes since this process started.

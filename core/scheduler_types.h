@@ -10,6 +10,7 @@
 
 #include "absl/time/time.h"
 #include "core/model.h"
+#include "core/plan.h"
 #include "core/reservation.h"
 
 namespace phalanx::core {
@@ -61,6 +62,7 @@ struct Explanation {
   int position = 0;           // among all pending gangs, 1-based; 0 = n/a
   int position_in_queue = 0;  // among its queue's pending gangs
   std::optional<Reservation> reservation;  // when the gang holds one
+  PlannedStart plan;                       // its place in the plan
 };
 
 // Live figures of a queue.
