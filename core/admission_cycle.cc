@@ -158,9 +158,10 @@ void AdmissionCycle::Run() {
   s_.reservations_.PlannedAt(s_.capacity_epoch_);
   SettleJoinedGangs();
   ClearLostReservations(previous);
-  // 10. The plan: every pending gang's expected start, made again every
-  //     planning interval, new arrivals appended between.
-  Planner(s_, now_).Run();
+  // 10. A binding plan: every pending gang's expected start, made again
+  //     every planning interval, new arrivals appended between. (A plan
+  //     that only estimates is made when read: Scheduler::UpdatePlan.)
+  if (s_.config_.planning.binding) Planner(s_, now_).Run();
 }
 
 AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
@@ -189,7 +190,9 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
     };
     options.restricted_slots = &s_.RestrictedSlots();
   }
-  PlacementResult placement = PlaceGang(gang->spec, s_.fleet_, options);
+  PlacementResult placement = PlaceOnPlannedNodes(*gang, options);
+  if (!placement.placed) placement = PlaceGang(gang->spec, s_.fleet_, options);
+  if (!placement.placed) ReleaseOverduePlan(*gang);
   if (!placement.placed && planned && placement.code != ReasonCode::kQuota) {
     if (auto why = BlockedByPlan(gang, queue)) {
       return {ReasonCode::kBlockedByReservation, *std::move(why),
@@ -383,6 +386,30 @@ std::optional<std::string> AdmissionCycle::BlockedByReservation(
             : "without estimated_runtime it cannot backfill");
   }
   return std::nullopt;
+}
+
+void AdmissionCycle::ReleaseOverduePlan(const Gang& gang) {
+  const Plan::Entry* entry = s_.plan_.EntryOf(gang.id);
+  if (entry == nullptr || entry->start > now_ || !entry->binding) return;
+  s_.plan_.Release(gang.id);
+  s_.BumpEpoch();  // its capacity is open to others
+}
+
+PlacementResult AdmissionCycle::PlaceOnPlannedNodes(
+    const Gang& gang, const PlacementOptions& options) {
+  const Plan::Entry* entry = s_.plan_.EntryOf(gang.id);
+  if (entry == nullptr || entry->start > now_ || entry->uses.empty()) {
+    return {};
+  }
+  std::vector<int> slots;
+  for (const Plan::Use& use : entry->uses) slots.push_back(use.slot);
+  PlacementOptions own = options;
+  own.node_allowed = [&slots, &options](int slot) {
+    return std::binary_search(slots.begin(), slots.end(), slot) &&
+           (options.node_allowed == nullptr || options.node_allowed(slot));
+  };
+  own.restricted_slots = nullptr;
+  return PlaceGang(gang.spec, s_.fleet_, own);
 }
 
 std::optional<std::string> AdmissionCycle::BlockedByPlan(const GangPtr& gang,

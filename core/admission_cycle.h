@@ -62,6 +62,14 @@ class AdmissionCycle {
   // reservations are the cause.
   std::optional<std::string> BlockedByReservation(const GangPtr& gang,
                                                   const Queue& queue);
+  // A gang whose planned start has come goes onto the nodes the plan gave
+  // it when it fits there (so the plan's other starts hold); an empty
+  // result otherwise.
+  PlacementResult PlaceOnPlannedNodes(const Gang& gang,
+                                      const PlacementOptions& options);
+  // A gang whose planned start has come and that did not fit holds its
+  // planned capacity no longer (Plan::Release).
+  void ReleaseOverduePlan(const Gang& gang);
   // Why a gang that failed with a binding plan waits, if the plan's holds
   // are the cause (it fits once they are set aside).
   std::optional<std::string> BlockedByPlan(const GangPtr& gang,

@@ -266,10 +266,12 @@ struct FairShareConfig {
 
 // Reservations with backfill (docs/design.md §4 step 5).
 struct ReservationConfig {
-  // Most reservations at once; 0 turns reservations off. Default 3:
-  // measured across the simulator's matrix (bench/results/), protecting
-  // the next gangs in line as well as the head cut large-gang waits and
-  // blocked GPU-hours against one reservation.
+  // Most reservations at once; 0 turns reservations off. A reservation
+  // holds the exact nodes the placer would give a gang at the head of the
+  // line (slices and NVLink groups included) from now until it starts, on
+  // top of the plan (PlanningConfig), which protects every planned start
+  // by GPU counts per node. Default 3: measured across the simulator's
+  // matrix (bench/results/).
   int depth = 3;
   // Gangs of at least this priority may reserve...
   int min_priority = 0;
@@ -294,9 +296,10 @@ struct ReservationConfig {
 // gang in admission order, up to `max_gangs` and within `window`, from an
 // availability profile of every node over time. Each gang gets the earliest
 // start at which the whole gang fits for its expected run time without
-// moving the start of any gang planned before it; with `binding`, no gang
-// may start now on capacity the plan gives a gang ahead of it before this
-// one is expected to end (conservative backfill).
+// moving the start of any gang planned before it. With `binding`, no gang
+// may start now on capacity the plan gives another gang before this one is
+// expected to end (conservative backfill); without, the plan only
+// estimates, and the reservations (ReservationConfig) protect the head.
 struct PlanningConfig {
   // Most gangs planned; 0 turns the plan off (no estimates, no holds).
   int max_gangs = 500;
@@ -311,8 +314,9 @@ struct PlanningConfig {
   // to run, for the plan's profile.
   absl::Duration default_runtime = absl::Hours(24);
   // Whether the plan holds capacity (conservative backfill) or only
-  // estimates starts.
-  bool binding = true;
+  // estimates starts. Off by default: measured in the simulator's matrix
+  // (bench/README.md) it is a lever, not yet the default.
+  bool binding = false;
   bool operator==(const PlanningConfig&) const = default;
 };
 

@@ -324,26 +324,52 @@ PlannedStart Plan::Add(const Request& request, const Fleet& fleet,
     for (int slot : *request.only_slots) allowed[slot] = 1;
   }
   const int64_t need = gang.spec.TotalGpus();
+  // The candidate starts: now, then every time some node gains GPUs, up to
+  // the window's end.
   const absl::Time last = now + config_.window;
-  absl::Time start = now;
-  auto next = releases_.upper_bound(now);
-  result.status = PlanStatus::kNeverFits;
-  for (;;) {
-    if (start > last) {
-      result.status = PlanStatus::kBeyondWindow;
+  std::vector<absl::Time> starts = {now};
+  for (auto it = releases_.upper_bound(now);
+       it != releases_.end() && *it <= last; it = releases_.upper_bound(*it)) {
+    starts.push_back(*it);
+  }
+  const std::vector<char>* only = allowed.empty() ? nullptr : &allowed;
+  auto fits_at = [&](size_t i, std::vector<Use>& uses) {
+    uses.clear();
+    if (AvailableOver(starts[i], request.runtime) < need) return false;
+    return CountPlacer(fleet, avail_, only).Place(gang.spec, uses);
+  };
+  // The earliest start that fits, found by galloping (1, 2, 4, … starts
+  // on) and then bisecting below the first that fits: O(log starts)
+  // sizings. Whether a gang fits is mostly monotone in time (capacity
+  // frees as gangs end); where planned gangs make it not, the start found
+  // still fits, and an earlier one may be missed.
+  std::vector<Use> uses;
+  size_t lo = 0;
+  size_t found = starts.size();
+  for (size_t i = 0, step = 1; i < starts.size(); step *= 2) {
+    if (fits_at(i, uses)) {
+      found = i;
       break;
     }
-    if (AvailableOver(start, request.runtime) >= need) {
-      std::vector<Use> uses;
-      CountPlacer placer(fleet, avail_, allowed.empty() ? nullptr : &allowed);
-      if (placer.Place(gang.spec, uses)) {
-        return Record(request, fleet, start, Merged(std::move(uses)));
+    lo = i + 1;
+    if (i == starts.size() - 1) break;
+    i = std::min(i + step, starts.size() - 1);
+  }
+  if (found < starts.size()) {
+    while (lo < found) {
+      const size_t mid = lo + (found - lo) / 2;
+      if (fits_at(mid, uses)) {
+        found = mid;
+      } else {
+        lo = mid + 1;
       }
     }
-    if (next == releases_.end()) break;
-    start = *next;
-    next = releases_.upper_bound(start);
+    fits_at(found, uses);
+    return Record(request, fleet, starts[found], Merged(std::move(uses)));
   }
+  result.status = releases_.upper_bound(last) != releases_.end()
+                      ? PlanStatus::kBeyondWindow
+                      : PlanStatus::kNeverFits;
   unplaced_[gang.id] = result.status;
   ++tested_;
   return result;
@@ -395,6 +421,12 @@ void Plan::Drop(const GangId& gang) {
   entry.binding = false;
 }
 
+void Plan::Release(const GangId& gang) {
+  if (auto it = index_.find(gang); it != index_.end()) {
+    entries_[it->second].binding = false;
+  }
+}
+
 const Plan::Entry* Plan::EntryOf(const GangId& gang) const {
   auto it = index_.find(gang);
   return it == index_.end() ? nullptr : &entries_[it->second];
@@ -422,9 +454,9 @@ bool Plan::MayUse(int slot, int rank, int priority, absl::Time now,
   if (slot >= static_cast<int>(slot_entries_.size())) return true;
   for (int index : slot_entries_[slot]) {
     const Entry& entry = entries_[index];
-    const bool ahead =
-        rank > 0 ? entry.rank < rank : entry.priority >= priority;
-    if (!entry.binding || !ahead) continue;
+    const bool other =
+        rank > 0 ? entry.rank != rank : entry.priority >= priority;
+    if (!entry.binding || !other) continue;
     if (entry.start < end && entry.end > now) return false;
   }
   return true;

@@ -98,6 +98,10 @@ class Plan {
   // kBeyondWindow or kNeverFits); a planned gang takes its capacity from
   // the profile. `fleet` must be the one of the last Reset.
   PlannedStart Add(const Request& request, const Fleet& fleet, absl::Time now);
+  // Lets the capacity of `gang`'s entry go to others: its planned start has
+  // come and it did not fit (the plan sizes by GPU counts; slices or an
+  // overrunning gang can still keep it out). It stays planned.
+  void Release(const GangId& gang);
   // Forgets the entry of `gang` (it left PENDING) and gives its capacity
   // back to the profile; the starts of later entries stay as planned.
   void Drop(const GangId& gang);
@@ -112,11 +116,11 @@ class Plan {
     return entry == nullptr ? 0 : entry->rank;
   }
   // Whether a gang may use GPUs of the node at `slot` from `now` until
-  // `end` without taking capacity a binding entry ahead of it is planned
-  // to use then. Ahead of a planned gang are the entries of lower rank;
-  // ahead of one the plan has not seen yet (`rank` 0: it arrived since),
-  // the entries of at least its `priority` (the next plan puts a gang of
-  // higher priority first).
+  // `end` without taking capacity the plan gives another gang then: no
+  // binding entry but its own (of rank `rank`) uses the node in that time.
+  // A gang the plan has not seen yet (`rank` 0: it arrived since) is held
+  // back only by entries of at least its `priority` (the next plan puts a
+  // gang of higher priority first).
   bool MayUse(int slot, int rank, int priority, absl::Time now,
               absl::Time end) const;
   // The slots some binding entry uses, sorted.
@@ -131,6 +135,10 @@ class Plan {
   int size() const { return static_cast<int>(index_.size()); }
   // Whether max_gangs gangs were tried (planned or not).
   bool full() const { return tested_ >= config_.max_gangs; }
+  // Every entry in rank order; a dropped one has no uses.
+  const std::vector<Entry>& entries() const { return entries_; }
+  // Makes the plan due for making again (Planner), keeping it until then.
+  void MarkStale() { made_at_ = absl::InfinitePast(); }
   // Makes the plan empty and unmade (planning off).
   void Clear();
 

@@ -44,6 +44,7 @@ void Planner::Run() {
 bool Planner::Due() const {
   const Plan& plan = s_.plan_;
   return !plan.MadeFor(s_.fleet_) || !(plan.config() == s_.config_.planning) ||
+         plan.made_at() == absl::InfinitePast() ||
          now_ >= plan.made_at() + s_.config_.planning.interval;
 }
 

@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/cycle_order.h"
 #include "core/node_vacator.h"
+#include "core/planner.h"
 #include "core/spec_checks.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
@@ -204,6 +205,8 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Restore(LoadedState state,
 }
 
 void Scheduler::RunCycle(absl::Time now) { AdmissionCycle(*this, now).Run(); }
+
+void Scheduler::UpdatePlan(absl::Time now) { Planner(*this, now).Run(); }
 
 Mutation Scheduler::TakeMutation() {
   return log_.Take(fleet_, quotas_.queues(), config_, quotas_.ledger());

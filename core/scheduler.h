@@ -95,6 +95,10 @@ class Scheduler : private SchedulerState {
   // Runs one admission cycle, after housekeeping (expiry, retention, timers,
   // leases, heartbeats, drains).
   void RunCycle(absl::Time now);
+  // Brings the plan up to date when it is due (core/planner.h): before
+  // reading PlanOf. A binding plan is kept by RunCycle itself; a plan that
+  // only estimates costs nothing until read.
+  void UpdatePlan(absl::Time now);
   // Returns everything changed since the last call and forgets it.
   Mutation TakeMutation();
 
@@ -123,6 +127,7 @@ class Scheduler : private SchedulerState {
   // `id`'s place in the plan: its planned start and domain, or why it has
   // none (core/plan.h).
   PlannedStart PlanOf(const GangId& id) const;
+  const Plan& plan() const { return plan_; }
   const std::map<GangId, std::set<NodeId>>& held_for() const;
   int64_t capacity_epoch() const { return capacity_epoch_; }
   // Gangs moved off failed or drained nodes since this process started.

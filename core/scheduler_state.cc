@@ -30,8 +30,15 @@ GangPtr SchedulerState::Put(Gang gang) {
 GangPtr SchedulerState::Transition(Gang gang, EventType type, absl::Time now) {
   gang.revision = log_.NextRevision();
   GangPtr ptr = Put(std::move(gang));
-  if (ptr->state == GangState::kPending && type != EventType::kReserved) {
-    plan_arrivals_.push_back(ptr->id);
+  if (ptr->state == GangState::kPending && type != EventType::kReserved &&
+      plan_.made()) {
+    // More arrivals than a plan holds are planned by making it again.
+    if (plan_arrivals_.size() <
+        static_cast<size_t>(config_.planning.max_gangs)) {
+      plan_arrivals_.push_back(ptr->id);
+    } else {
+      plan_.MarkStale();
+    }
   }
   log_.Record(Event{ptr->revision, type, now, ptr});
   return ptr;

@@ -21,6 +21,7 @@ Config Fifo(Config c) {
   c.placement.domain_end_time_packing = false;
   c.fair_share.enabled = false;
   c.reservation.depth = 0;
+  c.planning.max_gangs = 0;
   c.preemption.enabled = false;
   return c;
 }
@@ -36,6 +37,7 @@ Config KueueLike(Config c) {
   c.placement.domain_end_time_packing = false;
   c.fair_share.enabled = true;
   c.reservation.depth = 0;       // Kueue holds nothing for a waiting head
+  c.planning.max_gangs = 0;      // and plans no start
   c.preemption.enabled = false;  // withinClusterQueue / reclaimWithinCohort:
                                  // Never (the defaults)
   return c;
@@ -53,33 +55,34 @@ Config SlurmLike(Config c) {
   c.reservation.depth = 1;
   c.reservation.min_priority = std::numeric_limits<int>::lowest();
   c.reservation.after = absl::ZeroDuration();
+  c.planning.max_gangs = 0;  // EASY: only the head's start is protected
   c.preemption.enabled = false;
   return c;
 }
 
-// Real Slurm's defaults, as far as core's reservations express them:
+// Real Slurm's defaults, as far as core expresses them:
 //   - SchedulerType=sched/backfill (slurm.conf(5): the default) and
 //     PriorityType=priority/multifactor with no fair-share weight: jobs by
 //     priority, then age (submit time) — fair sharing off;
-//   - bf_max_job_test: a planned start for up to that many pending jobs, of
-//     any priority; Slurm's default is 500 (slurm.conf(5)), core holds at
-//     most 64 reservations (ValidateConfig), so 64;
-//   - bf_window=1440 minutes (sched_config.html, slurm.conf(5)): a job
-//     whose planned start is more than a day away holds nothing, and its
-//     nodes stay open to backfill;
+//   - bf_max_job_test=500 (slurm.conf(5)): a planned start for up to 500
+//     pending jobs, of any priority (planning.max_gangs);
+//   - bf_window=1440 minutes (sched_config.html, slurm.conf(5)): jobs are
+//     planned within a day (planning.window); beyond it only the head's
+//     start is protected (one reservation, as EASY);
 //   - backfill never delays a planned start (sched_config.html: "will start
 //     lower priority jobs if doing so does not delay the expected start
-//     time of any higher priority jobs");
+//     time of any higher priority jobs"): the plan binds;
+//   - bf_interval=30 s: the plan is made again every 30 s
+//     (planning.interval);
 //   - no preemption (PreemptType=preempt/none, the default).
-// Where core differs: a reservation holds a set of nodes from now until its
-// gang starts, and two reservations never share a node, so the plan is one
-// layer deep in time (Slurm stacks later starts on the same nodes); core
-// re-plans from scratch every 10 s of simulated time and keeps its plan
-// between, where bf_interval re-plans every 30 s.
+// Where core differs: the plan sizes a job by GPUs per node, and a job
+// without a time limit is planned with planning.default_runtime.
 Config SlurmDefault(Config c) {
   c = SlurmLike(c);
-  c.reservation.depth = 64;
-  c.reservation.window = absl::Hours(24);
+  c.planning.max_gangs = 500;
+  c.planning.window = absl::Hours(24);
+  c.planning.interval = absl::Seconds(30);
+  c.planning.binding = true;
   return c;
 }
 
@@ -152,6 +155,14 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
     c.admission.aging_per_hour = number;
   } else if (key == "aging_max") {
     c.admission.aging_max_levels = static_cast<int>(number);
+  } else if (key == "plan") {
+    c.planning.max_gangs = static_cast<int>(number);
+  } else if (key == "plan_window_h") {
+    c.planning.window = absl::Hours(number);
+  } else if (key == "plan_bind") {
+    c.planning.binding = number != 0;
+  } else if (key == "plan_interval_s") {
+    c.planning.interval = absl::Seconds(number);
   } else if (key == "size_credit") {
     c.admission.fair_share_size_credit = number;
   } else {
@@ -191,7 +202,11 @@ const std::vector<std::string>& PolicyOverrideKeys() {
                                    "domain_end",
                                    "aging",
                                    "aging_max",
-                                   "size_credit"};
+                                   "size_credit",
+                                   "plan",
+                                   "plan_window_h",
+                                   "plan_bind",
+                                   "plan_interval_s"};
   return *keys;
 }
 

@@ -1,0 +1,237 @@
+// The plan (core/plan.h, core/planner.h): a start for every pending gang,
+// conservative backfill, and the properties the plan promises, over random
+// fleets and queues.
+#include "core/plan.h"
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/scheduler.h"
+#include "core/testing.h"
+#include "gtest/gtest.h"
+
+namespace phalanx::core {
+namespace {
+
+using testing::kT0;
+using testing::MakeNodes;
+using testing::MakeQueue;
+using testing::Spec;
+
+GangSpec WithEstimate(GangSpec spec, absl::Duration estimate) {
+  spec.estimated_runtime = estimate;
+  return spec;
+}
+
+class PlanTest : public testing::SchedulerFixture {
+ protected:
+  void Init(Config config, int blocks, int racks, int nodes) {
+    config.topology_levels = {"block", "rack"};
+    config.preemption.enabled = false;
+    config.reservation.depth = 0;  // the plan alone
+    config.planning.binding = true;
+    SchedulerFixture::Init(config, MakeNodes(blocks, racks, nodes),
+                           {MakeQueue("a"), MakeQueue("b")});
+  }
+  // Reports every running gang whose estimate has run out SUCCEEDED.
+  void FinishDue() {
+    for (const auto& [id, gang] : scheduler_->gangs()) {
+      if (!HoldsCapacity(gang->state) || !gang->admit_time) continue;
+      if (*gang->admit_time + gang->spec.estimated_runtime > now_) continue;
+      ASSERT_TRUE(
+          scheduler_->Report({id, GangState::kSucceeded, {}, false, ""}, now_)
+              .ok());
+    }
+  }
+  // The earliest end of a running gang after now_, or InfiniteFuture.
+  absl::Time NextEnd() const {
+    absl::Time next = absl::InfiniteFuture();
+    for (const auto& [id, gang] : scheduler_->gangs()) {
+      if (HoldsCapacity(gang->state) && gang->admit_time) {
+        next = std::min(next, *gang->admit_time + gang->spec.estimated_runtime);
+      }
+    }
+    return next;
+  }
+  // Whether the plan leaves every node at least 0 free GPUs at all times:
+  // GPUs free now, plus those running gangs free at their expected ends,
+  // less those planned gangs take while they run.
+  void ExpectNoNodeOverbooked() const {
+    const Fleet& fleet = scheduler_->fleet();
+    std::vector<std::map<absl::Time, int>> deltas(fleet.slots().size());
+    for (const auto& [id, gang] : scheduler_->gangs()) {
+      if (!HoldsCapacity(gang->state)) continue;
+      const absl::Time end =
+          std::max(*gang->admit_time + gang->spec.estimated_runtime,
+                   now_ + scheduler_->config().cycle_interval);
+      for (const PodPlacement& pod : gang->placement) {
+        deltas[fleet.Find(pod.node)][end] +=
+            static_cast<int>(pod.gpu_indices.size());
+      }
+    }
+    for (const Plan::Entry& entry : scheduler_->plan().entries()) {
+      for (const Plan::Use& use : entry.uses) {
+        deltas[use.slot][entry.start] -= use.gpus;
+        deltas[use.slot][entry.end] += use.gpus;
+      }
+    }
+    for (size_t slot = 0; slot < deltas.size(); ++slot) {
+      int free = fleet.slots()[slot].FreeGpus();
+      for (const auto& [time, delta] : deltas[slot]) {
+        free += delta;
+        ASSERT_GE(free, 0) << "slot " << slot << " at "
+                           << absl::FormatTime(time);
+      }
+    }
+  }
+};
+
+// Two racks of two 8-GPU nodes, all busy until 1 h, 2 h, 3 h and 4 h: the
+// gangs behind them each get a start and a rack, in order.
+TEST_F(PlanTest, EveryGangBehindAFullFleetHasAStartAndADomain) {
+  Init(Config{}, 1, 2, 2);
+  GangPtr one_hour = Submit(
+      WithEstimate(Spec("a").Pods(2, 8).Required("rack"), absl::Hours(1)));
+  Submit(WithEstimate(Spec("a").Pods(2, 8).Required("rack"), absl::Hours(3)));
+  Cycle();
+  const absl::Time t = now_;
+  const Fleet& fleet = scheduler_->fleet();
+  const std::string rack =
+      fleet.slots()[fleet.Find(Get(one_hour)->placement[0].node)]
+          .node.spec.labels.at("rack");
+  GangPtr first = Submit(
+      WithEstimate(Spec("b").Pods(2, 8).Required("rack"), absl::Hours(1)));
+  GangPtr second = Submit(
+      WithEstimate(Spec("b").Pods(2, 8).Required("rack"), absl::Hours(1)));
+  GangPtr any = Submit(WithEstimate(Spec("b").Pods(1, 8), absl::Hours(1)));
+  Cycle();
+  const PlannedStart a = scheduler_->PlanOf(first->id);
+  const PlannedStart b = scheduler_->PlanOf(second->id);
+  const PlannedStart c = scheduler_->PlanOf(any->id);
+  ASSERT_EQ(a.status, PlanStatus::kPlanned);
+  ASSERT_EQ(b.status, PlanStatus::kPlanned);
+  ASSERT_EQ(c.status, PlanStatus::kPlanned);
+  EXPECT_EQ(a.start, t + absl::Hours(1));  // the 1 h rack
+  EXPECT_EQ(a.domain, "b0/" + rack);
+  EXPECT_EQ(b.start, t + absl::Hours(2));  // the same rack, after the first
+  EXPECT_EQ(b.domain, "b0/" + rack);
+  EXPECT_EQ(c.start, t + absl::Hours(3));  // a node frees at 3 h
+  EXPECT_EQ(a.rank, 1);
+  EXPECT_EQ(scheduler_->PlanOf(GangId("g-000001")).status,
+            PlanStatus::kNotPending);
+  auto explanation = scheduler_->Explain(first->id);
+  ASSERT_TRUE(explanation.ok());
+  EXPECT_EQ(explanation->plan, a);
+}
+
+// A gang that would delay a planned start does not start now; one that
+// ends before it (backfill) does; without an estimate it may not.
+TEST_F(PlanTest, TableBackfillNeverDelaysAPlannedStart) {
+  struct Case {
+    std::string name;
+    absl::Duration estimate;  // 0 = none
+    bool starts;
+  } cases[] = {
+      {"ends before the planned start", absl::Minutes(30), true},
+      {"would run past it", absl::Hours(3), false},
+      {"no estimate", absl::ZeroDuration(), false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    now_ = kT0;
+    Init(Config{}, 1, 1, 2);
+    Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(1)));
+    Cycle();
+    GangPtr wide = Submit(WithEstimate(Spec("a").Pods(2, 8), absl::Hours(1)));
+    Cycle();
+    ASSERT_EQ(scheduler_->PlanOf(wide->id).status, PlanStatus::kPlanned);
+    GangPtr small = Submit(WithEstimate(Spec("b").Pods(1, 8), c.estimate));
+    Cycle();
+    EXPECT_EQ(StateOf(small) == GangState::kAdmitted, c.starts)
+        << Get(small)->reason;
+    if (!c.starts) {
+      EXPECT_EQ(Get(small)->reason_code, ReasonCode::kBlockedByReservation);
+    }
+  }
+}
+
+// A gang the plan has not seen yet passes planned gangs of lower priority
+// (the next plan would put it first), not those of its own priority.
+TEST_F(PlanTest, TableANewGangPassesOnlyLowerPriorityPlans) {
+  for (const int priority : {0, 1}) {
+    SCOPED_TRACE(priority);
+    now_ = kT0;
+    Config config;
+    config.planning.interval = absl::Hours(1);  // no re-plan in between
+    config.reservation.depth = 0;               // the plan alone
+    Init(config, 1, 1, 2);
+    Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(1)));
+    Cycle();
+    Submit(WithEstimate(Spec("a").Pods(2, 8), absl::Hours(1)));
+    Cycle();
+    GangPtr late = Submit(Spec("b").Pods(1, 8).Priority(priority));
+    Cycle();
+    EXPECT_EQ(StateOf(late) == GangState::kAdmitted, priority > 0);
+  }
+}
+
+TEST_F(PlanTest, GangsBeyondTheDepthOrTheWindowSaySo) {
+  Config config;
+  config.planning.max_gangs = 2;
+  config.planning.window = absl::Hours(5);
+  Init(config, 1, 1, 1);
+  Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(4)));
+  Cycle();
+  GangPtr soon = Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(4)));
+  GangPtr late = Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(4)));
+  GangPtr deep = Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(4)));
+  Cycle();
+  EXPECT_EQ(scheduler_->PlanOf(soon->id).status, PlanStatus::kPlanned);
+  EXPECT_EQ(scheduler_->PlanOf(late->id).status, PlanStatus::kBeyondWindow);
+  EXPECT_EQ(scheduler_->PlanOf(deep->id).status, PlanStatus::kBeyondDepth);
+}
+
+// Over random fleets and queues with exact runtimes and no new arrivals,
+// with the plan binding: the plan never overbooks a node at any time, and
+// every gang planned gets through.
+TEST_F(PlanTest, PropertyThePlanNeverOverbooksANode) {
+  std::mt19937 rng(20261206);
+  auto pick = [&rng](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  for (int trial = 0; trial < 40; ++trial) {
+    SCOPED_TRACE(trial);
+    now_ = kT0;
+    Config config;
+    config.fair_share.enabled = false;
+    Init(config, pick(1, 2), pick(1, 3), pick(1, 4));
+    const int nodes = static_cast<int>(scheduler_->fleet().slots().size());
+    std::vector<GangPtr> gangs;
+    for (int i = 0; i < pick(4, 24); ++i) {
+      Spec spec(pick(0, 1) == 0 ? "a" : "b");
+      const int gpus = std::vector<int>{1, 2, 4, 8}[pick(0, 3)];
+      spec.Pods(pick(1, std::max(1, nodes * 8 / gpus / 2)), gpus)
+          .Priority(pick(0, 2));
+      if (gpus == 8 && pick(0, 2) == 0) spec.Required("rack");
+      GangSpec built = WithEstimate(spec, absl::Minutes(pick(1, 48) * 10));
+      auto result = scheduler_->Submit(built, now_);
+      if (result.ok()) gangs.push_back(result->gang);  // may never fit
+    }
+    for (int step = 0; step < 200; ++step) {
+      scheduler_->RunCycle(now_);
+      ExpectNoNodeOverbooked();
+      const absl::Time next = NextEnd();
+      if (next == absl::InfiniteFuture()) break;
+      now_ = next;
+      FinishDue();
+    }
+    for (const GangPtr& gang : gangs) {
+      EXPECT_TRUE(IsFinal(Get(gang)->state)) << gang->id.value();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace phalanx::core
