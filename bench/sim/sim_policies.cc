@@ -154,6 +154,11 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
     c.admission.aging_max_levels = static_cast<int>(number);
   } else if (key == "size_credit") {
     c.admission.fair_share_size_credit = number;
+  } else if (key == "wait_bound_h") {
+    c.admission.fair_share_wait_bound =
+        number > 0 ? absl::Hours(number) : absl::InfiniteDuration();
+  } else if (key == "usage_only") {
+    c.fair_share.decayed_usage_only = number != 0;
   } else {
     return BadOverride(
         part, absl::StrCat("unknown key (known: ",
@@ -191,7 +196,9 @@ const std::vector<std::string>& PolicyOverrideKeys() {
                                    "domain_end",
                                    "aging",
                                    "aging_max",
-                                   "size_credit"};
+                                   "size_credit",
+                                   "wait_bound_h",
+                                   "usage_only"};
   return *keys;
 }
 
