@@ -237,8 +237,10 @@ struct AdmissionConfig {
   // — their queues' scores no longer count. So once a gang has waited this
   // long, no gang of its tier submitted after it is offered before it
   // (backfill may still admit a later gang that fits where it does not).
-  // > 0; InfiniteDuration = off (the score always counts).
-  absl::Duration fair_share_wait_bound = absl::InfiniteDuration();
+  // > 0; InfiniteDuration = off (the score always counts). Default 6 h:
+  // across the simulator's matrix it met the most goals of the bounds
+  // tried (bench/results/2026-12-06-sim-fair-order.md).
+  absl::Duration fair_share_wait_bound = absl::Hours(6);
   bool operator==(const AdmissionConfig&) const = default;
 };
 

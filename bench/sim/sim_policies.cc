@@ -35,6 +35,8 @@ Config KueueLike(Config c) {
   c.placement.first_fit = false;    // TAS BestFit
   c.placement.domain_end_time_packing = false;
   c.fair_share.enabled = true;
+  // Kueue orders by decayed usage however long a workload has waited.
+  c.admission.fair_share_wait_bound = absl::InfiniteDuration();
   c.reservation.depth = 0;       // Kueue holds nothing for a waiting head
   c.preemption.enabled = false;  // withinClusterQueue / reclaimWithinCohort:
                                  // Never (the defaults)
@@ -84,8 +86,9 @@ Config SlurmDefault(Config c) {
 }
 
 // The daemon's default configuration, unchanged: what a user gets without
-// tuning (priority, fair share, age; three reservations; preemption by the
-// priority tiers >= 1, bounded by the horizon).
+// tuning (priority, fair share — bounded by a 6 h wait —, age; three
+// reservations; preemption by the priority tiers >= 1, bounded by the
+// horizon).
 Config Phalanx(Config c) { return c; }
 
 absl::Status BadOverride(absl::string_view part, absl::string_view why) {

@@ -39,6 +39,7 @@ TEST(PolicyConfigTest, KueueLikeOrdersByUsageFirstAndSkipsWhatDoesNotFit) {
   EXPECT_FALSE(kueue->admission.strict_fifo);
   EXPECT_EQ(kueue->admission.ordering, core::Ordering::kFairShareFirst);
   EXPECT_TRUE(kueue->fair_share.enabled);
+  EXPECT_EQ(kueue->admission.fair_share_wait_bound, absl::InfiniteDuration());
   EXPECT_FALSE(kueue->placement.first_fit);
   EXPECT_EQ(kueue->reservation.depth, 0);
   EXPECT_FALSE(kueue->preemption.enabled);
