@@ -8,9 +8,10 @@
 namespace phalanx::core {
 
 bool CycleOrder::HeadKey::operator<(const HeadKey& o) const {
-  return std::tie(before_score, score, after_score, submit_time, seq, queue) <
-         std::tie(o.before_score, o.score, o.after_score, o.submit_time, o.seq,
-                  o.queue);
+  return std::tie(before_score, within_bound, score, after_score, submit_time,
+                  seq, queue) < std::tie(o.before_score, o.within_bound,
+                                         o.score, o.after_score, o.submit_time,
+                                         o.seq, o.queue);
 }
 
 bool CycleOrder::CursorLess::operator()(const Cursor* a,
@@ -87,7 +88,7 @@ void CycleOrder::PushHead(const QueueName& name) {
   if (bucket.empty()) return;
   const PendingKey& key = *(*bucket.begin())->it;
   if (submit_order_) {
-    heads_.insert(HeadKey{0, {}, 0, key.submit_time, key.seq, name});
+    heads_.insert(HeadKey{0, false, {}, 0, key.submit_time, key.seq, name});
     return;
   }
   // Aged in 64 bits and held to int: a priority near the top saturates.
@@ -95,13 +96,25 @@ void CycleOrder::PushHead(const QueueName& name) {
   const auto [before, after] =
       TierKeys(admission_, static_cast<int>(std::min<int64_t>(
                                aged, std::numeric_limits<int>::max())));
-  FairShareScore score = quotas_.Score(name);
-  if (admission_.fair_share_size_credit > 0) {
+  // Past the wait bound the score no longer counts: submit time decides.
+  const bool within_bound = !PastWaitBound(key);
+  FairShareScore score;
+  if (within_bound) score = quotas_.Score(name);
+  if (within_bound && admission_.fair_share_size_credit > 0) {
     const GangPtr head = gangs_.At(key.handle);
     score.value -= admission_.fair_share_size_credit *
                    static_cast<double>(head->spec.TotalGpus());
   }
-  heads_.insert(HeadKey{before, score, after, key.submit_time, key.seq, name});
+  heads_.insert(HeadKey{before, within_bound, score, after, key.submit_time,
+                        key.seq, name});
+}
+
+bool CycleOrder::PastWaitBound(const PendingKey& key) const {
+  const absl::Duration bound = admission_.fair_share_wait_bound;
+  if (bound == absl::InfiniteDuration() || now_ == absl::InfinitePast()) {
+    return false;
+  }
+  return now_ - key.submit_time > bound;
 }
 
 int CycleOrder::AgingLevels(const PendingKey& key) const {

@@ -6,7 +6,9 @@
 // burst cannot take the whole cycle. With AdmissionConfig::aging_per_hour a
 // head ranks as if its priority were higher by the levels its wait earned;
 // with fair_share_size_credit its queue's score is lowered by the credit ×
-// the head's GPUs. Members the cycle knows to fail are
+// the head's GPUs; with fair_share_wait_bound a head pending longer than
+// the bound ranks ahead of every head of its tier still within it, by
+// submit time, its score ignored. Members the cycle knows to fail are
 // passed over without being looked at, a whole group at a time.
 //
 // A view over the gang table and quota book for one cycle: valid while
@@ -37,7 +39,8 @@ class CycleOrder {
   // (it may make a reservation); null: offer every gang.
   using CouldReserve = std::function<bool(const PendingKey&)>;
 
-  // `now`: the cycle's time, for aging (InfinitePast: no aging).
+  // `now`: the cycle's time, for aging and the wait bound (InfinitePast:
+  // neither).
   CycleOrder(const GangTable& gangs, const QuotaBook& quotas,
              const AdmissionConfig& admission, const int64_t& epoch,
              CouldReserve could_reserve, absl::Time now);
@@ -58,6 +61,7 @@ class CycleOrder {
   // Where a queue's head stands among all queues' heads.
   struct HeadKey {
     int64_t before_score;
+    bool within_bound;  // false (past the wait bound) goes first
     FairShareScore score;
     int64_t after_score;
     absl::Time submit_time;
@@ -81,6 +85,9 @@ class CycleOrder {
   void PushHead(const QueueName& name);
   // The priority levels `key` earned by waiting until now_ (aging).
   int AgingLevels(const PendingKey& key) const;
+  // Whether `key` has been pending longer than the fair-share wait bound
+  // at now_.
+  bool PastWaitBound(const PendingKey& key) const;
 
   const GangTable& gangs_;
   const QuotaBook& quotas_;

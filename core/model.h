@@ -230,6 +230,17 @@ struct AdmissionConfig {
   // lowered by this × the GPUs its head gang asks for, so a team's big
   // gang is not put behind every small gang of a lighter team. 0 = off.
   double fair_share_size_credit = 0;
+  // A bound on being passed over by the fair-share order: a gang that has
+  // been pending longer than this since it was submitted ranks ahead of
+  // every gang of its tier (its priority, in the default ordering) that
+  // has not, and such gangs rank among themselves by submit time, then id
+  // — their queues' scores no longer count. So once a gang has waited this
+  // long, no gang of its tier submitted after it is offered before it
+  // (backfill may still admit a later gang that fits where it does not).
+  // > 0; InfiniteDuration = off (the score always counts). Default 6 h:
+  // across the simulator's matrix it met the most goals of the bounds
+  // tried (bench/results/2026-12-06-sim-fair-order.md).
+  absl::Duration fair_share_wait_bound = absl::Hours(6);
   bool operator==(const AdmissionConfig&) const = default;
 };
 
@@ -261,6 +272,11 @@ struct FairShareConfig {
   absl::Duration sample_interval = absl::Minutes(5);
   // Weight of each GPU model in the score; unlisted models weigh 1.
   std::map<std::string, double> model_weights;
+  // The score counts only the decayed usage U, not the GPUs the queue holds
+  // now: a team is not put last the moment its big gang starts, but a
+  // burst of one team's gangs in one cycle is no longer held back by the
+  // GPUs it has just been given. Off: U + held (docs/design.md §5).
+  bool decayed_usage_only = false;
   bool operator==(const FairShareConfig&) const = default;
 };
 

@@ -148,7 +148,8 @@ FairShareScore QuotaBook::Score(const QueueName& name) const {
   if (!fair_share_enabled_) return FairShareScore{};
   const Queue* queue = FindQueue(name);
   const double weight = queue == nullptr ? 1.0 : queue->weight;
-  return ledger_.Score(name, weight, Held(name));
+  static const HeldGpus kNone;
+  return ledger_.Score(name, weight, decayed_usage_only_ ? kNone : Held(name));
 }
 
 void QuotaBook::Accrue(const QueueName& queue, absl::Time now) {
@@ -164,6 +165,7 @@ void QuotaBook::Sample(absl::Time now) {
 void QuotaBook::SetFairShare(const FairShareConfig& config) {
   ledger_.set_config(config);
   fair_share_enabled_ = config.enabled;
+  decayed_usage_only_ = config.decayed_usage_only;
   sample_interval_ = config.sample_interval;
 }
 

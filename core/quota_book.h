@@ -53,7 +53,8 @@ class QuotaBook {
   std::set<QueueName> ReclaimableFrom(const Queue& queue, int64_t gpus) const;
 
   // The queue's fair-share score now (lower goes first); all equal when
-  // fair sharing is off.
+  // fair sharing is off; without the GPUs held now with
+  // FairShareConfig::decayed_usage_only.
   FairShareScore Score(const QueueName& name) const;
   // Accrues `queue`'s usage up to `now` (before its holdings change).
   void Accrue(const QueueName& queue, absl::Time now);
@@ -68,6 +69,7 @@ class QuotaBook {
   absl::flat_hash_map<QueueName, HeldGpus> held_;
   FairShareLedger ledger_;
   bool fair_share_enabled_ = true;
+  bool decayed_usage_only_ = false;
   absl::Duration sample_interval_;
   absl::Time last_sample_ = absl::InfinitePast();
 };

@@ -92,6 +92,25 @@ TEST_F(QuotaBookTest, ScoresAreEqualWithFairSharingOff) {
   EXPECT_LT(book_.Score(QueueName("a")), book_.Score(QueueName("b")));
 }
 
+// b holds 24 GPUs now and accrued usage for half a life while holding 8;
+// a holds and held nothing. With the held GPUs b scores 4 + 24, without
+// them 4 (its decayed usage alone), and a scores 0 either way.
+TEST_F(QuotaBookTest, DecayedUsageOnlyLeavesTheHeldGpusOut) {
+  const absl::Time t0 = testing::kT0;
+  FairShareConfig config;
+  config.half_life = absl::Hours(1);
+  book_.SetFairShare(config);
+  book_.Accrue(QueueName("b"), t0);
+  book_.Charge(Holding(fleet_, "b", 1, 8), fleet_, +1);
+  book_.Accrue(QueueName("b"), t0 + absl::Hours(1));
+  book_.Charge(Holding(fleet_, "b", 2, 8), fleet_, +1);
+  EXPECT_DOUBLE_EQ(book_.Score(QueueName("b")).value, 4 + 24);
+  config.decayed_usage_only = true;
+  book_.SetFairShare(config);
+  EXPECT_DOUBLE_EQ(book_.Score(QueueName("b")).value, 4);
+  EXPECT_DOUBLE_EQ(book_.Score(QueueName("a")).value, 0);
+}
+
 TEST_F(QuotaBookTest, EraseQueueForgetsItsLedgerEntry) {
   const absl::Time t0 = testing::kT0;
   book_.Charge(Holding(fleet_, "b", 1, 8), fleet_, +1);

@@ -440,6 +440,9 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   if (!(config.admission.fair_share_size_credit >= 0)) {
     return Bad(f + ".admission.fair_share_size_credit", "must be >= 0");
   }
+  if (config.admission.fair_share_wait_bound <= absl::ZeroDuration()) {
+    return Bad(f + ".admission.fair_share_wait_bound", "must be > 0");
+  }
   if (config.reservation.window < absl::ZeroDuration()) {
     return Bad(f + ".reservation.window", "must be >= 0");
   }

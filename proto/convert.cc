@@ -538,6 +538,14 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
     out.admission.fair_share_size_credit =
         in.admission().fair_share_size_credit();
   }
+  if (in.admission().fair_share_wait_bound_disabled()) {
+    out.admission.fair_share_wait_bound = absl::InfiniteDuration();
+  } else {
+    RETURN_IF_ERROR(duration(in.admission().has_fair_share_wait_bound(),
+                             in.admission().fair_share_wait_bound(),
+                             "admission.fair_share_wait_bound",
+                             &out.admission.fair_share_wait_bound));
+  }
   const pb::ReservationConfig& reservation = in.reservation();
   if (reservation.disabled()) {
     out.reservation.depth = 0;
@@ -590,6 +598,7 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
                            "fair_share.sample_interval",
                            &out.fair_share.sample_interval));
   out.fair_share.enabled = !fs.disabled();
+  out.fair_share.decayed_usage_only = fs.decayed_usage_only();
   out.fair_share.model_weights.insert(fs.model_weights().begin(),
                                       fs.model_weights().end());
   out.priority_classes.insert(in.priority_classes().begin(),
@@ -665,6 +674,12 @@ void ToProto(const core::Config& in, pb::Config* out) {
     out->mutable_admission()->set_fair_share_size_credit(
         in.admission.fair_share_size_credit);
   }
+  if (in.admission.fair_share_wait_bound == absl::InfiniteDuration()) {
+    out->mutable_admission()->set_fair_share_wait_bound_disabled(true);
+  } else {
+    ToProto(in.admission.fair_share_wait_bound,
+            out->mutable_admission()->mutable_fair_share_wait_bound());
+  }
   out->mutable_reservation()->set_depth(in.reservation.depth);
   out->mutable_reservation()->set_disabled(in.reservation.depth == 0);
   out->mutable_reservation()->set_min_priority(in.reservation.min_priority);
@@ -701,6 +716,8 @@ void ToProto(const core::Config& in, pb::Config* out) {
   ToProto(in.fair_share.sample_interval,
           out->mutable_fair_share()->mutable_sample_interval());
   out->mutable_fair_share()->set_disabled(!in.fair_share.enabled);
+  out->mutable_fair_share()->set_decayed_usage_only(
+      in.fair_share.decayed_usage_only);
   out->mutable_fair_share()->mutable_model_weights()->insert(
       in.fair_share.model_weights.begin(), in.fair_share.model_weights.end());
   out->mutable_priority_classes()->insert(in.priority_classes.begin(),

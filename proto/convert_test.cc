@@ -232,6 +232,33 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
   EXPECT_FALSE(written.admission().has_fair_share_size_credit());
 }
 
+TEST(ConvertTest, FairOrderLeversRoundTrip) {
+  for (absl::Duration bound : {absl::Hours(12), absl::InfiniteDuration()}) {
+    core::Config config;
+    config.admission.fair_share_wait_bound = bound;
+    config.fair_share.decayed_usage_only = true;
+    pb::Config proto;
+    ToProto(config, &proto);
+    EXPECT_EQ(proto.admission().fair_share_wait_bound_disabled(),
+              bound == absl::InfiniteDuration());
+    auto back = ConfigFromProto(proto, "config");
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, config);
+  }
+  // Unset: the daemon's default.
+  auto defaults = ConfigFromProto(pb::Config(), "config");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->admission.fair_share_wait_bound,
+            core::AdmissionConfig().fair_share_wait_bound);
+  EXPECT_FALSE(defaults->fair_share.decayed_usage_only);
+  // Set to 0: refused, naming the field.
+  pb::Config zero;
+  zero.mutable_admission()->mutable_fair_share_wait_bound()->set_seconds(0);
+  EXPECT_EQ(core::ValidateConfig(*ConfigFromProto(zero, "config"), "config")
+                .message(),
+            "config.admission.fair_share_wait_bound: must be > 0");
+}
+
 TEST(ConvertTest, NodeDrainDeadlineRoundTrips) {
   core::Node node;
   node.spec.id = core::NodeId("n1");

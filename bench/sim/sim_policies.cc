@@ -36,6 +36,8 @@ Config KueueLike(Config c) {
   c.placement.first_fit = false;    // TAS BestFit
   c.placement.domain_end_time_packing = false;
   c.fair_share.enabled = true;
+  // Kueue orders by decayed usage however long a workload has waited.
+  c.admission.fair_share_wait_bound = absl::InfiniteDuration();
   c.reservation.depth = 0;       // Kueue holds nothing for a waiting head
   c.planning.max_gangs = 0;      // and plans no start
   c.preemption.enabled = false;  // withinClusterQueue / reclaimWithinCohort:
@@ -87,8 +89,9 @@ Config SlurmDefault(Config c) {
 }
 
 // The daemon's default configuration, unchanged: what a user gets without
-// tuning (priority, fair share, age; three reservations; preemption by the
-// priority tiers >= 1, bounded by the horizon).
+// tuning (priority, fair share — bounded by a 6 h wait —, age; three
+// reservations; preemption by the priority tiers >= 1, bounded by the
+// horizon).
 Config Phalanx(Config c) { return c; }
 
 absl::Status BadOverride(absl::string_view part, absl::string_view why) {
@@ -165,6 +168,11 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
     c.planning.interval = absl::Seconds(number);
   } else if (key == "size_credit") {
     c.admission.fair_share_size_credit = number;
+  } else if (key == "wait_bound_h") {
+    c.admission.fair_share_wait_bound =
+        number > 0 ? absl::Hours(number) : absl::InfiniteDuration();
+  } else if (key == "usage_only") {
+    c.fair_share.decayed_usage_only = number != 0;
   } else {
     return BadOverride(
         part, absl::StrCat("unknown key (known: ",
@@ -206,7 +214,9 @@ const std::vector<std::string>& PolicyOverrideKeys() {
                                    "plan",
                                    "plan_window_h",
                                    "plan_bind",
-                                   "plan_interval_s"};
+                                   "plan_interval_s",
+                                   "wait_bound_h",
+                                   "usage_only"};
   return *keys;
 }
 

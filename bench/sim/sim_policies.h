@@ -56,6 +56,8 @@ const std::vector<std::string>& PolicyNames();
 //   aging=X            admission.aging_per_hour (priority levels an hour)
 //   aging_max=N        admission.aging_max_levels
 //   size_credit=X      admission.fair_share_size_credit (score per GPU)
+//   wait_bound_h=H     admission.fair_share_wait_bound (hours; 0 = off)
+//   usage_only=0|1     fair_share.decayed_usage_only
 const std::vector<std::string>& PolicyOverrideKeys();
 
 // The configuration of policy `spec` ("name" or "name:key=value:...") built

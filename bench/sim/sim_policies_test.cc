@@ -39,6 +39,7 @@ TEST(PolicyConfigTest, KueueLikeOrdersByUsageFirstAndSkipsWhatDoesNotFit) {
   EXPECT_FALSE(kueue->admission.strict_fifo);
   EXPECT_EQ(kueue->admission.ordering, core::Ordering::kFairShareFirst);
   EXPECT_TRUE(kueue->fair_share.enabled);
+  EXPECT_EQ(kueue->admission.fair_share_wait_bound, absl::InfiniteDuration());
   EXPECT_FALSE(kueue->placement.first_fit);
   EXPECT_EQ(kueue->reservation.depth, 0);
   EXPECT_FALSE(kueue->preemption.enabled);
@@ -115,6 +116,16 @@ TEST(PolicyConfigTest, SessionSevenLeversHaveOverrides) {
   EXPECT_EQ(aged->admission.aging_per_hour, 0.5);
   EXPECT_EQ(aged->admission.aging_max_levels, 2);
   EXPECT_EQ(aged->admission.fair_share_size_credit, 0.25);
+  absl::StatusOr<core::Config> bounded =
+      PolicyConfig("phalanx:wait_bound_h=12:usage_only=1", {});
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  EXPECT_EQ(bounded->admission.fair_share_wait_bound, absl::Hours(12));
+  EXPECT_TRUE(bounded->fair_share.decayed_usage_only);
+  absl::StatusOr<core::Config> unbounded =
+      PolicyConfig("phalanx:wait_bound_h=0", {});
+  ASSERT_TRUE(unbounded.ok()) << unbounded.status();
+  EXPECT_EQ(unbounded->admission.fair_share_wait_bound,
+            absl::InfiniteDuration());
   absl::StatusOr<core::Config> off = PolicyConfig("phalanx:domain_end=0", {});
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_FALSE(off->placement.domain_end_time_packing);
