@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/domain_score.h"
 #include "core/housekeeping.h"
+#include "core/planner.h"
 #include "core/preemptor.h"
 #include "core/scheduler_types.h"
 #include "core/spec_checks.h"
@@ -157,6 +158,9 @@ void AdmissionCycle::Run() {
   s_.reservations_.PlannedAt(s_.capacity_epoch_);
   SettleJoinedGangs();
   ClearLostReservations(previous);
+  // 10. The plan: every pending gang's expected start, made again every
+  //     planning interval, new arrivals appended between.
+  Planner(s_, now_).Run();
 }
 
 AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
@@ -169,15 +173,29 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
   options.node_rank = NodeRanker(*gang);
   const ReservationBook& reservations = s_.reservations_;
   const PreemptionBook& holds = s_.preemptions_;
-  if (!reservations.empty() || !holds.held_for().empty()) {
-    options.node_allowed = [this, &gang, &reservations, &holds](int slot) {
+  const Plan& plan = s_.plan_;
+  const bool planned =
+      s_.config_.planning.binding && !plan.BindingSlots().empty();
+  if (!reservations.empty() || !holds.held_for().empty() || planned) {
+    const int rank = planned ? plan.RankOf(gang->id) : 0;
+    const absl::Time end = BackfillEnd(*gang, now_);
+    options.node_allowed = [this, &gang, &reservations, &holds, &plan, planned,
+                            rank, end](int slot) {
       const Reservation* r = reservations.AtSlot(slot);
       return (r == nullptr || ReservationBook::MayBackfill(*gang, *r, now_)) &&
-             !holds.HeldForOther(slot, gang->id, s_.fleet_);
+             !holds.HeldForOther(slot, gang->id, s_.fleet_) &&
+             (!planned ||
+              plan.MayUse(slot, rank, gang->spec.priority, now_, end));
     };
     options.restricted_slots = &s_.RestrictedSlots();
   }
   PlacementResult placement = PlaceGang(gang->spec, s_.fleet_, options);
+  if (!placement.placed && planned && placement.code != ReasonCode::kQuota) {
+    if (auto why = BlockedByPlan(gang, queue)) {
+      return {ReasonCode::kBlockedByReservation, *std::move(why),
+              /*backfill_matters=*/true};
+    }
+  }
   if (!placement.placed) {
     // With rights to every reservation it was offered all the nodes.
     const bool may_use_all =
@@ -365,6 +383,29 @@ std::optional<std::string> AdmissionCycle::BlockedByReservation(
             : "without estimated_runtime it cannot backfill");
   }
   return std::nullopt;
+}
+
+std::optional<std::string> AdmissionCycle::BlockedByPlan(const GangPtr& gang,
+                                                         const Queue& queue) {
+  PlacementOptions options = s_.OptionsFor(queue);
+  const ReservationBook& reservations = s_.reservations_;
+  const PreemptionBook& holds = s_.preemptions_;
+  options.node_allowed = [this, &gang, &reservations, &holds](int slot) {
+    const Reservation* r = reservations.AtSlot(slot);
+    return (r == nullptr || ReservationBook::MayBackfill(*gang, *r, now_)) &&
+           !holds.HeldForOther(slot, gang->id, s_.fleet_);
+  };
+  options.restricted_slots = &s_.RestrictedSlots();
+  if (!PlaceGang(gang->spec, s_.fleet_, options).placed) return std::nullopt;
+  // The reason names no gang: it is shown to this gang's owner, who may
+  // not see the queue of the gangs the capacity is planned for.
+  return absl::StrCat(
+      "PLANNED_FOR: it would fit now, on capacity planned for gangs ahead of "
+      "it; ",
+      gang->spec.estimated_runtime > absl::ZeroDuration() ||
+              gang->spec.max_runtime > absl::ZeroDuration()
+          ? "it is not expected to end before they start"
+          : "without estimated_runtime or max_runtime it cannot backfill");
 }
 
 bool AdmissionCycle::MayPreemptFrom(const Gang& gang) const {

@@ -62,6 +62,10 @@ class AdmissionCycle {
   // reservations are the cause.
   std::optional<std::string> BlockedByReservation(const GangPtr& gang,
                                                   const Queue& queue);
+  // Why a gang that failed with a binding plan waits, if the plan's holds
+  // are the cause (it fits once they are set aside).
+  std::optional<std::string> BlockedByPlan(const GangPtr& gang,
+                                           const Queue& queue);
   // The reservation `gang` holds, or a new one if it may reserve; returns
   // the reason prefix it then has. `cause` (why it did not fit) is kept for
   // when the reservation goes.

@@ -6,6 +6,7 @@
 #include "absl/strings/str_replace.h"
 #include "core/gang_table.h"
 #include "core/placement.h"
+#include "core/plan.h"
 #include "core/preemption_book.h"
 #include "core/reservation.h"
 #include "core/reservation_book.h"
@@ -92,7 +93,7 @@ FitCache::NaturalStart FitCache::WhenItFits(const Gang& gang, Fleet& fleet,
 
 const std::vector<int>& FitCache::RestrictedSlots(
     const ReservationBook& reservations, const PreemptionBook& holds,
-    const Fleet& fleet) {
+    const Plan& plan, const Fleet& fleet) {
   if (restricted_slots_) return *restricted_slots_;
   std::vector<int> slots;
   for (const Reservation& reservation : reservations.all()) {
@@ -101,6 +102,10 @@ const std::vector<int>& FitCache::RestrictedSlots(
     }
   }
   for (int slot : holds.HeldSlots(fleet)) slots.push_back(slot);
+  if (plan.config().binding) {
+    const std::vector<int>& planned = plan.BindingSlots();
+    slots.insert(slots.end(), planned.begin(), planned.end());
+  }
   std::sort(slots.begin(), slots.end());
   slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
   return restricted_slots_.emplace(std::move(slots));

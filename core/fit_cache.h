@@ -23,6 +23,7 @@
 namespace phalanx::core {
 
 class GangTable;
+class Plan;
 class PreemptionBook;
 class ReservationBook;
 
@@ -44,11 +45,12 @@ class FitCache {
   // restored as it was.
   NaturalStart WhenItFits(const Gang& gang, Fleet& fleet,
                           const GangTable& gangs, absl::Time now);
-  // Slots that some gang may not use (reserved, or held for a preemptor),
-  // sorted: the only ones a placement's node filter needs to ask about.
+  // Slots that some gang may not use (reserved, held for a preemptor, or
+  // planned for a gang by a binding plan), sorted: the only ones a
+  // placement's node filter needs to ask about.
   const std::vector<int>& RestrictedSlots(const ReservationBook& reservations,
                                           const PreemptionBook& holds,
-                                          const Fleet& fleet);
+                                          const Plan& plan, const Fleet& fleet);
   // Forgets the restricted slots (reservations or holds changed).
   void ForgetRestricted() { restricted_slots_.reset(); }
 

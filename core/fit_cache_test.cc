@@ -1,6 +1,7 @@
 #include "core/fit_cache.h"
 
 #include "core/gang_table.h"
+#include "core/plan.h"
 #include "core/preemption_book.h"
 #include "core/reservation_book.h"
 #include "core/testing.h"
@@ -56,16 +57,19 @@ TEST_F(FitCacheTest, RestrictedSlotsMergeReservationsAndHoldsSorted) {
   GangTable gangs;
   reservations.KeepOrReplan(ReservationConfig{}, 0, fleet_, gangs, kT0);
   PreemptionBook holds;
-  EXPECT_THAT(cache_.RestrictedSlots(reservations, holds, fleet_), IsEmpty());
+  Plan plan;
+  EXPECT_THAT(cache_.RestrictedSlots(reservations, holds, plan, fleet_),
+              IsEmpty());
   Reservation r;
   r.gang = GangId("g-1");
   r.nodes = {fleet_.slots()[3].node.spec.id, fleet_.slots()[1].node.spec.id};
   reservations.Add(r, fleet_);
   holds.Hold(GangId("g-2"), fleet_.slots()[1].node.spec.id);
   // Cached until forgotten.
-  EXPECT_THAT(cache_.RestrictedSlots(reservations, holds, fleet_), IsEmpty());
+  EXPECT_THAT(cache_.RestrictedSlots(reservations, holds, plan, fleet_),
+              IsEmpty());
   cache_.ForgetRestricted();
-  EXPECT_THAT(cache_.RestrictedSlots(reservations, holds, fleet_),
+  EXPECT_THAT(cache_.RestrictedSlots(reservations, holds, plan, fleet_),
               ElementsAre(1, 3));
 }
 

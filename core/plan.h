@@ -18,6 +18,7 @@
 #define PHALANX_CORE_PLAN_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,124 @@ struct PlannedStart {
   std::string domain;  // its planned domain's path; "" = the fleet
   int rank = 0;        // 1-based position among planned gangs; 0 = none
   bool operator==(const PlannedStart&) const = default;
+};
+
+// The plan: its entries and the profile they were planned on.
+class Plan {
+ public:
+  // GPUs a planned gang takes on the node at a fleet slot.
+  struct Use {
+    int slot = 0;
+    int gpus = 0;
+  };
+  struct Entry {
+    GangId gang;
+    int rank = 0;      // 1-based, in the order the gangs were planned
+    int priority = 0;  // the gang's
+    // Whether it holds its capacity against gangs behind it (a gang its
+    // queue's quota or a hold refuses does not: it may not start then).
+    bool binding = true;
+    absl::Time start;
+    absl::Time end;
+    int domain = 0;    // the smallest Fleet domain holding every use
+    std::string path;  // that domain's path; "" = the fleet
+    std::vector<Use> uses;
+  };
+  // A gang to plan.
+  struct Request {
+    const Gang* gang = nullptr;
+    absl::Duration runtime;  // how long it is expected to run
+    bool binding = true;
+    // When set, the only slots it may use (sorted): a reservation's nodes.
+    const std::vector<int>* only_slots = nullptr;
+  };
+  // A gang holding capacity and when it is expected to end.
+  struct Running {
+    const Gang* gang = nullptr;
+    absl::Time end;
+  };
+
+  // Starts over at `now` on `fleet`: every READY node's free GPUs now, and
+  // the GPUs of `running` gangs freed at their expected ends. Forgets every
+  // entry.
+  void Reset(const Fleet& fleet, const std::vector<Running>& running,
+             absl::Time now, const PlanningConfig& config);
+  // Plans `request` behind every planned gang: the earliest start within
+  // the window at which the whole gang fits for its run time on what the
+  // profile leaves. Returns where it stands (kPlanned, kBeyondDepth,
+  // kBeyondWindow or kNeverFits); a planned gang takes its capacity from
+  // the profile. `fleet` must be the one of the last Reset.
+  PlannedStart Add(const Request& request, const Fleet& fleet, absl::Time now);
+  // Forgets the entry of `gang` (it left PENDING) and gives its capacity
+  // back to the profile; the starts of later entries stay as planned.
+  void Drop(const GangId& gang);
+  // Where `gang`, which is PENDING, stands: its entry, else kBeyondDepth
+  // when the plan is full, else kUnplanned.
+  PlannedStart Of(const GangId& gang) const;
+  // The entry of `gang`, or null.
+  const Entry* EntryOf(const GangId& gang) const;
+  // The rank of `gang`'s entry, or 0.
+  int RankOf(const GangId& gang) const {
+    const Entry* entry = EntryOf(gang);
+    return entry == nullptr ? 0 : entry->rank;
+  }
+  // Whether a gang may use GPUs of the node at `slot` from `now` until
+  // `end` without taking capacity a binding entry ahead of it is planned
+  // to use then. Ahead of a planned gang are the entries of lower rank;
+  // ahead of one the plan has not seen yet (`rank` 0: it arrived since),
+  // the entries of at least its `priority` (the next plan puts a gang of
+  // higher priority first).
+  bool MayUse(int slot, int rank, int priority, absl::Time now,
+              absl::Time end) const;
+  // The slots some binding entry uses, sorted.
+  const std::vector<int>& BindingSlots() const { return binding_slots_; }
+  // Whether the plan was made for a fleet of this structure version.
+  bool MadeFor(const Fleet& fleet) const {
+    return made_ && structure_version_ == fleet.structure_version();
+  }
+  bool made() const { return made_; }
+  const PlanningConfig& config() const { return config_; }
+  absl::Time made_at() const { return made_at_; }
+  int size() const { return static_cast<int>(index_.size()); }
+  // Whether max_gangs gangs were tried (planned or not).
+  bool full() const { return tested_ >= config_.max_gangs; }
+  // Makes the plan empty and unmade (planning off).
+  void Clear();
+
+ private:
+  struct Event {
+    absl::Time time;
+    int delta;  // GPUs freed (> 0) or taken (< 0) at `time`
+  };
+  // Free GPUs of every slot over [start, start + runtime), into avail_;
+  // returns their sum.
+  int64_t AvailableOver(absl::Time start, absl::Duration runtime);
+  // Adds an entry for `request` at `start` on `uses`.
+  PlannedStart Record(const Request& request, const Fleet& fleet,
+                      absl::Time start, std::vector<Use> uses);
+  // Takes `uses` from `start` to `end` (sign -1) or gives them back (+1).
+  void Apply(const std::vector<Use>& uses, absl::Time start, absl::Time end,
+             int sign);
+  void AddEvent(int slot, absl::Time time, int delta);
+  void RemoveEvent(int slot, absl::Time time, int delta);
+
+  PlanningConfig config_;
+  bool made_ = false;
+  absl::Time made_at_ = absl::InfinitePast();
+  uint64_t structure_version_ = 0;
+  std::vector<int> free_now_;               // per slot; 0 when not READY
+  std::vector<std::vector<Event>> events_;  // per slot, by time
+  std::vector<int> avail_;                  // scratch: per slot
+  // Times at which some slot gains GPUs: the candidate starts.
+  std::multiset<absl::Time> releases_;
+  std::vector<Entry> entries_;              // dropped ones have no gang
+  absl::flat_hash_map<GangId, int> index_;  // gang -> entries_ index
+  // Gangs tried and not planned: beyond the window, or never fitting.
+  absl::flat_hash_map<GangId, PlanStatus> unplaced_;
+  int tested_ = 0;                              // gangs tried since Reset
+  std::vector<std::vector<int>> slot_entries_;  // per slot: entries_ indexes
+  std::vector<int> binding_slots_;
+  int next_rank_ = 1;
 };
 
 }  // namespace phalanx::core

@@ -187,6 +187,7 @@ TEST_F(LeversTest, TableReservationWindow) {
     Config config;
     config.reservation.window = c.window;
     config.preemption.enabled = false;
+    config.planning.max_gangs = 0;  // the reservation alone
     Init(config, 2);
     Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(10)));
     Cycle();

@@ -287,7 +287,7 @@ PlannedStart Scheduler::PlanOf(const GangId& id) const {
     none.status = PlanStatus::kNotPending;
     return none;
   }
-  return PlannedStart();
+  return plan_.Of(id);
 }
 
 }  // namespace phalanx::core

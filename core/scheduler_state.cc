@@ -20,6 +20,7 @@ GangPtr SchedulerState::Put(Gang gang) {
   const GangState state = put.gang->state;
   // Its reservation, if any, goes at the next cycle.
   if (put.left_pending && reservations_.Of(id) != nullptr) BumpEpoch();
+  if (put.left_pending) plan_.Drop(id);
   if (state != GangState::kPending) DropHolds(id);  // admitted or finished
   if (state != GangState::kPreempting) preemptions_.ForgetVictim(id);
   log_.PutGang(put.gang);
@@ -29,6 +30,9 @@ GangPtr SchedulerState::Put(Gang gang) {
 GangPtr SchedulerState::Transition(Gang gang, EventType type, absl::Time now) {
   gang.revision = log_.NextRevision();
   GangPtr ptr = Put(std::move(gang));
+  if (ptr->state == GangState::kPending && type != EventType::kReserved) {
+    plan_arrivals_.push_back(ptr->id);
+  }
   log_.Record(Event{ptr->revision, type, now, ptr});
   return ptr;
 }
@@ -153,7 +157,7 @@ PlacementOptions SchedulerState::OptionsFor(const Queue& queue) const {
 }
 
 const std::vector<int>& SchedulerState::RestrictedSlots() {
-  return fits_.RestrictedSlots(reservations_, preemptions_, fleet_);
+  return fits_.RestrictedSlots(reservations_, preemptions_, plan_, fleet_);
 }
 
 }  // namespace phalanx::core

@@ -25,6 +25,7 @@
 #include "core/gang_table.h"
 #include "core/model.h"
 #include "core/placement.h"
+#include "core/plan.h"
 #include "core/preemption_book.h"
 #include "core/quota_book.h"
 #include "core/request_keys.h"
@@ -87,6 +88,10 @@ class SchedulerState {
   PreemptionBook preemptions_;
   Deadlines deadlines_;
   FitCache fits_;
+  Plan plan_;
+  // Gangs that became PENDING since the plan last looked (submitted,
+  // requeued): the plan appends them behind its entries.
+  std::vector<GangId> plan_arrivals_;
 };
 
 }  // namespace phalanx::core
