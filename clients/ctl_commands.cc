@@ -199,6 +199,24 @@ int Submit(Session& s) {
   return s.Print(response, GangTable(response.gang(), s.now(), s.wide()));
 }
 
+// The plan's settings, read only when the words for `gang`'s place in the
+// plan name them (its depth or window) and a table is printed; nullopt
+// when not needed or not readable (the words then leave the figures out).
+std::optional<v1::PlanningConfig> PlanningFor(Session& s,
+                                              const v1::Gang& gang) {
+  const v1::PlanStatus status = gang.plan_status();
+  if (s.json() || (status != v1::PLAN_STATUS_BEYOND_DEPTH &&
+                   status != v1::PLAN_STATUS_BEYOND_WINDOW &&
+                   status != v1::PLAN_STATUS_NEVER_FITS)) {
+    return std::nullopt;
+  }
+  v1::Config config;
+  grpc::Status read = Call(s, s.admin(), &v1::Admin::Stub::GetConfig,
+                           v1::GetConfigRequest(), &config);
+  if (!read.ok()) return std::nullopt;
+  return config.planning();
+}
+
 int Get(Session& s) {
   v1::GetGangRequest request;
   request.set_gang_id(s.arg(0));
@@ -206,7 +224,11 @@ int Get(Session& s) {
   grpc::Status status =
       Call(s, s.scheduler(), &v1::Scheduler::Stub::GetGang, request, &response);
   if (!status.ok()) return s.RpcError(status);
-  return s.Print(response, GangDetails(response.gang(), s.now()));
+  const std::optional<v1::PlanningConfig> planning =
+      PlanningFor(s, response.gang());
+  return s.Print(response,
+                 GangDetails(response.gang(), s.now(),
+                             planning.has_value() ? &*planning : nullptr));
 }
 
 // Appends pages to `all` until the last page or the limit. `all` keeps the
@@ -363,7 +385,11 @@ int Explain(Session& s) {
   grpc::Status status = Call(
       s, s.scheduler(), &v1::Scheduler::Stub::ExplainGang, request, &response);
   if (!status.ok()) return s.RpcError(status);
-  return s.Print(response, ExplainText(response, s.now()));
+  const std::optional<v1::PlanningConfig> planning =
+      PlanningFor(s, response.gang());
+  return s.Print(response,
+                 ExplainText(response, s.now(),
+                             planning.has_value() ? &*planning : nullptr));
 }
 
 int DryRun(Session& s) {

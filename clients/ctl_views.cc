@@ -99,7 +99,20 @@ void AddReasonCode(Table* table, v1::ReasonCode code) {
   table->AddRow({"Reason code:", ReasonCodeName(code)});
 }
 
-Table GangFields(const v1::Gang& gang, absl::Time now) {
+// "Plan:", "Estimated start:" (from `start`, when not null) and "Planned
+// domain:" rows, each when set.
+void AddPlanRows(Table* table, const v1::Gang& gang,
+                 const google::protobuf::Timestamp* start,
+                 const v1::PlanningConfig* planning, absl::Time now) {
+  AddIfSet(table, "Plan", PlanText(gang, planning));
+  if (start != nullptr) {
+    table->AddRow({"Estimated start:", TimeAndAge(start, now)});
+  }
+  AddIfSet(table, "Planned domain", gang.planned_domain());
+}
+
+Table GangFields(const v1::Gang& gang, absl::Time now,
+                 const v1::PlanningConfig* planning) {
   Table table = Table::Fields();
   const v1::GangSpec& spec = gang.spec();
   table.AddRow({"ID:", gang.id()});
@@ -108,6 +121,9 @@ Table GangFields(const v1::Gang& gang, absl::Time now) {
   table.AddRow({"State:", GangStateName(gang.state())});
   AddReasonCode(&table, gang.reason_code());
   AddIfSet(&table, "Reason", gang.reason());
+  AddPlanRows(&table, gang,
+              gang.has_estimated_start() ? &gang.estimated_start() : nullptr,
+              planning, now);
   table.AddRow({"Priority:", absl::StrCat(spec.priority())});
   AddIfSet(&table, "Priority class", spec.priority_class());
   AddIfSet(&table, "Request ID", spec.request_id());
@@ -181,12 +197,61 @@ std::string ReasonCodeName(v1::ReasonCode code) {
   return ShortEnumName(v1::ReasonCode_Name(code), "REASON_CODE_");
 }
 
+std::string StartCell(const v1::Gang& gang, absl::Time now) {
+  switch (gang.plan_status()) {
+    case v1::PLAN_STATUS_PLANNED: {
+      if (!gang.has_estimated_start()) return "-";
+      const absl::Time start = FromProto(gang.estimated_start());
+      return start <= now ? "now"
+                          : absl::StrCat("in ", HumanDuration(start - now));
+    }
+    case v1::PLAN_STATUS_BEYOND_DEPTH:
+      return "beyond-depth";
+    case v1::PLAN_STATUS_BEYOND_WINDOW:
+      return "beyond-window";
+    case v1::PLAN_STATUS_NEVER_FITS:
+      return "never-fits";
+    default:
+      return "-";
+  }
+}
+
+std::string PlanText(const v1::Gang& gang, const v1::PlanningConfig* planning) {
+  switch (gang.plan_status()) {
+    case v1::PLAN_STATUS_PLANNED:
+      return absl::StrCat("planned, rank ", gang.plan_rank());
+    case v1::PLAN_STATUS_UNPLANNED:
+      return "not planned yet: it came after the last plan was made";
+    case v1::PLAN_STATUS_BEYOND_DEPTH:
+      return planning != nullptr
+                 ? absl::StrCat("not planned: more than ",
+                                planning->max_gangs(), " gangs are ahead of it")
+                 : "not planned: more gangs are ahead of it than the plan "
+                   "holds";
+    case v1::PLAN_STATUS_BEYOND_WINDOW:
+      return planning != nullptr
+                 ? absl::StrCat("not planned: it would start more than ",
+                                HumanDuration(FromProto(planning->window())),
+                                " from now")
+                 : "not planned: it would start beyond the plan's window";
+    case v1::PLAN_STATUS_NEVER_FITS:
+      return planning != nullptr
+                 ? absl::StrCat("not planned: no time within ",
+                                HumanDuration(FromProto(planning->window())),
+                                " fits it on the fleet as built")
+                 : "not planned: no time in the plan's window fits it on "
+                   "the fleet as built";
+    default:
+      return "";
+  }
+}
+
 std::string GangsTable(
     const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now,
     bool wide) {
   std::vector<std::string> header = {"ID",   "QUEUE", "OWNER", "STATE",
                                      "PRIO", "PODS",  "GPUS",  "AGE"};
-  if (wide) header.insert(header.end(), {"ATTEMPTS", "NODES", "CODE"});
+  if (wide) header.insert(header.end(), {"ATTEMPTS", "NODES", "CODE", "START"});
   header.push_back("REASON");
   Table table(header);
   for (const v1::Gang& gang : gangs) {
@@ -214,6 +279,7 @@ std::string GangsTable(
       row.push_back(gang.reason_code() == v1::REASON_CODE_UNSPECIFIED
                         ? "-"
                         : ReasonCodeName(gang.reason_code()));
+      row.push_back(StartCell(gang, now));
     }
     row.push_back(gang.reason());
     table.AddRow(row);
@@ -227,8 +293,9 @@ std::string GangTable(const v1::Gang& gang, absl::Time now, bool wide) {
   return GangsTable(one, now, wide);
 }
 
-std::string GangDetails(const v1::Gang& gang, absl::Time now) {
-  std::string out = GangFields(gang, now).Render();
+std::string GangDetails(const v1::Gang& gang, absl::Time now,
+                        const v1::PlanningConfig* planning) {
+  std::string out = GangFields(gang, now, planning).Render();
   absl::StrAppend(&out, "\nPod sets:\n", Indent(PodSetsTable(gang.spec())));
   if (!gang.placement().empty()) {
     absl::StrAppend(&out, "\nPlacement (", PlacementSummary(gang.placement()),
@@ -247,8 +314,8 @@ std::string PlacementTable(
   return table.Render();
 }
 
-std::string ExplainText(const v1::ExplainGangResponse& response,
-                        absl::Time now) {
+std::string ExplainText(const v1::ExplainGangResponse& response, absl::Time now,
+                        const v1::PlanningConfig* planning) {
   const v1::Gang& gang = response.gang();
   Table table = Table::Fields();
   table.AddRow({"ID:", gang.id()});
@@ -262,11 +329,12 @@ std::string ExplainText(const v1::ExplainGangResponse& response,
                       "%d of all pending, %d in queue %s", response.position(),
                       response.position_in_queue(), gang.spec().queue())});
   }
+  // The plan's estimate when the gang is planned, else its reservation's.
+  AddPlanRows(
+      &table, gang,
+      response.has_estimated_start() ? &response.estimated_start() : nullptr,
+      planning, now);
   AddIfSet(&table, "Reserved", response.reserved_domain());
-  if (response.has_estimated_start()) {
-    table.AddRow(
-        {"Estimated start:", TimeAndAge(&response.estimated_start(), now)});
-  }
   table.AddRow({"Revision:", absl::StrCat(response.revision())});
   return table.Render();
 }

@@ -22,11 +22,22 @@ std::string NodeStateName(v1::NodeState state);
 // "NO_FIT", "QUOTA", … (the API enum without its prefix).
 std::string ReasonCodeName(v1::ReasonCode code);
 
+// The START cell of a gang: its estimated start relative to `now` ("in
+// 2h10m", or "now" once it has passed) when planned, "beyond-depth",
+// "beyond-window" or "never-fits" when the plan leaves it out, else "-"
+// (not pending, not planned yet, or read from an HA follower).
+std::string StartCell(const v1::Gang& gang, absl::Time now);
+
+// The gang's place in the plan in words: "planned, rank 3", "not planned:
+// more than 500 gangs are ahead of it", …; "" when it carries none (not
+// pending, or read from an HA follower). The depth and window come from
+// `planning` when given (else they are left out of the words).
+std::string PlanText(const v1::Gang& gang, const v1::PlanningConfig* planning);
+
 // One row per gang: ID QUEUE OWNER STATE PRIO PODS GPUS AGE REASON (OWNER
 // "-" when the daemon runs without --auth). `wide` (-o wide) adds
-// ATTEMPTS, NODES (the placement's nodes, in rank order, each once) and
-// CODE (the reason code)
-// before REASON.
+// ATTEMPTS, NODES (the placement's nodes, in rank order, each once), CODE
+// (the reason code) and START (StartCell) before REASON.
 std::string GangsTable(
     const google::protobuf::RepeatedPtrField<v1::Gang>& gangs, absl::Time now,
     bool wide = false);
@@ -34,17 +45,19 @@ std::string GangsTable(
 // GangsTable of one gang.
 std::string GangTable(const v1::Gang& gang, absl::Time now, bool wide = false);
 
-// Every field of a gang as "Key: value" lines, then its pod sets and its
-// placement.
-std::string GangDetails(const v1::Gang& gang, absl::Time now);
+// Every field of a gang as "Key: value" lines (its place in the plan in
+// words with PlanText's `planning`), then its pod sets and its placement.
+std::string GangDetails(const v1::Gang& gang, absl::Time now,
+                        const v1::PlanningConfig* planning = nullptr);
 
 // One row per pod: POD SET INDEX NODE GPUS.
 std::string PlacementTable(
     const google::protobuf::RepeatedPtrField<v1::PodPlacement>& placement);
 
-// The answer of ExplainGang.
-std::string ExplainText(const v1::ExplainGangResponse& response,
-                        absl::Time now);
+// The answer of ExplainGang (its place in the plan in words with
+// PlanText's `planning`).
+std::string ExplainText(const v1::ExplainGangResponse& response, absl::Time now,
+                        const v1::PlanningConfig* planning = nullptr);
 
 // The answer of DryRunGang: fits or not, why, and the placement.
 std::string DryRunText(const v1::DryRunGangResponse& response);

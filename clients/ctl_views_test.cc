@@ -117,9 +117,9 @@ TEST(GangDetailsTest, AReasonCodeGetsItsOwnRow) {
   google::protobuf::RepeatedPtrField<v1::Gang> one;
   *one.Add() = gang;
   EXPECT_THAT(GangsTable(one, kNow, /*wide=*/true),
-              HasSubstr("CODE    REASON"));
+              HasSubstr("CODE    START  REASON"));
   EXPECT_THAT(GangsTable(one, kNow, /*wide=*/true),
-              HasSubstr("NO_FIT  no node with 4 free GPUs"));
+              HasSubstr("NO_FIT  -      no node with 4 free GPUs"));
   v1::DryRunGangResponse no;
   no.set_reason_code(v1::REASON_CODE_QUOTA);
   EXPECT_THAT(DryRunText(no), HasSubstr("Reason code:  QUOTA\n"));
@@ -348,6 +348,140 @@ TEST(ExplainTextTest, PositionAndEstimate) {
             "Position:         3 of all pending, 1 in queue batch\n"
             "Estimated start:  2024-05-01T12:20:03Z (in 20m)\n"
             "Revision:         1100\n");
+}
+
+// PendingGang with a place in the plan: planned to start at `start` in
+// `domain`, rank `rank`.
+v1::Gang PlannedGang(absl::Time start, const std::string& domain, int rank) {
+  v1::Gang gang = PendingGang();
+  gang.set_plan_status(v1::PLAN_STATUS_PLANNED);
+  *gang.mutable_estimated_start() = ToProto(start);
+  gang.set_planned_domain(domain);
+  gang.set_plan_rank(rank);
+  return gang;
+}
+
+TEST(StartCellTest, RelativeStartOrWhyThereIsNone) {
+  EXPECT_EQ(StartCell(PlannedGang(kNow + absl::Minutes(130), "/", 1), kNow),
+            "in 2h10m");
+  EXPECT_EQ(StartCell(PlannedGang(kNow, "/", 1), kNow), "now");
+  EXPECT_EQ(StartCell(PlannedGang(kNow - absl::Seconds(5), "/", 1), kNow),
+            "now");
+  struct Case {
+    v1::PlanStatus status;
+    const char* cell;
+  };
+  for (const Case& c : {Case{v1::PLAN_STATUS_BEYOND_DEPTH, "beyond-depth"},
+                        Case{v1::PLAN_STATUS_BEYOND_WINDOW, "beyond-window"},
+                        Case{v1::PLAN_STATUS_NEVER_FITS, "never-fits"},
+                        Case{v1::PLAN_STATUS_UNPLANNED, "-"},
+                        Case{v1::PLAN_STATUS_NOT_PENDING, "-"},
+                        Case{v1::PLAN_STATUS_UNSPECIFIED, "-"}}) {
+    v1::Gang gang = PendingGang();
+    gang.set_plan_status(c.status);
+    EXPECT_EQ(StartCell(gang, kNow), c.cell) << v1::PlanStatus_Name(c.status);
+  }
+}
+
+TEST(GangsTableTest, WideHasTheStartColumn) {
+  v1::ListGangsResponse list;
+  *list.add_gangs() = AdmittedGang();
+  list.mutable_gangs(0)->set_plan_status(v1::PLAN_STATUS_NOT_PENDING);
+  *list.add_gangs() = PlannedGang(kNow + absl::Minutes(20), "b1/r07", 1);
+  EXPECT_EQ(
+      GangsTable(list.gangs(), kNow, /*wide=*/true),
+      "ID        QUEUE  OWNER  STATE     PRIO  PODS  GPUS  AGE  ATTEMPTS  "
+      "NODES    CODE  START   REASON\n"
+      "g-000042  llm    -      ADMITTED  5     2     8     5m   1         "
+      "n-1,n-2  -     -\n"
+      "g-000043  batch  -      PENDING   0     1     4     30s  0         "
+      "-        -     in 20m  no node with 4 free GPUs\n");
+}
+
+TEST(PlanTextTest, EachStatusInWordsWithTheConfigsFiguresWhenKnown) {
+  v1::PlanningConfig planning;
+  planning.set_max_gangs(500);
+  planning.mutable_window()->set_seconds(7 * 24 * 3600);
+  struct Case {
+    v1::PlanStatus status;
+    const char* with_config;
+    const char* without;
+  };
+  const Case cases[] = {
+      {v1::PLAN_STATUS_UNPLANNED,
+       "not planned yet: it came after the last plan was made",
+       "not planned yet: it came after the last plan was made"},
+      {v1::PLAN_STATUS_BEYOND_DEPTH,
+       "not planned: more than 500 gangs are ahead of it",
+       "not planned: more gangs are ahead of it than the plan holds"},
+      {v1::PLAN_STATUS_BEYOND_WINDOW,
+       "not planned: it would start more than 7d from now",
+       "not planned: it would start beyond the plan's window"},
+      {v1::PLAN_STATUS_NEVER_FITS,
+       "not planned: no time within 7d fits it on the fleet as built",
+       "not planned: no time in the plan's window fits it on the fleet as "
+       "built"},
+      {v1::PLAN_STATUS_NOT_PENDING, "", ""},
+      {v1::PLAN_STATUS_UNSPECIFIED, "", ""},
+  };
+  for (const Case& c : cases) {
+    v1::Gang gang = PendingGang();
+    gang.set_plan_status(c.status);
+    EXPECT_EQ(PlanText(gang, &planning), c.with_config)
+        << v1::PlanStatus_Name(c.status);
+    EXPECT_EQ(PlanText(gang, nullptr), c.without)
+        << v1::PlanStatus_Name(c.status);
+  }
+  EXPECT_EQ(PlanText(PlannedGang(kNow, "/", 3), nullptr), "planned, rank 3");
+}
+
+TEST(GangDetailsTest, APlannedGangShowsItsStartDomainAndRank) {
+  EXPECT_THAT(
+      GangDetails(PlannedGang(kNow + absl::Minutes(20), "b1/r07", 2), kNow),
+      HasSubstr("Reason:           no node with 4 free GPUs\n"
+                "Plan:             planned, rank 2\n"
+                "Estimated start:  2024-05-01T12:20:03Z (in 20m)\n"
+                "Planned domain:   b1/r07\n"));
+  v1::Gang deep = PendingGang();
+  deep.set_plan_status(v1::PLAN_STATUS_BEYOND_DEPTH);
+  v1::PlanningConfig planning;
+  planning.set_max_gangs(40);
+  EXPECT_THAT(GangDetails(deep, kNow, &planning),
+              HasSubstr("Plan:       not planned: more than 40 gangs are ahead "
+                        "of it\n"));
+  // Read from an HA follower: no plan, no rows.
+  EXPECT_THAT(GangDetails(PendingGang(), kNow),
+              ::testing::Not(HasSubstr("Plan")));
+}
+
+TEST(ExplainTextTest, ThePlansStartDomainAndReservation) {
+  v1::ExplainGangResponse response;
+  *response.mutable_gang() = PlannedGang(kNow + absl::Hours(2), "/", 1);
+  response.set_reason("no node with 4 free GPUs");
+  response.set_position(1);
+  response.set_position_in_queue(1);
+  *response.mutable_estimated_start() = response.gang().estimated_start();
+  response.set_reserved_domain("b1");
+  response.set_revision(1200);
+  EXPECT_EQ(ExplainText(response, kNow),
+            "ID:               g-000043\n"
+            "Queue:            batch\n"
+            "State:            PENDING\n"
+            "Reason:           no node with 4 free GPUs\n"
+            "Position:         1 of all pending, 1 in queue batch\n"
+            "Plan:             planned, rank 1\n"
+            "Estimated start:  2024-05-01T14:00:03Z (in 2h)\n"
+            "Planned domain:   /\n"
+            "Reserved:         b1\n"
+            "Revision:         1200\n");
+  v1::ExplainGangResponse beyond;
+  *beyond.mutable_gang() = PendingGang();
+  beyond.mutable_gang()->set_plan_status(v1::PLAN_STATUS_BEYOND_WINDOW);
+  v1::PlanningConfig planning;
+  planning.mutable_window()->set_seconds(3600);
+  EXPECT_THAT(ExplainText(beyond, kNow, &planning),
+              HasSubstr("Plan:      not planned: it would start more than 1h "
+                        "from now\n"));
 }
 
 // Text no terminal would act on: valid UTF-8 (so no stray C1 byte), no C0

@@ -405,6 +405,20 @@ absl::Status ValidateLimits(const LimitsConfig& l, const std::string& f) {
   return absl::OkStatus();
 }
 
+absl::Status ValidatePlanning(const PlanningConfig& p, const std::string& f) {
+  RETURN_IF_ERROR(InRange(p.max_gangs, 0, 10000, f + ".max_gangs"));
+  if (p.window <= absl::ZeroDuration()) {
+    return Bad(f + ".window", "must be > 0");
+  }
+  if (p.interval <= absl::ZeroDuration() || p.interval > absl::Hours(1)) {
+    return Bad(f + ".interval", "must be > 0 and at most 1h");
+  }
+  if (p.default_runtime <= absl::ZeroDuration()) {
+    return Bad(f + ".default_runtime", "must be > 0");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateConfig(const Config& config, absl::string_view field) {
@@ -446,6 +460,7 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   if (config.reservation.window < absl::ZeroDuration()) {
     return Bad(f + ".reservation.window", "must be >= 0");
   }
+  RETURN_IF_ERROR(ValidatePlanning(config.planning, f + ".planning"));
   if (config.preemption.grace_period < absl::ZeroDuration()) {
     return Bad(f + ".preemption.grace_period", "must be >= 0");
   }

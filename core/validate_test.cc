@@ -379,6 +379,46 @@ TEST(ValidateLimitsTest, ConfigLimitRanges) {
   EXPECT_TRUE(ValidateConfig(config, "config").ok());
 }
 
+TEST(ValidateTest, PlanningRangesNameTheField) {
+  EXPECT_TRUE(ValidateConfig(Config(), "config").ok());
+  struct Case {
+    const char* name;
+    void (*set)(PlanningConfig&);
+    const char* error;  // "" = accepted
+  };
+  const Case cases[] = {
+      {"depth 0 turns the plan off", [](PlanningConfig& p) { p.max_gangs = 0; },
+       ""},
+      {"depth at its bound", [](PlanningConfig& p) { p.max_gangs = 10000; },
+       ""},
+      {"depth above", [](PlanningConfig& p) { p.max_gangs = 10001; },
+       "config.planning.max_gangs: must be in 0..10000"},
+      {"depth negative", [](PlanningConfig& p) { p.max_gangs = -1; },
+       "config.planning.max_gangs: must be in 0..10000"},
+      {"window zero",
+       [](PlanningConfig& p) { p.window = absl::ZeroDuration(); },
+       "config.planning.window: must be > 0"},
+      {"interval zero",
+       [](PlanningConfig& p) { p.interval = absl::ZeroDuration(); },
+       "config.planning.interval: must be > 0 and at most 1h"},
+      {"interval at 1h", [](PlanningConfig& p) { p.interval = absl::Hours(1); },
+       ""},
+      {"interval above 1h",
+       [](PlanningConfig& p) {
+         p.interval = absl::Hours(1) + absl::Nanoseconds(1);
+       },
+       "config.planning.interval: must be > 0 and at most 1h"},
+      {"default runtime negative",
+       [](PlanningConfig& p) { p.default_runtime = -absl::Seconds(1); },
+       "config.planning.default_runtime: must be > 0"},
+  };
+  for (const Case& c : cases) {
+    Config config;
+    c.set(config.planning);
+    EXPECT_EQ(ValidateConfig(config, "config").message(), c.error) << c.name;
+  }
+}
+
 TEST(SaturatingTest, SumsClampInsteadOfWrapping) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();

@@ -321,6 +321,34 @@ void ToProto(const core::Gang& in, pb::Gang* out) {
   out->set_placement_released(in.placement_released);
 }
 
+pb::PlanStatus ToProto(core::PlanStatus status) {
+  switch (status) {
+    case core::PlanStatus::kNotPending:
+      return pb::PLAN_STATUS_NOT_PENDING;
+    case core::PlanStatus::kUnplanned:
+      return pb::PLAN_STATUS_UNPLANNED;
+    case core::PlanStatus::kPlanned:
+      return pb::PLAN_STATUS_PLANNED;
+    case core::PlanStatus::kBeyondDepth:
+      return pb::PLAN_STATUS_BEYOND_DEPTH;
+    case core::PlanStatus::kBeyondWindow:
+      return pb::PLAN_STATUS_BEYOND_WINDOW;
+    case core::PlanStatus::kNeverFits:
+      return pb::PLAN_STATUS_NEVER_FITS;
+  }
+  return pb::PLAN_STATUS_UNSPECIFIED;
+}
+
+void ToProto(const core::PlannedStart& in, pb::Gang* out) {
+  out->set_plan_status(ToProto(in.status));
+  if (in.status != core::PlanStatus::kPlanned) return;
+  if (in.start != absl::InfiniteFuture()) {
+    ToProto(in.start, out->mutable_estimated_start());
+  }
+  out->set_planned_domain(in.domain.empty() ? "/" : in.domain);
+  out->set_plan_rank(in.rank);
+}
+
 absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
   core::Gang out;
   out.id = core::GangId(in.id());
@@ -560,6 +588,16 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   }
   RETURN_IF_ERROR(duration(reservation.has_window(), reservation.window(),
                            "reservation.window", &out.reservation.window));
+  const pb::PlanningConfig& planning = in.planning();
+  if (planning.has_max_gangs()) out.planning.max_gangs = planning.max_gangs();
+  RETURN_IF_ERROR(duration(planning.has_window(), planning.window(),
+                           "planning.window", &out.planning.window));
+  RETURN_IF_ERROR(duration(planning.has_interval(), planning.interval(),
+                           "planning.interval", &out.planning.interval));
+  RETURN_IF_ERROR(
+      duration(planning.has_default_runtime(), planning.default_runtime(),
+               "planning.default_runtime", &out.planning.default_runtime));
+  if (planning.has_binding()) out.planning.binding = planning.binding();
   out.placement.first_fit = in.placement().first_fit();
   if (in.placement().has_end_time_packing()) {
     out.placement.end_time_packing = in.placement().end_time_packing();
@@ -692,6 +730,12 @@ void ToProto(const core::Config& in, pb::Config* out) {
     ToProto(in.reservation.window,
             out->mutable_reservation()->mutable_window());
   }
+  pb::PlanningConfig* planning = out->mutable_planning();
+  planning->set_max_gangs(in.planning.max_gangs);
+  ToProto(in.planning.window, planning->mutable_window());
+  ToProto(in.planning.interval, planning->mutable_interval());
+  ToProto(in.planning.default_runtime, planning->mutable_default_runtime());
+  planning->set_binding(in.planning.binding);
   out->mutable_placement()->set_first_fit(in.placement.first_fit);
   out->mutable_placement()->set_end_time_packing(in.placement.end_time_packing);
   out->mutable_placement()->set_fragmentation_scoring(

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/model.h"
+#include "core/plan.h"
 #include "core/state_store.h"
 #include "phalanx/storage/v1/records.pb.h"
 #include "phalanx/v1/admin.pb.h"
@@ -55,8 +56,18 @@ absl::StatusOr<core::GangSpec> GangSpecFromProto(const pb::GangSpec& in,
                                                  absl::string_view field);
 void ToProto(const core::GangSpec& in, pb::GangSpec* out);
 void ToProto(const core::PodPlacement& in, pb::PodPlacement* out);
+// Fills every field of `out` but the plan's four (output only, never
+// stored; see the PlannedStart form below).
 void ToProto(const core::Gang& in, pb::Gang* out);
+// Reads a stored gang; the plan's fields, if any, are ignored.
 absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in);
+
+// The plan. Statuses share their names with the API's enum
+// (core::PlanStatusName after "PLAN_STATUS_"). The PlannedStart form sets
+// `out`'s plan_status, and for a planned gang its estimated_start,
+// planned_domain ("/" for the whole fleet) and plan_rank.
+pb::PlanStatus ToProto(core::PlanStatus status);
+void ToProto(const core::PlannedStart& in, pb::Gang* out);
 
 // Events.
 void ToProto(const core::Event& in, pb::GangEvent* out);

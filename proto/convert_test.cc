@@ -259,6 +259,99 @@ TEST(ConvertTest, FairOrderLeversRoundTrip) {
             "config.admission.fair_share_wait_bound: must be > 0");
 }
 
+TEST(ConvertTest, PlanningRoundTripsAndUnsetTakesTheDefaults) {
+  auto defaults = ConfigFromProto(pb::Config(), "config");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->planning, core::PlanningConfig());
+  EXPECT_EQ(defaults->planning.max_gangs, 500);
+  EXPECT_EQ(defaults->planning.window, absl::Hours(24 * 7));
+  EXPECT_TRUE(defaults->planning.binding);
+
+  core::Config config;
+  config.planning.max_gangs = 0;  // explicit 0: the plan off, not the default
+  config.planning.window = absl::Hours(2);
+  config.planning.interval = absl::Seconds(5);
+  config.planning.default_runtime = absl::Minutes(90);
+  config.planning.binding = false;
+  pb::Config proto;
+  ToProto(config, &proto);
+  EXPECT_TRUE(proto.planning().has_max_gangs());
+  EXPECT_EQ(proto.planning().window().seconds(), 7200);
+  auto back = ConfigFromProto(proto, "config");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->planning, config.planning);
+  EXPECT_EQ(*back, config);
+
+  proto.mutable_planning()->mutable_interval()->set_nanos(-1);
+  EXPECT_EQ(ConfigFromProto(proto, "config").status().message(),
+            "config.planning.interval.nanos: must have the sign of seconds "
+            "(5 s, -1 ns)");
+  proto.mutable_planning()->mutable_interval()->set_nanos(0);
+  proto.mutable_planning()->set_max_gangs(10001);
+  EXPECT_EQ(core::ValidateConfig(*ConfigFromProto(proto, "config"), "config")
+                .message(),
+            "config.planning.max_gangs: must be in 0..10000");
+}
+
+TEST(ConvertTest, PlanStatusesShareTheirNamesWithTheApi) {
+  using core::PlanStatus;
+  for (PlanStatus status :
+       {PlanStatus::kNotPending, PlanStatus::kUnplanned, PlanStatus::kPlanned,
+        PlanStatus::kBeyondDepth, PlanStatus::kBeyondWindow,
+        PlanStatus::kNeverFits}) {
+    EXPECT_EQ(pb::PlanStatus_Name(ToProto(status)),
+              absl::StrCat("PLAN_STATUS_", core::PlanStatusName(status)));
+  }
+}
+
+TEST(ConvertTest, APlannedStartFillsTheGangsPlanFields) {
+  core::PlannedStart planned;
+  planned.status = core::PlanStatus::kPlanned;
+  planned.start = absl::FromUnixSeconds(1'700'000'600);
+  planned.domain = "block-a/rack-3";
+  planned.rank = 4;
+  pb::Gang gang;
+  ToProto(planned, &gang);
+  EXPECT_EQ(gang.plan_status(), pb::PLAN_STATUS_PLANNED);
+  EXPECT_EQ(gang.estimated_start().seconds(), 1'700'000'600);
+  EXPECT_EQ(gang.planned_domain(), "block-a/rack-3");
+  EXPECT_EQ(gang.plan_rank(), 4);
+
+  planned.domain = "";  // the whole fleet
+  pb::Gang fleet;
+  ToProto(planned, &fleet);
+  EXPECT_EQ(fleet.planned_domain(), "/");
+
+  // Not planned: only the status.
+  core::PlannedStart beyond;
+  beyond.status = core::PlanStatus::kBeyondDepth;
+  pb::Gang waiting;
+  ToProto(beyond, &waiting);
+  EXPECT_EQ(waiting.plan_status(), pb::PLAN_STATUS_BEYOND_DEPTH);
+  EXPECT_FALSE(waiting.has_estimated_start());
+  EXPECT_EQ(waiting.planned_domain(), "");
+  EXPECT_EQ(waiting.plan_rank(), 0);
+}
+
+TEST(ConvertTest, TheGangsPlanFieldsAreNeitherWrittenNorRead) {
+  core::Gang gang;
+  gang.id = core::GangId("g-000010");
+  gang.spec = core::testing::Spec("llm").Pods(1, 8);
+  gang.submit_time = absl::FromUnixSeconds(1'700'000'000);
+  pb::Gang proto;
+  ToProto(gang, &proto);
+  EXPECT_EQ(proto.plan_status(), pb::PLAN_STATUS_UNSPECIFIED);
+  EXPECT_FALSE(proto.has_estimated_start());
+  // A record carrying them reads as the same gang: they are ignored.
+  proto.set_plan_status(pb::PLAN_STATUS_PLANNED);
+  proto.set_planned_domain("/");
+  proto.set_plan_rank(1);
+  *proto.mutable_estimated_start() = proto.submit_time();
+  auto back = GangFromProto(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, gang);
+}
+
 TEST(ConvertTest, NodeDrainDeadlineRoundTrips) {
   core::Node node;
   node.spec.id = core::NodeId("n1");

@@ -90,38 +90,54 @@ absl::StatusOr<core::GangReport> ReportFromProto(
 }
 
 // A call answered with its gang as it stands after the batch: `id` is set
-// before the batch's cycle (by the body or the handler), `gang` and
-// `revision` are taken on the loop after it.
+// before the batch's cycle (by the body or the handler), `gang`, `plan` and
+// `revision` are taken on the loop after it. A gang the scheduler no
+// longer has keeps the `gang` and `plan` set before (none, or what a read
+// found in the view).
 struct GangAfter {
   core::GangId id;
   core::GangPtr gang;  // null when there is none
+  core::PlannedStart plan;
   int64_t revision = 0;
 };
 
-// Runs `body` on the loop, then answers with response.gang and
-// response.revision as they stand after the batch, so a gang that fits is
-// returned already admitted, with its placement. The loop thread only takes
-// the gang's pointer; the proto is built on the reply thread. The call keeps
-// `after` alive; the two callbacks hold plain pointers (no allocation).
+// Runs `body` on the loop (`mutates` = false for a read), then answers with
+// response.gang, its place in the plan and response.revision as they stand
+// after the batch, so a gang that fits is returned already admitted, with
+// its placement. The loop thread only takes the gang's pointer and its
+// plan; the proto is built on the reply thread. The call keeps `after`
+// alive; the two callbacks hold plain pointers (no allocation).
 template <typename Response>
-grpc::ServerUnaryReactor* RunAnsweringGang(SchedulerLoop& loop,
-                                           grpc::CallbackServerContext* context,
-                                           LoopBody body,
-                                           std::shared_ptr<GangAfter> after,
-                                           Response* response) {
+grpc::ServerUnaryReactor* RunAnsweringGang(
+    SchedulerLoop& loop, grpc::CallbackServerContext* context, LoopBody body,
+    std::shared_ptr<GangAfter> after, Response* response, bool mutates = true) {
   GangAfter* a = after.get();
   return RunOnLoop(
-      loop, context, std::move(body), /*mutates=*/true,
+      loop, context, std::move(body), mutates,
       [a](const core::Scheduler& s) {
-        a->gang = s.FindGang(a->id);
+        if (core::GangPtr gang = s.FindGang(a->id)) {
+          a->gang = std::move(gang);
+          a->plan = s.PlanOf(a->id);
+        }
         a->revision = s.revision();
       },
       [a, response] {
-        if (a->gang) convert::ToProto(*a->gang, response->mutable_gang());
+        if (a->gang) {
+          convert::ToProto(*a->gang, response->mutable_gang());
+          convert::ToProto(a->plan, response->mutable_gang());
+        }
         response->set_revision(a->revision);
       },
       std::move(after));
 }
+
+// The plans of a listing's PENDING gangs, read on the loop: `ids[i]` is
+// the gang of the response's gangs(index[i]).
+struct ListedPlans {
+  std::vector<int> index;
+  std::vector<core::GangId> ids;
+  std::vector<core::PlannedStart> plans;
+};
 
 std::shared_ptr<GangAfter> AfterOf(const std::string& id) {
   auto after = std::make_shared<GangAfter>();
@@ -129,7 +145,17 @@ std::shared_ptr<GangAfter> AfterOf(const std::string& id) {
   return after;
 }
 
+// A gang read on the leader that is not PENDING: the plan has nothing for
+// it, which its status says.
+void MarkNotPending(v1::Gang* gang) {
+  gang->set_plan_status(v1::PLAN_STATUS_NOT_PENDING);
+}
+
 }  // namespace
+
+bool SchedulerService::PlanReadable() const {
+  return !loop_->following() && loop_->WritesRefused().ok();
+}
 
 absl::StatusOr<std::shared_ptr<const View>> SchedulerService::ListingView(
     int64_t revision) {
@@ -257,7 +283,24 @@ grpc::ServerUnaryReactor* SchedulerService::GetGang(
   std::shared_ptr<const View> view = loop_->view();
   auto gang = VisibleGang(*caller, rpc::kGetGang, request->gang_id(), *view);
   if (!gang.ok()) return FinishNow(context, gang.status());
+  const bool plan_readable = PlanReadable();
+  // A pending gang is read again on the loop, with its place in the plan
+  // (a hash lookup there), so the two are of one instant.
+  if (plan_readable && (*gang)->state == core::GangState::kPending) {
+    std::shared_ptr<GangAfter> after = AfterOf(request->gang_id());
+    after->gang = *gang;  // should the loop no longer have it
+    after->plan.status = core::PlanStatus::kNotPending;
+    // The plan is made when read (core::Scheduler::UpdatePlan).
+    auto update_plan = [](core::Scheduler& s, absl::Time now) {
+      s.UpdatePlan(now);
+      return absl::OkStatus();
+    };
+    return RunAnsweringGang(*loop_, context, update_plan, std::move(after),
+                            response,
+                            /*mutates=*/false);
+  }
   convert::ToProto(**gang, response->mutable_gang());
+  if (plan_readable) MarkNotPending(response->mutable_gang());
   response->set_revision(view->revision);
   return FinishNow(context, absl::OkStatus());
 }
@@ -323,7 +366,41 @@ grpc::ServerUnaryReactor* SchedulerService::ListGangs(
     convert::ToProto(*gang, response->add_gangs());
   }
   response->set_revision(view->revision);
-  return FinishNow(context, absl::OkStatus());
+  return AnswerWithPlans(context, response);
+}
+
+grpc::ServerUnaryReactor* SchedulerService::AnswerWithPlans(
+    grpc::CallbackServerContext* context, v1::ListGangsResponse* response) {
+  if (!PlanReadable()) return FinishNow(context, absl::OkStatus());
+  auto listed = std::make_shared<ListedPlans>();
+  for (int i = 0; i < response->gangs_size(); ++i) {
+    v1::Gang* gang = response->mutable_gangs(i);
+    if (gang->state() != v1::GANG_STATE_PENDING) {
+      MarkNotPending(gang);
+      continue;
+    }
+    listed->index.push_back(i);
+    listed->ids.emplace_back(gang->id());
+  }
+  if (listed->ids.empty()) return FinishNow(context, absl::OkStatus());
+  ListedPlans* l = listed.get();
+  // The plan is made when read (core::Scheduler::UpdatePlan).
+  auto update_plan = [](core::Scheduler& s, absl::Time now) {
+    s.UpdatePlan(now);
+    return absl::OkStatus();
+  };
+  return RunOnLoop(
+      *loop_, context, update_plan, /*mutates=*/false,
+      [l](const core::Scheduler& s) {
+        l->plans.reserve(l->ids.size());
+        for (const core::GangId& id : l->ids) l->plans.push_back(s.PlanOf(id));
+      },
+      [l, response] {
+        for (size_t i = 0; i < l->plans.size(); ++i) {
+          convert::ToProto(l->plans[i], response->mutable_gangs(l->index[i]));
+        }
+      },
+      std::move(listed));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerService::WatchGangs(
@@ -419,26 +496,42 @@ grpc::ServerUnaryReactor* SchedulerService::ExplainGang(
   }
   auto gang = VisibleGang(*caller, rpc::kExplainGang, request->gang_id());
   if (!gang.ok()) return FinishNow(context, gang.status());
+  // Decided here: a follower (whose read-only scheduler makes no plan)
+  // only ever becomes the leader, so a call it takes is at worst answered
+  // by the new leader without the plan, never the other way round.
+  const bool leading = !loop_->following();
   return RunOnLoop(
       *loop_, context,
-      [id = core::GangId(request->gang_id()), response](
-          core::Scheduler& s, absl::Time) -> absl::Status {
+      [id = core::GangId(request->gang_id()), response, leading](
+          core::Scheduler& s, absl::Time now) -> absl::Status {
+        s.UpdatePlan(now);
         ASSIGN_OR_RETURN(core::Explanation explanation, s.Explain(id));
-        convert::ToProto(*explanation.gang, response->mutable_gang());
-        response->set_reason(explanation.reason);
-        response->set_reason_code(convert::ToProto(explanation.reason_code));
-        response->set_position(explanation.position);
-        response->set_position_in_queue(explanation.position_in_queue);
-        if (const auto& r = explanation.reservation) {
-          response->set_reserved_domain(r->path.empty() ? "/" : r->path);
-          if (r->start != absl::InfiniteFuture()) {
-            convert::ToProto(r->start, response->mutable_estimated_start());
-          }
-        }
+        FillExplanation(explanation, leading, response);
         response->set_revision(s.revision());
         return absl::OkStatus();
       },
       /*mutates=*/false);
+}
+
+void SchedulerService::FillExplanation(const core::Explanation& explanation,
+                                       bool leading,
+                                       v1::ExplainGangResponse* response) {
+  convert::ToProto(*explanation.gang, response->mutable_gang());
+  response->set_reason(explanation.reason);
+  response->set_reason_code(convert::ToProto(explanation.reason_code));
+  response->set_position(explanation.position);
+  response->set_position_in_queue(explanation.position_in_queue);
+  if (const auto& r = explanation.reservation) {
+    response->set_reserved_domain(r->path.empty() ? "/" : r->path);
+    if (r->start != absl::InfiniteFuture()) {
+      convert::ToProto(r->start, response->mutable_estimated_start());
+    }
+  }
+  if (!leading) return;
+  convert::ToProto(explanation.plan, response->mutable_gang());
+  if (response->gang().has_estimated_start()) {
+    *response->mutable_estimated_start() = response->gang().estimated_start();
+  }
 }
 
 grpc::ServerUnaryReactor* SchedulerService::DryRunGang(

@@ -1,10 +1,12 @@
 // SchedulerService: the phalanx.v1.Scheduler gRPC service (docs/design.md §8).
 // Handlers validate and convert, then either read the loop's published view
-// (GetGang, ListGangs) or run a command on the loop. WatchGangs and
-// WatchGangBatches are served raw (serialized bytes), so the watch hub
-// serializes each event once for all streams; the wire format is the same.
-// Holds no domain state (only the views that multi-page ListGangs listings
-// pin); thread-safe.
+// (GetGang, ListGangs) or run a command on the loop. On the leader, the
+// pending gangs GetGang and ListGangs return also take their place in the
+// plan from the loop (core::Scheduler::PlanOf; one loop call per answer).
+// WatchGangs and WatchGangBatches are served raw (serialized bytes), so the
+// watch hub serializes each event once for all streams; the wire format is the
+// same. Holds no domain state (only the views that multi-page ListGangs
+// listings pin); thread-safe.
 #ifndef PHALANX_SERVER_SCHEDULER_SERVICE_H_
 #define PHALANX_SERVER_SCHEDULER_SERVICE_H_
 
@@ -96,6 +98,20 @@ class SchedulerService final
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(
       grpc::CallbackServerContext* context, const grpc::ByteBuffer& request,
       const RpcMethod& method, WatchFormat format);
+  // Whether gangs read now can carry their place in the plan: this replica
+  // leads (a follower makes no plan) and its loop takes calls (writes are
+  // not refused: while they are, reads are served from the view alone).
+  bool PlanReadable() const;
+  // Answers a ListGangs page whose gangs are filled: when PlanReadable, the
+  // non-pending ones marked PLAN_STATUS_NOT_PENDING and the plans of the
+  // pending ones read on the loop (one call for the page) first.
+  grpc::ServerUnaryReactor* AnswerWithPlans(
+      grpc::CallbackServerContext* context, v1::ListGangsResponse* response);
+  // Fills an ExplainGang answer (all but its revision); the plan's fields
+  // (the gang's four, and estimated_start when planned) only when
+  // `leading`.
+  static void FillExplanation(const core::Explanation& explanation,
+                              bool leading, v1::ExplainGangResponse* response);
   // A loop body for Cancel or Report: runs `apply` and, when the caller is
   // not the gang's owner, audits the outcome.
   LoopBody AuditedIfNotOwner(

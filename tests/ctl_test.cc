@@ -176,7 +176,8 @@ TEST(CtlTest, YamlWideAndAFutureRevision) {
 
   CtlResult wide = Ctl(server, "-o wide list");
   EXPECT_EQ(wide.exit_code, 0) << wide.output;
-  EXPECT_THAT(wide.output, ContainsRegex("ATTEMPTS +NODES +CODE +REASON"));
+  EXPECT_THAT(wide.output,
+              ContainsRegex("ATTEMPTS +NODES +CODE +START +REASON"));
   EXPECT_THAT(wide.output, ContainsRegex("node-[0-9]+,node-[0-9]+"));
   EXPECT_THAT(Ctl(server, "-o wide nodes list").output,
               ContainsRegex("USED/GPUS +CPU +MEMORY +STATE"));
@@ -189,6 +190,40 @@ TEST(CtlTest, YamlWideAndAFutureRevision) {
   CtlResult bad = Ctl(server, "-o xml list");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.output, HasSubstr("want table, json, yaml or wide"));
+}
+
+TEST(CtlTest, ThePlanInListGetAndExplain) {
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  // The whole demo fleet, then a gang behind it.
+  ASSERT_EQ(Ctl(server, "submit --queue a --pods 8 --gpus 8").exit_code, 0);
+  ASSERT_EQ(Ctl(server, "submit --queue a --pods 1 --gpus 8").exit_code, 0);
+
+  // The admitted gang has no place in the plan; the pending one is planned
+  // or waits for the next plan (the first plan may not be made yet).
+  CtlResult wide = Ctl(server, "-o wide list --no-headers");
+  EXPECT_EQ(wide.exit_code, 0) << wide.output;
+  // g-000001: ... NODES, CODE "-", START "-", no reason.
+  EXPECT_THAT(wide.output, ContainsRegex("g-000001 [^\n]*node-[^ ]+ +- +-\n"));
+  // g-000002: ... NODES "-", CODE, START (the format only: the plan's
+  // accuracy is plan_test.cc's), then its reason.
+  EXPECT_THAT(
+      wide.output,
+      ContainsRegex("g-000002 [^\n]* - +[A-Z_]+ +(-|now|in [0-9a-z]+) +[A-Z]"));
+  const std::string plan_row =
+      "Plan: +(planned, rank 1|not planned yet: it came after the last plan "
+      "was made)\n";
+  CtlResult get = Ctl(server, "get g-000002");
+  EXPECT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_THAT(get.output, ContainsRegex(plan_row));
+  CtlResult explain = Ctl(server, "explain g-000002");
+  EXPECT_EQ(explain.exit_code, 0) << explain.output;
+  EXPECT_THAT(explain.output, ContainsRegex(plan_row));
+  EXPECT_THAT(Ctl(server, "get g-000001").output, Not(HasSubstr("Plan:")));
+  CtlResult json = Ctl(server, "-o json get g-000001");
+  EXPECT_THAT(json.output, ContainsRegex("\"plan_status\": ?"
+                                         "\"PLAN_STATUS_NOT_PENDING\""));
 }
 
 TEST(CtlTest, DrainWithADeadlineAndTheHorizonInTheConfig) {

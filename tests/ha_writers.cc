@@ -27,6 +27,19 @@ v1::ListGangsResponse ListAll(v1::Scheduler::Stub& stub) {
   return response;
 }
 
+v1::Gang WithoutPlan(v1::Gang gang) {
+  gang.clear_plan_status();
+  gang.clear_estimated_start();
+  gang.clear_planned_domain();
+  gang.clear_plan_rank();
+  return gang;
+}
+
+v1::ListGangsResponse WithoutPlans(v1::ListGangsResponse listed) {
+  for (v1::Gang& gang : *listed.mutable_gangs()) gang = WithoutPlan(gang);
+  return listed;
+}
+
 int CheckNoGpuTwice(const v1::ListGangsResponse& listed) {
   std::set<std::pair<std::string, int>> held;
   int count = 0;

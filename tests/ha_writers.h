@@ -1,5 +1,6 @@
 // What the HA fault suites (ha_follow_test.cc, partition_test.cc) share:
-// bounded polling, a full listing, the "no GPU held twice" check, and
+// bounded polling, a full listing (and its gangs as a follower lists them),
+// the "no GPU held twice" check, and
 // Writers — two client threads that submit and cancel gangs throughout a
 // fault and then check that every acknowledged write is there once.
 // Not thread-safe except where a method says so.
@@ -28,6 +29,13 @@ bool Eventually(const std::function<bool()>& condition, int tries = 400);
 // Every gang `stub` lists (one page of up to 1000), expecting OK within
 // 10 s.
 v1::ListGangsResponse ListAll(v1::Scheduler::Stub& stub);
+
+// `gang` without the plan's fields (plan_status, estimated_start,
+// planned_domain, plan_rank), which only the leader fills: what a follower
+// answers for the same gang at the same revision.
+v1::Gang WithoutPlan(v1::Gang gang);
+// `listed` with every gang WithoutPlan.
+v1::ListGangsResponse WithoutPlans(v1::ListGangsResponse listed);
 
 // No GPU is held by two non-final gangs (a final gang keeps the placement
 // it released): a failure for each one that is. Returns how many are held.

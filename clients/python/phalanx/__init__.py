@@ -17,8 +17,11 @@ from phalanx.client import (  # noqa: E402
     Client,
     GangFinished,
     LeaseKeeper,
+    PlannedStart,
+    PlanStatus,
     ReasonCode,
     Tls,
+    plan_of,
     reason_code_name,
 )
 from phalanx.placement import (  # noqa: E402
@@ -31,8 +34,11 @@ __all__ = [
     "Client",
     "GangFinished",
     "LeaseKeeper",
+    "PlannedStart",
+    "PlanStatus",
     "ReasonCode",
     "Tls",
+    "plan_of",
     "reason_code_name",
     "gpu_lists",
     "hostfile",

@@ -58,6 +58,44 @@ def reason_code_name(gang):
     "UNSPECIFIED" while it is admitted or running."""
     return ReasonCode.Name(gang.reason_code)[len("REASON_CODE_"):]
 
+
+# Where a pending gang stands in the leader's plan (``gang.plan_status``).
+PlanStatus = types_pb2.PlanStatus
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedStart:
+    """A gang's place in the plan, as ``plan_of`` reads it from a Gang.
+
+    ``status``: "PLANNED", "UNPLANNED", "BEYOND_DEPTH", "BEYOND_WINDOW",
+    "NEVER_FITS", "NOT_PENDING", or "UNSPECIFIED" when the gang carries no
+    plan (read from an HA follower, or from a watch event). The other three
+    are set only when PLANNED: ``estimated_start`` (an aware UTC datetime),
+    ``domain`` (the planned domain's path, "/" for the whole fleet) and
+    ``rank`` (1-based among planned gangs); else None."""
+    status: str
+    estimated_start: "datetime.datetime | None" = None
+    domain: "str | None" = None
+    rank: "int | None" = None
+
+    @property
+    def planned(self):
+        return self.status == "PLANNED"
+
+
+def plan_of(gang):
+    """The gang's place in the plan (a ``PlannedStart``), from the output-only
+    fields the leader fills in ``get``, ``list`` and ``explain``."""
+    status = PlanStatus.Name(gang.plan_status)[len("PLAN_STATUS_"):]
+    if status != "PLANNED":
+        return PlannedStart(status)
+    start = None
+    if gang.HasField("estimated_start"):
+        start = gang.estimated_start.ToDatetime().replace(
+            tzinfo=datetime.timezone.utc)
+    return PlannedStart(status, start, gang.planned_domain or None,
+                        gang.plan_rank or None)
+
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 _LEADER_KEY = "phalanx-leader"

@@ -1,5 +1,6 @@
 """The Python client against the real phalanxd (see conftest.py)."""
 
+import datetime
 import re
 import subprocess
 import sys
@@ -63,8 +64,35 @@ def test_a_pending_gang_says_why_as_a_code(daemon):
     assert name in ("NO_FIT", "RESERVED"), explained
     assert explained.reason_code == explained.gang.reason_code
     assert explained.reason == explained.gang.reason
+    # The leader fills the plan's fields: an admitted gang has no place in
+    # it; a pending one is in the plan or waits for the next one.
+    assert phalanx.plan_of(client.get(whole.id)).status == "NOT_PENDING"
+    assert phalanx.plan_of(explained.gang).status in ("UNPLANNED", "PLANNED")
+    listed = {g.id: g for g in client.list(queue="a")[0]}
+    assert phalanx.plan_of(listed[whole.id]).status == "NOT_PENDING"
+    assert phalanx.plan_of(listed[waiting.id]).status in (
+        "UNPLANNED", "PLANNED")
     client.cancel(waiting.id)
     client.cancel(whole.id)
+
+
+def test_plan_of_reads_the_plans_fields():
+    when = datetime.datetime(2024, 5, 1, 12, 20, 3,
+                             tzinfo=datetime.timezone.utc)
+    gang = types_pb2.Gang(plan_status=types_pb2.PLAN_STATUS_PLANNED,
+                          planned_domain="b1/r07", plan_rank=3)
+    gang.estimated_start.FromDatetime(when.replace(tzinfo=None))
+    plan = phalanx.plan_of(gang)
+    assert plan == phalanx.PlannedStart("PLANNED", when, "b1/r07", 3)
+    assert plan.planned
+    deep = phalanx.plan_of(
+        types_pb2.Gang(plan_status=types_pb2.PLAN_STATUS_BEYOND_DEPTH))
+    assert deep == phalanx.PlannedStart("BEYOND_DEPTH")
+    assert not deep.planned and deep.estimated_start is None
+    # A gang read from an HA follower (or a watch event) carries no plan.
+    assert phalanx.plan_of(types_pb2.Gang()).status == "UNSPECIFIED"
+    assert phalanx.PlanStatus.Name(types_pb2.PLAN_STATUS_NEVER_FITS) == (
+        "PLAN_STATUS_NEVER_FITS")
 
 
 def test_batched_and_single_event_watches_agree(daemon):
