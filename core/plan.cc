@@ -421,6 +421,18 @@ void Plan::Drop(const GangId& gang) {
   entry.binding = false;
 }
 
+void Plan::TakeCapacity(const std::vector<PodPlacement>& placement,
+                        const Fleet& fleet, absl::Time from, absl::Time until) {
+  if (!MadeFor(fleet)) return;
+  for (const PodPlacement& pod : placement) {
+    const int slot = fleet.Find(pod.node);
+    if (slot < 0 || free_now_.empty()) continue;
+    const int gpus = static_cast<int>(pod.gpu_indices.size());
+    AddEvent(slot, from, -gpus);
+    AddEvent(slot, until, gpus);
+  }
+}
+
 void Plan::Release(const GangId& gang) {
   if (auto it = index_.find(gang); it != index_.end()) {
     entries_[it->second].binding = false;

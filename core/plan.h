@@ -98,6 +98,11 @@ class Plan {
   // kBeyondWindow or kNeverFits); a planned gang takes its capacity from
   // the profile. `fleet` must be the one of the last Reset.
   PlannedStart Add(const Request& request, const Fleet& fleet, absl::Time now);
+  // Takes the GPUs of `placement` on `fleet` from `from` to `until`: a gang
+  // admitted since the plan was made, so gangs planned later (arrivals)
+  // are planned on the capacity in force.
+  void TakeCapacity(const std::vector<PodPlacement>& placement,
+                    const Fleet& fleet, absl::Time from, absl::Time until);
   // Lets the capacity of `gang`'s entry go to others: its planned start has
   // come and it did not fit (the plan sizes by GPU counts; slices or an
   // overrunning gang can still keep it out). It stays planned.

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/node_vacator.h"
+#include "core/planner.h"
 
 namespace phalanx::core {
 
@@ -74,7 +75,11 @@ void SchedulerState::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
   quotas_.Accrue(admitted.spec.queue, now);
   quotas_.Charge(admitted, fleet_, +1);
   deadlines_.ArmGang(admitted, config_.start_timeout);
-  Transition(std::move(admitted), EventType::kAdmitted, now);
+  const absl::Time expected_end =
+      now + PlannedRuntime(admitted, config_.planning.default_runtime);
+  const GangPtr stored =
+      Transition(std::move(admitted), EventType::kAdmitted, now);
+  plan_.TakeCapacity(stored->placement, fleet_, now, expected_end);
 }
 
 void SchedulerState::SetReason(const GangPtr& gang, ReasonCode code,

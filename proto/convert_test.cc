@@ -265,7 +265,7 @@ TEST(ConvertTest, PlanningRoundTripsAndUnsetTakesTheDefaults) {
   EXPECT_EQ(defaults->planning, core::PlanningConfig());
   EXPECT_EQ(defaults->planning.max_gangs, 500);
   EXPECT_EQ(defaults->planning.window, absl::Hours(24 * 7));
-  EXPECT_TRUE(defaults->planning.binding);
+  EXPECT_FALSE(defaults->planning.binding);
 
   core::Config config;
   config.planning.max_gangs = 0;  // explicit 0: the plan off, not the default

@@ -235,12 +235,9 @@ TEST_F(PlanTest, PendingGangsArePlannedAndStartAtTheirEstimate) {
   }
 }
 
-// Disabled: a gang that arrives between two plans is planned on the
-// capacity the last plan started from, which leaves out gangs admitted
-// since; behind a fleet filled after that plan, it reads PLANNED to start
-// now until the next plan (planning.interval later) corrects it.
-TEST_F(PlanTest,
-       DISABLED_AGangArrivingBetweenPlansIsPlannedOnTheCapacityInForce) {
+// A gang that arrives between two plans is planned on the capacity in
+// force: the gangs admitted since the last plan hold theirs in it.
+TEST_F(PlanTest, AGangArrivingBetweenPlansIsPlannedOnTheCapacityInForce) {
   const std::vector<v1::Gang> running = FillFleet(absl::Seconds(4));
   const std::vector<std::string> waiting = SubmitWaiting(3);
   const std::map<std::string, v1::Gang> planned = AwaitPlanned(waiting);

@@ -57,7 +57,21 @@ TEST(PolicyConfigTest, SlurmLikeIsPriorityAgeWithOneReservationForAnyHead) {
   EXPECT_FALSE(slurm->admission.strict_fifo);
 }
 
-TEST(PolicyConfigTest, SlurmDefaultPlansFiveHundredJobsWithinADay) {
+TEST(PolicyConfigTest, SlurmDefaultPlansAsManyJobsAsCoreMayWithinADay) {
+  absl::StatusOr<core::Config> slurm = PolicyConfig("slurm-default", {});
+  ASSERT_TRUE(slurm.ok()) << slurm.status();
+  EXPECT_FALSE(slurm->fair_share.enabled);
+  EXPECT_EQ(slurm->admission.ordering, core::Ordering::kPriorityFairShareAge);
+  EXPECT_EQ(slurm->reservation.depth, 64);  // bf_max_job_test, core's most
+  EXPECT_EQ(slurm->reservation.window, absl::Hours(24));  // bf_window
+  EXPECT_EQ(slurm->planning.max_gangs, 0);
+  EXPECT_EQ(slurm->reservation.min_priority,
+            std::numeric_limits<int>::lowest());
+  EXPECT_FALSE(slurm->preemption.enabled);
+  EXPECT_FALSE(slurm->admission.strict_fifo);
+}
+
+TEST(PolicyConfigTest, SlurmDefaultPlansAsManyJobsAsCoreMayWithinADay) {
   absl::StatusOr<core::Config> slurm = PolicyConfig("slurm-default", {});
   ASSERT_TRUE(slurm.ok()) << slurm.status();
   EXPECT_FALSE(slurm->fair_share.enabled);
