@@ -69,22 +69,6 @@ TEST(PolicyConfigTest, SlurmDefaultPlansAsManyJobsAsCoreMayWithinADay) {
             std::numeric_limits<int>::lowest());
   EXPECT_FALSE(slurm->preemption.enabled);
   EXPECT_FALSE(slurm->admission.strict_fifo);
-}
-
-TEST(PolicyConfigTest, SlurmDefaultPlansAsManyJobsAsCoreMayWithinADay) {
-  absl::StatusOr<core::Config> slurm = PolicyConfig("slurm-default", {});
-  ASSERT_TRUE(slurm.ok()) << slurm.status();
-  EXPECT_FALSE(slurm->fair_share.enabled);
-  EXPECT_EQ(slurm->admission.ordering, core::Ordering::kPriorityFairShareAge);
-  EXPECT_EQ(slurm->planning.max_gangs, 500);               // bf_max_job_test
-  EXPECT_EQ(slurm->planning.window, absl::Hours(24));      // bf_window
-  EXPECT_EQ(slurm->planning.interval, absl::Seconds(30));  // bf_interval
-  EXPECT_TRUE(slurm->planning.binding);    // backfill delays no planned start
-  EXPECT_EQ(slurm->reservation.depth, 1);  // beyond the window: EASY's head
-  EXPECT_EQ(slurm->reservation.min_priority,
-            std::numeric_limits<int>::lowest());
-  EXPECT_FALSE(slurm->preemption.enabled);
-  EXPECT_FALSE(slurm->admission.strict_fifo);
   EXPECT_FALSE(slurm->placement.domain_end_time_packing);
 }
 
