@@ -127,6 +127,22 @@ void BM_SteadyChurn(benchmark::State& state) {
   state.counters["active_at_end"] = static_cast<double>(active.size());
 }
 
+// A full plan from scratch (core/plan.h): the fleet filled, the pending
+// gangs behind it walked in admission order up to planning.max_gangs.
+void BM_FullPlan(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  const int pending = static_cast<int>(state.range(1));
+  auto scheduler = MakeScheduler(nodes, pending, /*seed=*/42);
+  absl::Time now = BenchStart() + absl::Seconds(1);
+  scheduler->RunCycle(now);
+  scheduler->TakeMutation();
+  for (auto _ : state) {
+    now += scheduler->config().planning.interval;  // due: made from scratch
+    scheduler->UpdatePlan(now);
+  }
+  state.counters["planned"] = scheduler->plan().size();
+}
+
 // A cycle on the timer with nothing changed since the last one (the clock
 // moves one cycle_interval, 1 s).
 void BM_UnchangedCycle(benchmark::State& state) {
@@ -226,6 +242,11 @@ void RegisterAll(bool quick) {
         ->Iterations(quick ? 20 : 100)
         ->Unit(benchmark::kMicrosecond);
   }
+  benchmark::RegisterBenchmark("BM_FullPlan/nodes:10000/pending:100000",
+                               BM_FullPlan)
+      ->Args({10'000, 100'000})
+      ->Iterations(quick ? 1 : 5)
+      ->Unit(benchmark::kMillisecond);
   for (int pending : pending_counts) {
     if (quick && pending != 100'000) continue;
     benchmark::RegisterBenchmark(
