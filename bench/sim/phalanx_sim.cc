@@ -76,6 +76,12 @@ ABSL_FLAG(double, node_mtbf_hours, 0,
 ABSL_FLAG(double, node_repair_hours, 4,
           "hours a failed node stays UNHEALTHY before it is READY again");
 ABSL_FLAG(uint64_t, failure_seed, 1, "seed of the node failure times");
+ABSL_FLAG(bool, exact_estimates, false,
+          "every job's estimated_runtime is its actual run time (instead of "
+          "actual x U[0.5, 3])");
+ABSL_FLAG(bool, plan_accuracy, false,
+          "read the plan just after each submit and write plan-accuracy.md: "
+          "how far each job's planned start was from its first start");
 ABSL_FLAG(std::string, compare, "",
           "A,B: replay policies A and B (instead of --policies), write "
           "compare.csv (every job's wait under each) and compare.md (what "
@@ -213,6 +219,7 @@ absl::StatusOr<ReplayResult> ReplayWithProgress(
   options.node_repair = absl::Hours(absl::GetFlag(FLAGS_node_repair_hours));
   options.failure_seed = absl::GetFlag(FLAGS_failure_seed);
   options.explain_jobs = std::move(explain_jobs);
+  options.plan_accuracy = absl::GetFlag(FLAGS_plan_accuracy);
   options.progress = [&](int64_t done, int64_t total) {
     bar.Update(done, total);
     return absl::Now() < deadline;  // one clock read a cycle: negligible
@@ -251,6 +258,7 @@ absl::StatusOr<PolicyOutcome> RunPolicy(const std::string& name,
   outcome.metrics->sim_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   outcome.series = std::move(result->series);
   outcome.waits = std::move(result->waits);
+  outcome.plan_errors = std::move(result->plan_errors);
   if (!result->events.empty()) {
     outcome.events_csv =
         EventsCsv(result->events, workload.jobs, meta.first_submit);
@@ -356,6 +364,11 @@ absl::Status Main() {
   Workload workload;
   workload.jobs = *std::move(jobs);
   workload.estimates = DrawEstimates(workload.jobs, absl::GetFlag(FLAGS_seed));
+  if (absl::GetFlag(FLAGS_exact_estimates)) {
+    for (size_t i = 0; i < workload.jobs.size(); ++i) {
+      workload.estimates[i] = workload.jobs[i].duration;
+    }
+  }
   DescribeRun(*fleet, workload, meta);
 
   // Each policy replays on its own core::Scheduler and shares only the
@@ -382,6 +395,20 @@ absl::Status Main() {
   }
   const std::string out = absl::GetFlag(FLAGS_out);
   if (absl::Status s = WriteReports(out, meta, outcomes); !s.ok()) return s;
+  if (absl::GetFlag(FLAGS_plan_accuracy)) {
+    std::vector<int64_t> gpus;
+    for (const TraceJob& job : workload.jobs) {
+      gpus.push_back(
+          JobSpec(job, absl::ZeroDuration(), *fleet, core::QueueName("q"))
+              .TotalGpus());
+    }
+    const std::string md = PlanAccuracyMarkdown(outcomes, gpus);
+    if (absl::Status s = WriteFile(absl::StrCat(out, "/plan-accuracy.md"), md);
+        !s.ok()) {
+      return s;
+    }
+    std::fputs(md.c_str(), stdout);
+  }
   if (!absl::GetFlag(FLAGS_compare).empty()) {
     absl::Status s = WriteComparison(out, *fleet, workload, meta, outcomes);
     if (!s.ok()) return s;

@@ -109,6 +109,8 @@ class Engine {
   void Record(const core::Event& event, int index);
   void OnAdmitted(JobRun& job, int index, const core::Gang& gang,
                   absl::Time now);
+  // Reads the plan of the jobs that arrived at `now` and are pending.
+  void ReadPlans(size_t first_arrival, absl::Time now);
   void OnPreempting(JobRun& job, int index, absl::Time now);
   void OnRepaired(JobRun& job, int index, const core::Gang& gang,
                   absl::Time now);
@@ -136,6 +138,10 @@ class Engine {
   std::vector<int> arrival_order_;  // job indices by (submit time, file order)
   size_t next_arrival_ = 0;
   std::vector<JobRun> jobs_;
+  // With plan_accuracy: each job's planned start read just after its
+  // submit, and its first start minus it.
+  std::vector<std::optional<absl::Time>> planned_start_;
+  std::vector<std::optional<absl::Duration>> plan_errors_;
   std::vector<int> job_of_seq_;  // gang sequence number -> job index
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>>
@@ -277,6 +283,8 @@ absl::StatusOr<ReplayResult> Engine::Run() {
   result.events = std::move(events_);
   result.waits = std::move(waits_);
   result.holds = holds_.Finish();
+  plan_errors_.resize(jobs_.size());
+  result.plan_errors = std::move(plan_errors_);
   return result;
 }
 
@@ -293,7 +301,25 @@ absl::StatusOr<bool> Engine::Step(absl::Time now) {
   core::Mutation mutation = scheduler_.TakeMutation();
   for (const core::Event& event : mutation.events) HandleEvent(event);
   if (cycle && !holds_.jobs().empty()) ObserveHolds(now);
+  if (options_.plan_accuracy && next_arrival_ != arrived) {
+    ReadPlans(arrived, now);
+  }
   return cycle;
+}
+
+void Engine::ReadPlans(size_t first_arrival, absl::Time now) {
+  planned_start_.resize(jobs_.size());
+  plan_errors_.resize(jobs_.size());
+  scheduler_.UpdatePlan(now);
+  for (size_t i = first_arrival; i < next_arrival_; ++i) {
+    const int index = arrival_order_[i];
+    const JobRun& job = jobs_[index];
+    if (job.phase != Phase::kPending) continue;
+    const core::PlannedStart plan = scheduler_.PlanOf(job.gang);
+    if (plan.status == core::PlanStatus::kPlanned) {
+      planned_start_[index] = plan.start;
+    }
+  }
 }
 
 absl::StatusOr<bool> Engine::FireTimers(absl::Time now) {
@@ -511,6 +537,11 @@ void Engine::Record(const core::Event& event, int index) {
 void Engine::OnAdmitted(JobRun& job, int index, const core::Gang& gang,
                         absl::Time now) {
   AddPending(job, -1);
+  if (options_.plan_accuracy &&
+      static_cast<size_t>(index) < planned_start_.size() &&
+      planned_start_[index] && !plan_errors_[index]) {
+    plan_errors_[index] = now - *planned_start_[index];
+  }
   job.waited += now - job.since;
   job.since = now;
   job.phase = Phase::kRunning;

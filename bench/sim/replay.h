@@ -88,6 +88,9 @@ struct ReplayResult {
   std::vector<std::optional<absl::Duration>> waits;
   // What held each of ReplayOptions::explain_jobs, in that order.
   std::vector<HoldReport> holds;
+  // With ReplayOptions::plan_accuracy, per job: its first start minus the
+  // start the plan gave it just after its submit, when it had one.
+  std::vector<std::optional<absl::Duration>> plan_errors;
 };
 
 // Called after each step with the jobs done (finished or refused) of
@@ -115,6 +118,11 @@ struct ReplayOptions {
   // Check after every event that no GPU is held by two jobs and none on an
   // UNHEALTHY node (for tests; costs a map update per placement).
   bool check_gpus = false;
+  // Read the plan (core/plan.h) after each step with arrivals, as a user
+  // asking when a new gang starts, and keep each job's estimate to compare
+  // with its first start (ReplayResult::plan_errors). Reading the plan
+  // changes no decision unless planning.binding is on.
+  bool plan_accuracy = false;
   // Jobs (indices into Workload::jobs) whose holders to gather after every
   // cycle (HoldTracker); reading them changes no decision.
   std::vector<int> explain_jobs;

@@ -406,4 +406,31 @@ absl::Status RunPlot(const std::string& python, const std::string& script,
   return absl::OkStatus();
 }
 
+std::string PlanAccuracyMarkdown(const std::vector<PolicyOutcome>& outcomes,
+                                 const std::vector<int64_t>& job_gpus) {
+  std::string md =
+      "| policy | GPUs | jobs planned at submit | median \\|error\\| h | "
+      "p90 \\|error\\| h |\n| --- | --- | --- | --- | --- |\n";
+  for (const PolicyOutcome& outcome : outcomes) {
+    std::vector<std::vector<double>> hours(kSizeClassCount);
+    for (size_t i = 0; i < outcome.plan_errors.size(); ++i) {
+      if (!outcome.plan_errors[i] || i >= job_gpus.size()) continue;
+      hours[SizeClassOf(static_cast<int>(job_gpus[i]))].push_back(
+          absl::ToDoubleHours(absl::AbsDuration(*outcome.plan_errors[i])));
+    }
+    for (int c = 0; c < kSizeClassCount; ++c) {
+      std::vector<double>& h = hours[c];
+      if (h.empty()) continue;
+      std::sort(h.begin(), h.end());
+      auto at = [&h](double q) {
+        return h[std::min(h.size() - 1, static_cast<size_t>(q * h.size()))];
+      };
+      absl::StrAppendFormat(&md, "| `%s` | %s | %d | %.2f | %.2f |\n",
+                            outcome.name, kSizeClasses[c].name,
+                            static_cast<int>(h.size()), at(0.5), at(0.9));
+    }
+  }
+  return md;
+}
+
 }  // namespace phalanx::bench

@@ -55,7 +55,16 @@ struct PolicyOutcome {
   std::string events_csv;  // written as events-<name>.csv when not empty
   // Per job, its wait when it finished (ReplayResult::waits).
   std::vector<std::optional<absl::Duration>> waits;
+  // Per job, first start minus the start planned at its submit (with
+  // --plan-accuracy; ReplayResult::plan_errors).
+  std::vector<std::optional<absl::Duration>> plan_errors;
 };
+
+// With --plan-accuracy: per policy and size class, how far the start the
+// plan gave a job at its submit was from its first start (median and p90
+// of the absolute difference, in hours), as a Markdown table.
+std::string PlanAccuracyMarkdown(const std::vector<PolicyOutcome>& outcomes,
+                                 const std::vector<int64_t>& job_gpus);
 
 // {"meta": {...}, "policies": {"<name>": {...}}}; a policy without metrics
 // has "available": false, "status" "unavailable" or "not finished", its
