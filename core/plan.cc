@@ -423,7 +423,9 @@ void Plan::Drop(const GangId& gang) {
 
 void Plan::TakeCapacity(const std::vector<PodPlacement>& placement,
                         const Fleet& fleet, absl::Time from, absl::Time until) {
-  if (!MadeFor(fleet)) return;
+  // A plan that is due is made again from the fleet before it is read:
+  // nothing to keep (and nothing grows while no one reads it).
+  if (!MadeFor(fleet) || from >= made_at_ + config_.interval) return;
   for (const PodPlacement& pod : placement) {
     const int slot = fleet.Find(pod.node);
     if (slot < 0 || free_now_.empty()) continue;
