@@ -504,7 +504,7 @@ grpc::ServerUnaryReactor* SchedulerService::ExplainGang(
       *loop_, context,
       [id = core::GangId(request->gang_id()), response, leading](
           core::Scheduler& s, absl::Time now) -> absl::Status {
-        s.UpdatePlan(now);
+        if (leading) s.UpdatePlan(now);
         ASSIGN_OR_RETURN(core::Explanation explanation, s.Explain(id));
         FillExplanation(explanation, leading, response);
         response->set_revision(s.revision());
