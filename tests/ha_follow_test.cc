@@ -810,7 +810,9 @@ TEST_F(HaFollowTest, APageTokenFromOneReplicaReadsOnAnother) {
   auto follower_stub = follower.Scheduler();
   const v1::ListGangsResponse on_follower =
       CallOk(*follower_stub, &v1::Scheduler::Stub::ListGangs, request);
-  EXPECT_SAME_MESSAGE(on_follower, second);
+  // The leader's page carries the plan of its pending gangs; a follower
+  // makes no plan.
+  EXPECT_SAME_MESSAGE(on_follower, WithoutPlans(second));
   EXPECT_EQ(on_follower.revision(), first.revision());
   // A token of a revision this replica has not applied yet: retry.
   auto status_of = [&](const std::string& token) {
@@ -1030,7 +1032,7 @@ TEST_F(HaFollowTest, AFollowerCutOffFromEtcdStopsServingWithinItsBound) {
       absl::ToDoubleSeconds(not_serving),
       absl::ToDoubleSeconds(absl::Now() - healed));
   EXPECT_EQ(ListAll(*follower_stub).SerializeAsString(),
-            ListAll(*stub).SerializeAsString());
+            WithoutPlans(ListAll(*stub)).SerializeAsString());
 }
 
 TEST_F(HaFollowTest, AHungEtcdMemberUnderTheLeaderCausesNoFailover) {
