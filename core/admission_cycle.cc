@@ -389,6 +389,7 @@ std::optional<std::string> AdmissionCycle::BlockedByReservation(
 }
 
 void AdmissionCycle::ReleaseOverduePlan(const Gang& gang) {
+  if (!s_.config_.planning.binding) return;  // the plan only estimates
   const Plan::Entry* entry = s_.plan_.EntryOf(gang.id);
   if (entry == nullptr || entry->start > now_ || !entry->binding) return;
   s_.plan_.Release(gang.id);
@@ -397,6 +398,7 @@ void AdmissionCycle::ReleaseOverduePlan(const Gang& gang) {
 
 PlacementResult AdmissionCycle::PlaceOnPlannedNodes(
     const Gang& gang, const PlacementOptions& options) {
+  if (!s_.config_.planning.binding) return {};  // the plan only estimates
   const Plan::Entry* entry = s_.plan_.EntryOf(gang.id);
   if (entry == nullptr || entry->start > now_ || entry->uses.empty()) {
     return {};

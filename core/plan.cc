@@ -1,6 +1,7 @@
 #include "core/plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace phalanx::core {
@@ -60,10 +61,11 @@ class CountPlacer {
     if (!ModelAllowed(set, fleet_.slots()[slot])) return 0;
     return avail_[slot] / set.gpus;
   }
-  int64_t PodsIn(const PodSetSpec& set, const Fleet::Domain& d) const {
+  // Pods of `set` the slots of `d` hold, counting no further than `cap`.
+  int64_t PodsIn(const PodSetSpec& set, const Fleet::Domain& d,
+                 int64_t cap) const {
     int64_t pods = 0;
-    for (int slot = d.node_begin; slot < d.node_end && pods < set.count;
-         ++slot) {
+    for (int slot = d.node_begin; slot < d.node_end && pods < cap; ++slot) {
       pods += PodsOn(set, slot);
     }
     return pods;
@@ -74,20 +76,14 @@ class CountPlacer {
     int best = -1;
     int64_t best_pods = 0;
     for (int domain : fleet_.DomainsAtLevel(level)) {
-      const int64_t pods = PodsInAll(set, fleet_.domains()[domain]);
+      const int64_t pods = PodsIn(set, fleet_.domains()[domain],
+                                  std::numeric_limits<int64_t>::max());
       if (pods >= set.count && (best < 0 || pods < best_pods)) {
         best = domain;
         best_pods = pods;
       }
     }
     return best;
-  }
-  int64_t PodsInAll(const PodSetSpec& set, const Fleet::Domain& d) const {
-    int64_t pods = 0;
-    for (int slot = d.node_begin; slot < d.node_end; ++slot) {
-      pods += PodsOn(set, slot);
-    }
-    return pods;
   }
   // The slot holding every pod of `set` with the fewest GPUs to spare, or
   // -1.
@@ -125,7 +121,7 @@ class CountPlacer {
     const int domain = DomainFor(set);
     if (domain < 0) return false;
     const Fleet::Domain& d = fleet_.domains()[domain];
-    if (PodsIn(set, d) < set.count) return false;
+    if (PodsIn(set, d, set.count) < set.count) return false;
     std::vector<int> slots;
     for (int slot = d.node_begin; slot < d.node_end; ++slot) {
       if (PodsOn(set, slot) > 0) slots.push_back(slot);
