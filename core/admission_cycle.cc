@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "core/check.h"
 #include "core/domain_score.h"
 #include "core/housekeeping.h"
 #include "core/planner.h"
@@ -177,21 +179,26 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
   const Plan& plan = s_.plan_;
   const bool planned =
       s_.config_.planning.binding && !plan.BindingSlots().empty();
+  std::optional<PlanRoom> room;
+  if (planned) {
+    const int rank = plan.RankOf(gang->id);
+    // A planned gang runs as long as the plan expects (gangs behind it were
+    // planned around that); one the plan has not seen needs an estimate.
+    const absl::Time end =
+        rank > 0
+            ? now_ + PlannedRuntime(*gang, s_.config_.planning.default_runtime)
+            : BackfillEnd(*gang, now_);
+    room.emplace(plan, rank, gang->spec.priority, now_, end);
+  }
   if (!reservations.empty() || !holds.held_for().empty() || planned) {
-    const int rank = planned ? plan.RankOf(gang->id) : 0;
-    const absl::Time end = BackfillEnd(*gang, now_);
-    options.node_allowed = [this, &gang, &reservations, &holds, &plan, planned,
-                            rank, end](int slot) {
+    options.node_allowed = [this, &gang, &reservations, &holds](int slot) {
       const Reservation* r = reservations.AtSlot(slot);
       return (r == nullptr || ReservationBook::MayBackfill(*gang, *r, now_)) &&
-             !holds.HeldForOther(slot, gang->id, s_.fleet_) &&
-             (!planned ||
-              plan.MayUse(slot, rank, gang->spec.priority, now_, end));
+             !holds.HeldForOther(slot, gang->id, s_.fleet_);
     };
     options.restricted_slots = &s_.RestrictedSlots();
   }
-  PlacementResult placement = PlaceOnPlannedNodes(*gang, options);
-  if (!placement.placed) placement = PlaceGang(gang->spec, s_.fleet_, options);
+  PlacementResult placement = PlaceWithinPlan(*gang, options, room);
   if (!placement.placed) ReleaseOverduePlan(*gang);
   if (!placement.placed && planned && placement.code != ReasonCode::kQuota) {
     if (auto why = BlockedByPlan(gang, queue)) {
@@ -215,7 +222,7 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
     return {placement.code, std::move(placement.reason)};
   }
   if (s_.config_.placement.domain_end_time_packing) {
-    PackByDomainEnd(*gang, options, placement);
+    PackByDomainEnd(*gang, options, room, placement);
   }
   s_.Admit(gang, std::move(placement.pods), now_);
   return {};
@@ -237,6 +244,7 @@ absl::Time AdmissionCycle::LatestEndIn(int domain) const {
 
 void AdmissionCycle::PackByDomainEnd(const Gang& gang,
                                      const PlacementOptions& options,
+                                     std::optional<PlanRoom>& room,
                                      PlacementResult& placement) {
   const Fleet& fleet = s_.fleet_;
   if (gang.spec.estimated_runtime <= absl::ZeroDuration() ||
@@ -265,7 +273,9 @@ void AdmissionCycle::PackByDomainEnd(const Gang& gang,
     PlacementOptions inside = options;
     inside.within_domain = domain;
     PlacementResult there = PlaceGang(gang.spec, s_.fleet_, inside);
-    if (!there.placed) continue;
+    if (!there.placed || (room && !room->Excess(there.pods, fleet).empty())) {
+      continue;
+    }
     placement = std::move(there);
     return;
   }
@@ -396,6 +406,63 @@ void AdmissionCycle::ReleaseOverduePlan(const Gang& gang) {
   s_.BumpEpoch();  // its capacity is open to others
 }
 
+PlacementResult AdmissionCycle::PlaceWithinPlan(const Gang& gang,
+                                                const PlacementOptions& options,
+                                                std::optional<PlanRoom>& room) {
+  if (!room) {
+    PlacementResult placement = PlaceOnPlannedNodes(gang, options);
+    if (placement.placed) return placement;
+    return PlaceGang(gang.spec, s_.fleet_, options);
+  }
+  // A gang whose planned start has come first tries to start without
+  // taking what the plan gives anyone else, so every other start holds.
+  const Plan::Entry* entry = s_.plan_.EntryOf(gang.id);
+  if (entry != nullptr && entry->start <= now_) {
+    PlanRoom everyone = room->BehindToo();
+    PlacementResult placement = PlaceInRoom(gang, options, everyone);
+    if (placement.placed) return placement;
+  }
+  return PlaceInRoom(gang, options, *room);
+}
+
+PlacementResult AdmissionCycle::PlaceInRoom(const Gang& gang,
+                                            const PlacementOptions& options,
+                                            PlanRoom& room) {
+  PlacementOptions within = options;
+  within.node_allowed = [&options, &room](int slot) {
+    return (options.node_allowed == nullptr || options.node_allowed(slot)) &&
+           room.Allows(slot);
+  };
+  // The placer asks only whether a node may be used. Where a placement
+  // takes more of a node than the plan leaves the gang, the GPUs beyond its
+  // room are held aside and it is placed again, a bounded number of times.
+  constexpr int kAttempts = 4;
+  Fleet& fleet = s_.fleet_;
+  const uint64_t version = fleet.version();
+  Gang holder;
+  holder.spec.pod_sets.emplace_back().name = "held";
+  std::vector<std::vector<PodPlacement>> holds;
+  PlacementResult placement;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    placement = PlaceOnPlannedNodes(gang, within);
+    if (!placement.placed) placement = PlaceGang(gang.spec, fleet, within);
+    if (!placement.placed) break;
+    std::vector<PodPlacement> excess = room.Excess(placement.pods, fleet);
+    if (excess.empty()) break;
+    PHALANX_CHECK(fleet.Allocate(holder, kNoGang, excess).ok());
+    holds.push_back(std::move(excess));
+    placement = {};
+    placement.code = ReasonCode::kNoFit;
+    placement.reason =
+        "NO_FIT: it would fit now only on capacity planned for others";
+  }
+  for (auto hold = holds.rbegin(); hold != holds.rend(); ++hold) {
+    fleet.Release(holder, kNoGang, *hold);
+  }
+  fleet.RestoreVersion(version);
+  return placement;
+}
+
 PlacementResult AdmissionCycle::PlaceOnPlannedNodes(
     const Gang& gang, const PlacementOptions& options) {
   if (!s_.config_.planning.binding) return {};  // the plan only estimates
@@ -411,7 +478,18 @@ PlacementResult AdmissionCycle::PlaceOnPlannedNodes(
            (options.node_allowed == nullptr || options.node_allowed(slot));
   };
   own.restricted_slots = nullptr;
-  return PlaceGang(gang.spec, s_.fleet_, own);
+  PlacementResult placement = PlaceGang(gang.spec, s_.fleet_, own);
+  if (!placement.placed) return placement;
+  // Only as planned: more GPUs on a node than planned there could take
+  // what the plan gives gangs behind it.
+  absl::flat_hash_map<int, int> taken;
+  for (const PodPlacement& pod : placement.pods) {
+    taken[s_.fleet_.Find(pod.node)] += static_cast<int>(pod.gpu_indices.size());
+  }
+  for (const Plan::Use& use : entry->uses) {
+    if (taken[use.slot] > use.gpus) return {};
+  }
+  return placement;
 }
 
 std::optional<std::string> AdmissionCycle::BlockedByPlan(const GangPtr& gang,
@@ -428,10 +506,11 @@ std::optional<std::string> AdmissionCycle::BlockedByPlan(const GangPtr& gang,
   if (!PlaceGang(gang->spec, s_.fleet_, options).placed) return std::nullopt;
   // The reason names no gang: it is shown to this gang's owner, who may
   // not see the queue of the gangs the capacity is planned for.
+  const bool planned = s_.plan_.RankOf(gang->id) > 0;
   return absl::StrCat(
       "PLANNED_FOR: it would fit now, on capacity planned for gangs ahead of "
       "it; ",
-      gang->spec.estimated_runtime > absl::ZeroDuration() ||
+      planned || gang->spec.estimated_runtime > absl::ZeroDuration() ||
               gang->spec.max_runtime > absl::ZeroDuration()
           ? "it is not expected to end before they start"
           : "without estimated_runtime or max_runtime it cannot backfill");

@@ -46,8 +46,10 @@ class AdmissionCycle {
   std::function<NodeRank(int, int)> NodeRanker(const Gang& gang) const;
   // With placement.domain_end_time_packing: moves the placement of a gang
   // REQUIRED at one level into the domain of that level it fits in that
-  // ranks best by core/domain_score.h (best fit's own when that ties).
+  // ranks best by core/domain_score.h (best fit's own when that ties),
+  // within the gang's `room` in a binding plan.
   void PackByDomainEnd(const Gang& gang, const PlacementOptions& options,
+                       std::optional<PlanRoom>& room,
                        PlacementResult& placement);
   // The latest expected end of the gangs with pods in `domain`.
   absl::Time LatestEndIn(int domain) const;
@@ -62,6 +64,14 @@ class AdmissionCycle {
   // reservations are the cause.
   std::optional<std::string> BlockedByReservation(const GangPtr& gang,
                                                   const Queue& queue);
+  // Places `gang` (its planned nodes first) taking on no node more than its
+  // `room` in a binding plan leaves it (none: no plan binds).
+  PlacementResult PlaceWithinPlan(const Gang& gang,
+                                  const PlacementOptions& options,
+                                  std::optional<PlanRoom>& room);
+  // Places `gang` within `room`: no node is used beyond it.
+  PlacementResult PlaceInRoom(const Gang& gang, const PlacementOptions& options,
+                              PlanRoom& room);
   // A gang whose planned start has come goes onto the nodes the plan gave
   // it when it fits there (so the plan's other starts hold); an empty
   // result otherwise.

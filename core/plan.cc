@@ -1,6 +1,7 @@
 #include "core/plan.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <numeric>
 
@@ -212,6 +213,8 @@ void Plan::Clear() {
   events_.clear();
   avail_.clear();
   releases_.clear();
+  total_free_now_ = 0;
+  total_deltas_.clear();
   entries_.clear();
   index_.clear();
   unplaced_.clear();
@@ -223,6 +226,10 @@ void Plan::Clear() {
 
 void Plan::Reset(const Fleet& fleet, const std::vector<Running>& running,
                  absl::Time now, const PlanningConfig& config) {
+  previous_.clear();
+  for (Entry& entry : entries_) {
+    if (!entry.uses.empty()) previous_.emplace(entry.gang, std::move(entry));
+  }
   Clear();
   config_ = config;
   made_ = true;
@@ -236,6 +243,7 @@ void Plan::Reset(const Fleet& fleet, const std::vector<Running>& running,
   for (size_t i = 0; i < slots; ++i) {
     const Fleet::Slot& slot = fleet.slots()[i];
     if (slot.node.state == NodeState::kReady) free_now_[i] = slot.FreeGpus();
+    total_free_now_ += free_now_[i];
   }
   for (const Running& r : running) {
     for (const PodPlacement& pod : r.gang->placement) {
@@ -254,6 +262,7 @@ void Plan::AddEvent(int slot, absl::Time time, int delta) {
       std::upper_bound(events.begin(), events.end(), time,
                        [](absl::Time t, const Event& e) { return t < e.time; });
   events.insert(at, Event{time, delta});
+  ChangeTotal(time, delta);
   if (delta > 0) releases_.insert(time);
 }
 
@@ -262,6 +271,7 @@ void Plan::RemoveEvent(int slot, absl::Time time, int delta) {
   for (auto it = events.begin(); it != events.end(); ++it) {
     if (it->time == time && it->delta == delta) {
       events.erase(it);
+      ChangeTotal(time, -delta);
       break;
     }
   }
@@ -270,6 +280,12 @@ void Plan::RemoveEvent(int slot, absl::Time time, int delta) {
       releases_.erase(it);
     }
   }
+}
+
+void Plan::ChangeTotal(absl::Time time, int delta) {
+  auto [it, inserted] = total_deltas_.try_emplace(time, 0);
+  it->second += delta;
+  if (it->second == 0) total_deltas_.erase(it);
 }
 
 void Plan::Apply(const std::vector<Use>& uses, absl::Time start, absl::Time end,
@@ -283,6 +299,67 @@ void Plan::Apply(const std::vector<Use>& uses, absl::Time start, absl::Time end,
       RemoveEvent(use.slot, end, use.gpus);
     }
   }
+}
+
+std::optional<Plan::Entry> Plan::KeepPrevious(const Request& request,
+                                              absl::Time now) {
+  auto it = previous_.find(request.gang->id);
+  if (it == previous_.end()) return std::nullopt;
+  Entry entry = std::move(it->second);
+  previous_.erase(it);
+  entry.start = std::max(entry.start, now);
+  AvailableOver(entry.start, request.runtime);
+  for (const Use& use : entry.uses) {
+    if (avail_[use.slot] < use.gpus) return std::nullopt;
+    if (request.only_slots != nullptr &&
+        !std::binary_search(request.only_slots->begin(),
+                            request.only_slots->end(), use.slot)) {
+      return std::nullopt;
+    }
+  }
+  return entry;
+}
+
+std::vector<absl::Time> Plan::StartsWithRoom(absl::Time now, absl::Time last,
+                                             absl::Duration runtime,
+                                             int64_t need) const {
+  // The fleet's free GPUs in total, as steps: levels[j] from times[j] on.
+  std::vector<absl::Time> times = {now};
+  std::vector<int64_t> levels = {total_free_now_};
+  for (const auto& [time, delta] : total_deltas_) {
+    if (time >= last + runtime) break;
+    if (time <= now) {
+      levels[0] += delta;
+      continue;
+    }
+    times.push_back(time);
+    levels.push_back(levels.back() + delta);
+  }
+  // A sliding minimum over the steps each candidate's run spans.
+  std::vector<absl::Time> starts;
+  std::deque<size_t> window;  // step indexes, their levels increasing
+  size_t at = 0;              // the step in force at the candidate
+  size_t next = 0;            // the next step to enter the window
+  auto consider = [&](absl::Time start) {
+    while (at + 1 < times.size() && times[at + 1] <= start) ++at;
+    while (!window.empty() && window.front() < at) window.pop_front();
+    next = std::max(next, at);
+    for (; next < times.size() && times[next] < start + runtime; ++next) {
+      while (!window.empty() && levels[window.back()] >= levels[next]) {
+        window.pop_back();
+      }
+      window.push_back(next);
+    }
+    if (!window.empty() && levels[window.front()] >= need) {
+      starts.push_back(start);
+    }
+  };
+  consider(now);
+  for (auto it = releases_.upper_bound(now);
+       it != releases_.end() && *it <= last; it = releases_.upper_bound(*it)) {
+    consider(*it);
+  }
+  return starts;
 }
 
 int64_t Plan::AvailableOver(absl::Time start, absl::Duration runtime) {
@@ -320,49 +397,20 @@ PlannedStart Plan::Add(const Request& request, const Fleet& fleet,
     for (int slot : *request.only_slots) allowed[slot] = 1;
   }
   const int64_t need = gang.spec.TotalGpus();
-  // The candidate starts: now, then every time some node gains GPUs, up to
-  // the window's end.
   const absl::Time last = now + config_.window;
-  std::vector<absl::Time> starts = {now};
-  for (auto it = releases_.upper_bound(now);
-       it != releases_.end() && *it <= last; it = releases_.upper_bound(*it)) {
-    starts.push_back(*it);
-  }
   const std::vector<char>* only = allowed.empty() ? nullptr : &allowed;
-  auto fits_at = [&](size_t i, std::vector<Use>& uses) {
-    uses.clear();
-    if (AvailableOver(starts[i], request.runtime) < need) return false;
-    return CountPlacer(fleet, avail_, only).Place(gang.spec, uses);
-  };
-  // The earliest start that fits, found by galloping (1, 2, 4, … starts
-  // on) and then bisecting below the first that fits: O(log starts)
-  // sizings. Whether a gang fits is mostly monotone in time (capacity
-  // frees as gangs end); where planned gangs make it not, the start found
-  // still fits, and an earlier one may be missed.
+  // The earliest start that fits, tried in time order among the starts at
+  // which the fleet as a whole has room for the gang throughout its run.
+  std::optional<Entry> kept = KeepPrevious(request, now);
   std::vector<Use> uses;
-  size_t lo = 0;
-  size_t found = starts.size();
-  for (size_t i = 0, step = 1; i < starts.size(); step *= 2) {
-    if (fits_at(i, uses)) {
-      found = i;
-      break;
-    }
-    lo = i + 1;
-    if (i == starts.size() - 1) break;
-    i = std::min(i + step, starts.size() - 1);
+  for (absl::Time start : StartsWithRoom(now, last, request.runtime, need)) {
+    if (kept && start >= kept->start) break;
+    uses.clear();
+    if (AvailableOver(start, request.runtime) < need) continue;
+    if (!CountPlacer(fleet, avail_, only).Place(gang.spec, uses)) continue;
+    return Record(request, fleet, start, Merged(std::move(uses)));
   }
-  if (found < starts.size()) {
-    while (lo < found) {
-      const size_t mid = lo + (found - lo) / 2;
-      if (fits_at(mid, uses)) {
-        found = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    fits_at(found, uses);
-    return Record(request, fleet, starts[found], Merged(std::move(uses)));
-  }
+  if (kept) return Record(request, fleet, kept->start, std::move(kept->uses));
   result.status = releases_.upper_bound(last) != releases_.end()
                       ? PlanStatus::kBeyondWindow
                       : PlanStatus::kNeverFits;
@@ -419,9 +467,12 @@ void Plan::Drop(const GangId& gang) {
 
 void Plan::TakeCapacity(const std::vector<PodPlacement>& placement,
                         const Fleet& fleet, absl::Time from, absl::Time until) {
-  // A plan that is due is made again from the fleet before it is read:
-  // nothing to keep (and nothing grows while no one reads it).
-  if (!MadeFor(fleet) || from >= made_at_ + config_.interval) return;
+  // A plan that only estimates and is due is made again from the fleet
+  // before it is read: nothing to keep (and nothing grows while no one
+  // reads it). A binding plan is made again every interval by the cycle,
+  // and the gangs admitted before that in the cycle must count.
+  if (!MadeFor(fleet)) return;
+  if (!config_.binding && from >= made_at_ + config_.interval) return;
   for (const PodPlacement& pod : placement) {
     const int slot = fleet.Find(pod.node);
     if (slot < 0 || free_now_.empty()) continue;
@@ -459,17 +510,81 @@ PlannedStart Plan::Of(const GangId& gang) const {
   return result;
 }
 
-bool Plan::MayUse(int slot, int rank, int priority, absl::Time now,
-                  absl::Time end) const {
-  if (slot >= static_cast<int>(slot_entries_.size())) return true;
-  for (int index : slot_entries_[slot]) {
-    const Entry& entry = entries_[index];
-    const bool other =
-        rank > 0 ? entry.rank != rank : entry.priority >= priority;
-    if (!entry.binding || !other) continue;
-    if (entry.start < end && entry.end > now) return false;
+int Plan::RoomOn(int slot, int rank, int priority, bool behind_too,
+                 absl::Time now, absl::Time end) const {
+  if (slot >= static_cast<int>(slot_entries_.size())) return kNoLimit;
+  const std::vector<int>& on = slot_entries_[slot];
+  auto holds = [&](const Entry& entry) {
+    if (!entry.binding || (rank > 0 && entry.rank == rank)) return false;
+    if (behind_too) return true;
+    return rank > 0 ? entry.rank < rank : entry.priority >= priority;
+  };
+  if (std::none_of(on.begin(), on.end(),
+                   [&](int index) { return holds(entries_[index]); })) {
+    return kNoLimit;
   }
-  return true;
+  // GPUs the entries that do not hold the node take at `time`.
+  auto given_back = [&](absl::Time time) {
+    int gpus = 0;
+    for (int index : on) {
+      const Entry& entry = entries_[index];
+      if (holds(entry) || entry.start > time || entry.end <= time) continue;
+      for (const Use& use : entry.uses) {
+        if (use.slot == slot) gpus += use.gpus;
+      }
+    }
+    return gpus;
+  };
+  const std::vector<Event>& events = events_[slot];
+  int level = free_now_[slot];
+  size_t i = 0;
+  for (; i < events.size() && events[i].time <= now; ++i) {
+    level += events[i].delta;
+  }
+  int room = level + given_back(now);
+  for (; i < events.size() && events[i].time < end; ++i) {
+    level += events[i].delta;
+    if (i + 1 < events.size() && events[i + 1].time == events[i].time) {
+      continue;  // the level once every change at this time is in
+    }
+    room = std::min(room, level + given_back(events[i].time));
+  }
+  return room;
+}
+
+int PlanRoom::RoomOn(int slot) {
+  auto [it, inserted] = room_.try_emplace(slot, 0);
+  if (inserted)
+    it->second = plan_.RoomOn(slot, rank_, priority_, behind_too_, now_, end_);
+  return it->second;
+}
+
+std::vector<PodPlacement> PlanRoom::Excess(
+    const std::vector<PodPlacement>& pods, const Fleet& fleet) {
+  absl::flat_hash_map<int, int> taken;
+  for (const PodPlacement& pod : pods) {
+    taken[fleet.Find(pod.node)] += static_cast<int>(pod.gpu_indices.size());
+  }
+  std::vector<PodPlacement> held;
+  for (const auto& [slot, gpus] : taken) {
+    if (gpus <= RoomOn(slot)) continue;
+    const Fleet::Slot& on = fleet.slots()[slot];
+    PodPlacement hold;
+    hold.pod_set = "held";
+    hold.node = on.node.spec.id;
+    int keep = on.FreeGpus() - std::max(0, RoomOn(slot));
+    for (int gpu = on.node.spec.gpu_count - 1; gpu >= 0 && keep > 0; --gpu) {
+      if (on.TakenGpuMask() >> gpu & 1) continue;
+      hold.gpu_indices.insert(hold.gpu_indices.begin(), gpu);
+      --keep;
+    }
+    held.push_back(std::move(hold));
+  }
+  std::sort(held.begin(), held.end(),
+            [](const PodPlacement& a, const PodPlacement& b) {
+              return a.node < b.node;
+            });
+  return held;
 }
 
 }  // namespace phalanx::core

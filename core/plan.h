@@ -18,6 +18,8 @@
 #define PHALANX_CORE_PLAN_H_
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -120,14 +122,19 @@ class Plan {
     const Entry* entry = EntryOf(gang);
     return entry == nullptr ? 0 : entry->rank;
   }
-  // Whether a gang may use GPUs of the node at `slot` from `now` until
-  // `end` without taking capacity the plan gives another gang then: no
-  // binding entry but its own (of rank `rank`) uses the node in that time.
-  // A gang the plan has not seen yet (`rank` 0: it arrived since) is held
-  // back only by entries of at least its `priority` (the next plan puts a
-  // gang of higher priority first).
-  bool MayUse(int slot, int rank, int priority, absl::Time now,
-              absl::Time end) const;
+  // How many GPUs a gang may take on the node at `slot` from `now` until
+  // `end` without taking capacity the plan gives a gang ahead of it then:
+  // the node's least free GPUs over that time once the entries that do not
+  // hold the node against it are given back. An entry holds it when it is
+  // binding and ranked before the gang's own (`rank`); gangs behind were
+  // planned around it. A gang the plan has not seen yet (`rank` 0: it
+  // arrived since) is held back by entries of at least its `priority` (the
+  // next plan puts a gang of higher priority first). With `behind_too`,
+  // every binding entry but the gang's own holds the node. kNoLimit when no
+  // entry holds it.
+  int RoomOn(int slot, int rank, int priority, bool behind_too, absl::Time now,
+             absl::Time end) const;
+  static constexpr int kNoLimit = 1 << 30;
   // The slots some binding entry uses, sorted.
   const std::vector<int>& BindingSlots() const { return binding_slots_; }
   // Whether the plan was made for a fleet of this structure version.
@@ -152,6 +159,16 @@ class Plan {
     absl::Time time;
     int delta;  // GPUs freed (> 0) or taken (< 0) at `time`
   };
+  // The entry the last plan had for `request`'s gang, started no earlier
+  // than now, when its nodes still have room for it: a re-plan moves no
+  // gang later than it was planned unless the room is gone.
+  std::optional<Entry> KeepPrevious(const Request& request, absl::Time now);
+  // The candidate starts — now, then each time some node gains GPUs, up to
+  // `last` — at which the fleet's free GPUs in total stay at least `need`
+  // for `runtime` (necessary for a gang of `need` GPUs to fit), in order.
+  std::vector<absl::Time> StartsWithRoom(absl::Time now, absl::Time last,
+                                         absl::Duration runtime,
+                                         int64_t need) const;
   // Free GPUs of every slot over [start, start + runtime), into avail_;
   // returns their sum.
   int64_t AvailableOver(absl::Time start, absl::Duration runtime);
@@ -163,6 +180,8 @@ class Plan {
              int sign);
   void AddEvent(int slot, absl::Time time, int delta);
   void RemoveEvent(int slot, absl::Time time, int delta);
+  // Keeps the fleet-wide totals in step with a slot's event.
+  void ChangeTotal(absl::Time time, int delta);
 
   PlanningConfig config_;
   bool made_ = false;
@@ -173,7 +192,12 @@ class Plan {
   std::vector<int> avail_;                  // scratch: per slot
   // Times at which some slot gains GPUs: the candidate starts.
   std::multiset<absl::Time> releases_;
-  std::vector<Entry> entries_;              // dropped ones have no gang
+  // The fleet's free GPUs now and their changes over time, in total.
+  int64_t total_free_now_ = 0;
+  std::map<absl::Time, int64_t> total_deltas_;
+  std::vector<Entry> entries_;  // dropped ones have no gang
+  // The last plan's entries, by gang, while a new plan is made.
+  absl::flat_hash_map<GangId, Entry> previous_;
   absl::flat_hash_map<GangId, int> index_;  // gang -> entries_ index
   // Gangs tried and not planned: beyond the window, or never fitting.
   absl::flat_hash_map<GangId, PlanStatus> unplaced_;
@@ -181,6 +205,43 @@ class Plan {
   std::vector<std::vector<int>> slot_entries_;  // per slot: entries_ indexes
   std::vector<int> binding_slots_;
   int next_rank_ = 1;
+};
+
+// A gang's room in the plan for one admission attempt: Plan::RoomOn per
+// node, asked once each.
+class PlanRoom {
+ public:
+  PlanRoom(const Plan& plan, int rank, int priority, absl::Time now,
+           absl::Time end, bool behind_too = false)
+      : plan_(plan),
+        rank_(rank),
+        priority_(priority),
+        behind_too_(behind_too),
+        now_(now),
+        end_(end) {}
+  // The same gang's room when the gangs behind it hold their capacity too.
+  PlanRoom BehindToo() const {
+    return PlanRoom(plan_, rank_, priority_, now_, end_, true);
+  }
+  // Whether the gang may put a pod on the node at `slot` at all.
+  bool Allows(int slot) { return RoomOn(slot) > 0; }
+  // The GPUs to keep from the gang so that no placement can take more of a
+  // node than its room there, on each node where `pods` do: as pods of one
+  // pod set named "held", the highest free GPUs of each such node. Empty
+  // when `pods` stay within the room.
+  std::vector<PodPlacement> Excess(const std::vector<PodPlacement>& pods,
+                                   const Fleet& fleet);
+
+ private:
+  int RoomOn(int slot);
+
+  const Plan& plan_;
+  const int rank_;
+  const int priority_;
+  const bool behind_too_;
+  const absl::Time now_;
+  const absl::Time end_;
+  absl::flat_hash_map<int, int> room_;  // slot -> GPUs
 };
 
 }  // namespace phalanx::core

@@ -55,6 +55,21 @@ class PlanTest : public testing::SchedulerFixture {
     }
     return next;
   }
+  // Checks that no pending gang of `gangs` is planned later than it was at
+  // the last call (`latest`, updated), or than now if that start has come.
+  void ExpectNoPlannedStartLater(const std::vector<GangPtr>& gangs,
+                                 std::map<GangId, absl::Time>& latest) const {
+    for (const GangPtr& gang : gangs) {
+      const PlannedStart planned = scheduler_->PlanOf(gang->id);
+      if (planned.status != PlanStatus::kPlanned) continue;
+      auto [it, first] = latest.try_emplace(gang->id, planned.start);
+      // A start that came between two cycles is now.
+      EXPECT_LE(planned.start, std::max(it->second, now_))
+          << gang->id.value() << " moved from " << absl::FormatTime(it->second)
+          << " to " << absl::FormatTime(planned.start);
+      it->second = planned.start;
+    }
+  }
   // Whether the plan leaves every node at least 0 free GPUs at all times:
   // GPUs free now, plus those running gangs free at their expected ends,
   // less those planned gangs take while they run.
@@ -194,9 +209,9 @@ TEST_F(PlanTest, GangsBeyondTheDepthOrTheWindowSaySo) {
 }
 
 // Over random fleets and queues with exact runtimes and no new arrivals,
-// with the plan binding: the plan never overbooks a node at any time, and
-// every gang planned gets through.
-TEST_F(PlanTest, PropertyThePlanNeverOverbooksANode) {
+// with the plan binding: the plan never overbooks a node at any time, every
+// gang gets through, and each starts at the first start planned for it.
+TEST_F(PlanTest, PropertyNoOverbookingAndEveryGangStartsAsFirstPlanned) {
   std::mt19937 rng(20261206);
   auto pick = [&rng](int lo, int hi) {
     return std::uniform_int_distribution<int>(lo, hi)(rng);
@@ -219,13 +234,73 @@ TEST_F(PlanTest, PropertyThePlanNeverOverbooksANode) {
       auto result = scheduler_->Submit(built, now_);
       if (result.ok()) gangs.push_back(result->gang);  // may never fit
     }
+    std::map<GangId, absl::Time> first_start;
+    std::map<GangId, absl::Time> latest_start;
     for (int step = 0; step < 200; ++step) {
       scheduler_->RunCycle(now_);
       ExpectNoNodeOverbooked();
+      ExpectNoPlannedStartLater(gangs, latest_start);
+      for (const GangPtr& gang : gangs) {
+        const PlannedStart planned = scheduler_->PlanOf(gang->id);
+        if (planned.status == PlanStatus::kPlanned) {
+          first_start.emplace(gang->id, planned.start);
+        }
+      }
       const absl::Time next = NextEnd();
       if (next == absl::InfiniteFuture()) break;
       now_ = next;
       FinishDue();
+    }
+    for (const GangPtr& gang : gangs) {
+      EXPECT_TRUE(IsFinal(Get(gang)->state)) << gang->id.value();
+      auto it = first_start.find(gang->id);
+      if (it != first_start.end() && Get(gang)->admit_time) {
+        EXPECT_EQ(*Get(gang)->admit_time, it->second)
+            << gang->id.value() << " started at "
+            << absl::FormatTime(*Get(gang)->admit_time) << ", first planned at "
+            << absl::FormatTime(it->second);
+      }
+    }
+  }
+}
+
+// Over random fleets and queues with exact runtimes, gangs arriving while
+// others wait at the lowest priority (so behind them in admission order)
+// never move a planned start later, and never start on capacity planned
+// for a gang ahead of them.
+TEST_F(PlanTest, PropertyGangsBehindNeverDelayAPlannedStart) {
+  std::mt19937 rng(20261207);
+  auto pick = [&rng](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  auto submit = [&](int priority, int nodes, std::vector<GangPtr>& gangs) {
+    const int gpus = std::vector<int>{1, 2, 4, 8}[pick(0, 3)];
+    Spec spec(pick(0, 1) == 0 ? "a" : "b");
+    spec.Pods(pick(1, std::max(1, nodes * 8 / gpus / 2)), gpus)
+        .Priority(priority);
+    auto result = scheduler_->Submit(
+        WithEstimate(spec, absl::Minutes(pick(1, 48) * 10)), now_);
+    if (result.ok()) gangs.push_back(result->gang);
+  };
+  for (int trial = 0; trial < 40; ++trial) {
+    SCOPED_TRACE(trial);
+    now_ = kT0;
+    Config config;
+    config.fair_share.enabled = false;
+    Init(config, pick(1, 2), pick(1, 3), pick(1, 4));
+    const int nodes = static_cast<int>(scheduler_->fleet().slots().size());
+    std::vector<GangPtr> gangs;
+    for (int i = 0; i < pick(4, 16); ++i) submit(pick(1, 2), nodes, gangs);
+    std::map<GangId, absl::Time> latest_start;
+    for (int step = 0; step < 200; ++step) {
+      scheduler_->RunCycle(now_);
+      ExpectNoNodeOverbooked();
+      ExpectNoPlannedStartLater(gangs, latest_start);
+      const absl::Time next = NextEnd();
+      if (next == absl::InfiniteFuture()) break;
+      now_ = std::min(next, now_ + absl::Minutes(pick(5, 60)));
+      FinishDue();
+      if (step < 60 && pick(0, 1) == 0) submit(0, nodes, gangs);
     }
     for (const GangPtr& gang : gangs) {
       EXPECT_TRUE(IsFinal(Get(gang)->state)) << gang->id.value();
