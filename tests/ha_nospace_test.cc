@@ -24,6 +24,7 @@
 #include "storage/etcd/etcd_client.h"
 #include "tests/daemon.h"
 #include "tests/etcd_cluster.h"
+#include "tests/etcd_fixture.h"
 #include "tests/ha_writers.h"
 
 namespace phalanx::testing {
@@ -58,23 +59,11 @@ grpc::Status Submit(v1::Scheduler::Stub& stub, const std::string& request_id) {
                          &response);
 }
 
-class HaNoSpaceTest : public ::testing::Test {
+// The cluster has a small quota; client_ fills it.
+class HaNoSpaceTest : public EtcdClusterTest {
  protected:
-  void SetUp() override {
-    if (!EtcdCluster::Available()) {
-      GTEST_SKIP() << EtcdCluster::kEtcdPath
-                   << " is absent: install etcd-server to run the HA tests";
-    }
-    cluster_ = std::make_unique<EtcdCluster>(
-        3, EtcdClusterTls{},
-        std::vector<std::string>{
-            absl::StrCat("--quota-backend-bytes=", kQuotaBytes)});
-    ASSERT_TRUE(cluster_->Start()) << cluster_->logs();
-    storage::etcd::EtcdClientOptions options;
-    options.endpoints = cluster_->endpoints();
-    auto client = storage::etcd::EtcdClient::Connect(options);
-    ASSERT_TRUE(client.ok()) << client.status();
-    filler_ = std::move(*client);
+  std::vector<std::string> EtcdFlags() const override {
+    return {absl::StrCat("--quota-backend-bytes=", kQuotaBytes)};
   }
 
   // A replica (started) on the cluster with a 2 s lease.
@@ -95,16 +84,13 @@ class HaNoSpaceTest : public ::testing::Test {
     put.set_value(std::string(kFillerValueBytes, 'x'));
     for (int i = 0; i < 200; ++i) {
       if (absl::StatusOr<storage::etcd::epb::PutResponse> done =
-              filler_->Put(put);
+              client_->Put(put);
           !done.ok()) {
         return done.status();
       }
     }
     return absl::OkStatus();
   }
-
-  std::unique_ptr<EtcdCluster> cluster_;
-  std::unique_ptr<storage::etcd::EtcdClient> filler_;
 };
 
 TEST_F(HaNoSpaceTest, WritesAreRefusedOverEtcdsQuotaAndResumeOnceFreed) {

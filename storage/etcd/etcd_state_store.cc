@@ -10,8 +10,6 @@
 #include "absl/strings/str_format.h"
 #include "core/check.h"
 #include "core/status_macros.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "phalanx/storage/v1/log.pb.h"
 #include "proto/log_convert.h"
 
@@ -339,20 +337,6 @@ absl::Status OverQuota(const absl::Status& status) {
       status.message()));
 }
 
-// `batch`'s encoding, the same bytes each time the same batch is encoded
-// (map fields in key order, not in the maps' hash order): a retried append
-// recognises its own entry, already in the log, by these bytes.
-std::string Encode(const storage::v1::LogBatch& batch) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream out(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&out);
-    coded.SetSerializationDeterministic(true);
-    batch.SerializeToCodedStream(&coded);
-  }  // the stream writes its last bytes as it closes
-  return bytes;
-}
-
 }  // namespace
 
 absl::Status EtcdStateStore::AppendEntry(int64_t seq,
@@ -407,7 +391,9 @@ absl::Status EtcdStateStore::Commit(const core::Mutation& mutation) {
   convert::ToProto(mutation, &batch);
   batch.set_seq(first);
   batch.set_term(term_);
-  const std::string bytes = Encode(batch);
+  // The same bytes for the same batch: a retried append recognises its
+  // own entry, already in the log, by them.
+  const std::string bytes = convert::DeterministicBytes(batch);
   ASSIGN_OR_RETURN(const int64_t last, AppendBatch(first, bytes));
   DropOrphans(first);
   // The batch is in the log now (followers apply it, a new leader has it):
