@@ -5,12 +5,11 @@
 #include <string>
 
 #include "core/check.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/stubs/logging.h"
 #include "phalanx/storage/v1/records.pb.h"
 #include "phalanx/v1/types.pb.h"
 #include "proto/convert.h"
+#include "proto/log_convert.h"
 #include "proto/startup_files.h"
 
 namespace phalanx::fuzz {
@@ -25,14 +24,7 @@ void Die(const char* what, const absl::Status& status) {
 }  // namespace
 
 std::string Bytes(const google::protobuf::Message& message) {
-  std::string out;
-  {
-    google::protobuf::io::StringOutputStream stream(&out);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    message.SerializeToCodedStream(&coded);
-  }
-  return out;
+  return convert::DeterministicBytes(message);
 }
 
 const char kBaseConfigJson[] = R"({

@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "proto/convert.h"
 
 namespace phalanx::convert {
@@ -139,6 +141,17 @@ absl::StatusOr<core::Mutation> MutationFromProto(const spb::LogBatch& batch) {
   }
   if (absl::Status s = RecordsFromProto(batch, m); !s.ok()) return s;
   return m;
+}
+
+std::string DeterministicBytes(const google::protobuf::Message& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }  // the stream writes its last bytes as it closes
+  return bytes;
 }
 
 }  // namespace phalanx::convert

@@ -5,8 +5,11 @@
 #ifndef PHALANX_PROTO_LOG_CONVERT_H_
 #define PHALANX_PROTO_LOG_CONVERT_H_
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "core/state_store.h"
+#include "google/protobuf/message.h"
 #include "phalanx/storage/v1/log.pb.h"
 
 namespace phalanx::convert {
@@ -17,6 +20,11 @@ void ToProto(const core::Mutation& mutation, storage::v1::LogBatch* out);
 // convert (a log entry core cannot represent).
 absl::StatusOr<core::Mutation> MutationFromProto(
     const storage::v1::LogBatch& batch);
+
+// `message`'s wire bytes with map fields in key order (not in the maps'
+// hash order), so equal messages always encode to the same bytes: what a
+// log entry is written as, so a retried append recognises its own entry.
+std::string DeterministicBytes(const google::protobuf::Message& message);
 
 }  // namespace phalanx::convert
 

@@ -2,10 +2,12 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "core/scheduler.h"
 #include "core/testing.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "phalanx/v1/types.pb.h"
 
 namespace phalanx::convert {
 namespace {
@@ -93,6 +95,23 @@ TEST(LogConvertTest, UnconvertibleRecordIsDataLoss) {
   batch.add_gangs_put()->set_state(static_cast<v1::GangState>(999));
   EXPECT_EQ(MutationFromProto(batch).status().code(),
             absl::StatusCode::kDataLoss);
+}
+
+// Maps filled in opposite orders may iterate in different orders; their
+// encodings are the same bytes all the same, and parse back.
+TEST(LogConvertTest, DeterministicBytesAreTheSameForEqualMessages) {
+  v1::Node forward;
+  v1::Node backward;
+  for (int i = 0; i < 64; ++i) {
+    (*forward.mutable_labels())[absl::StrCat("label-", i)] = "x";
+    (*backward.mutable_labels())[absl::StrCat("label-", 63 - i)] = "x";
+  }
+  const std::string bytes = DeterministicBytes(forward);
+  EXPECT_EQ(DeterministicBytes(backward), bytes);
+  v1::Node parsed;
+  ASSERT_TRUE(parsed.ParseFromString(bytes));
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(parsed, forward));
 }
 
 }  // namespace

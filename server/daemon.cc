@@ -108,22 +108,27 @@ void PrintMigration(const storage::RocksDbStore& db,
 }
 
 // A following loop serves its reads from the local store's state at one
-// instant (a RocksDB snapshot: the follower's apply goes on meanwhile).
+// instant (a RocksDB snapshot: the follower's apply goes on meanwhile); a
+// leading one does the same while its writes are refused (the local store
+// then holds the last durable batch).
 std::unique_ptr<SchedulerLoop> MakeLoop(StartState state,
                                         const DaemonStores& stores,
                                         std::vector<BatchObserver*> observers) {
   core::StateStore* store = stores.state;
+  SchedulerLoop::ReplicaLoader durable_state =
+      [db = stores.local]() -> absl::StatusOr<core::LoadedState> {
+    ASSIGN_OR_RETURN(std::unique_ptr<storage::FrozenState> frozen,
+                     db->Freeze());
+    return frozen->Load();
+  };
   if (state.scheduler == nullptr) {
-    return std::make_unique<SchedulerLoop>(
-        std::move(state.view), store, std::move(observers),
-        [db = stores.local]() -> absl::StatusOr<core::LoadedState> {
-          ASSIGN_OR_RETURN(std::unique_ptr<storage::FrozenState> frozen,
-                           db->Freeze());
-          return frozen->Load();
-        });
+    return std::make_unique<SchedulerLoop>(std::move(state.view), store,
+                                           std::move(observers),
+                                           std::move(durable_state));
   }
   auto loop = std::make_unique<SchedulerLoop>(std::move(state.scheduler), store,
-                                              std::move(observers));
+                                              std::move(observers),
+                                              std::move(durable_state));
   if (!state.held_cause.ok()) {
     loop->HoldAtStart(std::move(state.held), state.held_cause,
                       std::move(state.view));

@@ -109,6 +109,7 @@ absl::Status HaReplica::WaitToLead(
     const std::function<void(const std::string&)>& on_leader) {
   EtcdElection& election = this->election();
   std::string announced;
+  std::string campaign_error;  // logged once while it lasts
   // Each round campaigns for one lease TTL, so `stop` is seen within one.
   while (!stop()) {
     absl::StatusOr<int64_t> term =
@@ -125,8 +126,13 @@ absl::Status HaReplica::WaitToLead(
       return absl::OkStatus();
     }
     if (term.status().code() != absl::StatusCode::kDeadlineExceeded) {
-      std::fprintf(stderr, "phalanxd: follower: campaign: %s\n",
-                   term.status().ToString().c_str());
+      if (term.status().ToString() != campaign_error) {
+        campaign_error = term.status().ToString();
+        std::fprintf(stderr,
+                     "phalanxd: follower: campaign: %s (logged again when "
+                     "the error changes)\n",
+                     campaign_error.c_str());
+      }
       absl::SleepFor(absl::Seconds(1));
     }
     absl::StatusOr<LeaderInfo> leader = election.Leader();

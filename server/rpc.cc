@@ -31,9 +31,12 @@ grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
                                     LoopBody body, bool mutates,
                                     LoopRespond respond, LoopFill fill,
                                     std::shared_ptr<const void> keep_alive) {
-  // Writes refused (a full disk): fail fast, the caller retries later. A
-  // read of the scheduler would see the batch awaiting its commit.
-  if (absl::Status refused = loop.WritesRefused(); !refused.ok()) {
+  // Writes refused (a full disk, an etcd over its quota): a write fails
+  // fast, the caller retries later. A read is served from the last durable
+  // state when the loop can (it must not see the batch awaiting its
+  // commit), else refused too.
+  if (absl::Status refused = loop.WritesRefused();
+      !refused.ok() && (mutates || !loop.ServesReadsWhileRefused())) {
     if (mutates) return FinishNow(context, refused);
     return FinishNow(context,
                      absl::UnavailableError(absl::StrCat(

@@ -30,7 +30,8 @@ using LoopFill = std::function<void()>;
 
 // Runs `body` on the loop and finishes the call once the batch is durable
 // (UNAVAILABLE when the loop is stopping, and while the loop's writes are
-// refused, naming the cause). When `body` succeeded, `respond`
+// refused, naming the cause — except a read, when the loop serves reads
+// from the last durable state meanwhile). When `body` succeeded, `respond`
 // (if set) runs after the batch's cycle, seeing its admissions, and `fill`
 // (if set) runs off the loop before the answer. `mutates` = false for reads.
 // `keep_alive` (if set) lives until the call is answered: what `respond`

@@ -82,8 +82,10 @@ size_t Changed(const core::Mutation& mutation) {
 
 SchedulerLoop::SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
                              core::StateStore* store,
-                             std::vector<BatchObserver*> observers)
+                             std::vector<BatchObserver*> observers,
+                             ReplicaLoader load)
     : scheduler_(std::move(scheduler)),
+      load_(std::move(load)),
       store_(store),
       observers_(std::move(observers)) {
   Publish(FullView(), kWholesale);
@@ -148,7 +150,7 @@ bool SchedulerLoop::RefreshReplica() {
           : state.status();
   if (!restored.ok()) {
     std::fprintf(stderr,
-                 "phalanxd: follower: restoring the state reads are served "
+                 "phalanxd: restoring the durable state reads are served "
                  "from: %s\n",
                  restored.status().ToString().c_str());
     return false;  // tried again at the next read
@@ -164,8 +166,12 @@ void SchedulerLoop::ServeReads(std::vector<Command>& batch, absl::Time now,
   // answer from older (or no) state: the reads fail, to be retried.
   if (!restored) {
     const absl::Status behind = absl::UnavailableError(
-        "this follower cannot read its replicated state now; retry, or "
-        "ask the leader");
+        scheduler_ == nullptr
+            ? "this follower cannot read its replicated state now; retry, or "
+              "ask the leader"
+            : absl::StrCat(WritesRefused().message(),
+                           "; the durable state cannot be read now either; "
+                           "retry"));
     for (Command& command : batch) {
       if (command.reply) command.reply(behind);
     }
@@ -448,9 +454,9 @@ bool SchedulerLoop::RunRefused() {
     batch.swap(queue_);
     exit = stopping_;
   }
-  // 2. Commands queued before the refusal reached RunOnLoop wait for the
-  // held batch: a write must follow it, a read would see it uncommitted.
-  for (Command& command : batch) waiting_.push_back(std::move(command));
+  // 2. Reads are served from the durable state; writes (and reads, when
+  // there is no durable state to serve them from) wait for the held batch.
+  ServeOrWait(batch, absl::Now());
   batch.clear();
   // 3. The held batch's retry when due, and a last one before exiting.
   if (exit || absl::Now() >= held_->retry_at) RetryHeld();
@@ -466,6 +472,21 @@ bool SchedulerLoop::RunRefused() {
     waiting_.clear();
   }
   return !exit || !queue_.empty();
+}
+
+void SchedulerLoop::ServeOrWait(std::vector<Command>& batch, absl::Time now) {
+  std::vector<Command> reads;
+  for (Command& command : batch) {
+    // A write (one queued before RunOnLoop saw the refusal) must follow
+    // the held batch; a read of the leading scheduler would see that batch
+    // uncommitted, so it reads the durable state instead.
+    if (load_ && !command.mutates) {
+      reads.push_back(std::move(command));
+    } else {
+      waiting_.push_back(std::move(command));
+    }
+  }
+  if (!reads.empty()) ServeReads(reads, now, RefreshReplica());
 }
 
 void SchedulerLoop::CommitAndAnswer(core::Mutation mutation,
@@ -516,6 +537,8 @@ void SchedulerLoop::RetryHeld() {
   const absl::Duration commit_time = absl::Now() - start;
   HeldBatch done = std::move(held);
   held_.reset();
+  replica_.reset();  // reads go back to the leading scheduler
+  replica_revision_ = -1;
   std::fprintf(stderr,
                "phalanxd: writes accepted again: the held batch committed "
                "after %d attempts, %s after the refusal\n",

@@ -16,9 +16,12 @@
 // docs/design.md §7: the failed batch is held (its memory state kept, its
 // replies not run) and its commit retried with a bounded backoff (50 ms,
 // doubling up to 1 s); meanwhile WritesRefused() names the cause (RunOnLoop
-// answers calls UNAVAILABLE with it; the published view still serves its
-// readers), no admission cycle runs, and commands queued before the refusal
-// wait. Once the batch commits, its replies run and the waiting commands
+// answers mutating calls UNAVAILABLE with it; the published view still
+// serves its readers), no admission cycle runs, and mutating commands
+// queued before the refusal wait. Read-only commands are served from the
+// last durable state (a scheduler restored from the loop's ReplicaLoader,
+// as a follower serves them) when the loop has one, and wait otherwise.
+// Once the batch commits, its replies run and the waiting commands
 // follow. Any other
 // failed commit leaves memory ahead of disk: the loop logs it and aborts
 // (fail-stop).
@@ -121,8 +124,15 @@ class SchedulerLoop {
   // observers' OnIdleCycle (a follower's gauges).
   static constexpr absl::Duration kReplicaGaugeInterval = absl::Seconds(5);
 
+  // A loop that leads with `scheduler`, committing to `store`. With
+  // `load` (the store's durable state), read-only commands queued while
+  // writes are refused are served on the loop thread from a scheduler
+  // restored from `load()` (never committed, dropped once writes are
+  // accepted again), so they see neither the held batch nor what waits
+  // behind it.
   SchedulerLoop(std::unique_ptr<core::Scheduler> scheduler,
-                core::StateStore* store, std::vector<BatchObserver*> observers);
+                core::StateStore* store, std::vector<BatchObserver*> observers,
+                ReplicaLoader load = nullptr);
   // A loop that follows (HA mode, docs/ha.md): it has no scheduler to lead
   // with, serves `view` and what Replicate and ReplaceView publish, and
   // refuses every command that mutates (Enqueue returns false) until Lead.
@@ -184,6 +194,9 @@ class SchedulerLoop {
   // OK while the loop commits; Unavailable naming the cause (the store's
   // message) while writes are refused.
   absl::Status WritesRefused() const;
+  // True when read-only commands are served while writes are refused (the
+  // loop was given a ReplicaLoader); callers may then queue them.
+  bool ServesReadsWhileRefused() const { return load_ != nullptr; }
 
  private:
   struct Command {
@@ -205,6 +218,10 @@ class SchedulerLoop {
   // when it could not be `restored` at the published revision, answers
   // them Unavailable.
   void ServeReads(std::vector<Command>& batch, absl::Time now, bool restored);
+  // While writes are refused: serves the read-only commands of `batch`
+  // from the durable state (when load_ is set) and moves the others to
+  // waiting_.
+  void ServeOrWait(std::vector<Command>& batch, absl::Time now);
   // The reply thread: runs handed-over replies in order until Stop.
   void RunReplies();
   // Runs one durable batch's replies: on the reply thread when a next batch
@@ -258,9 +275,10 @@ class SchedulerLoop {
   std::shared_ptr<const View> FullView() const;
 
   std::unique_ptr<core::Scheduler> scheduler_;
-  // Following with reads served: the loader, the following thread and its
+  // Reads served from the durable state (following, or leading while
+  // writes are refused): the loader, the following thread and the
   // read-only scheduler, restored at the view revision replica_revision_
-  // (-1: to restore).
+  // (-1: to restore). load_ is set at construction only.
   ReplicaLoader load_;
   std::thread follow_thread_;
   std::unique_ptr<core::Scheduler> replica_;

@@ -5,6 +5,7 @@
 // test opens it.
 #include "server/scheduler_loop.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -518,6 +519,59 @@ TEST(ViewTest, AFollowingLoopServesReadsFromTheReplicatedState) {
   loop.Start();
   ASSERT_TRUE(Read(loop, read));
   EXPECT_EQ(queues, 0u);
+  loop.Stop();
+}
+
+// A leading loop given a loader serves reads from the durable state while
+// its writes are refused: the held batch's queue is not seen, the read is
+// answered OK without waiting for it, and once writes resume the leading
+// scheduler (with the queue) answers again.
+TEST(WritesRefusedReadsTest, ReadsAreServedFromTheDurableStateWhileRefused) {
+  GatedStore store;
+  SchedulerLoop loop(std::make_unique<core::Scheduler>(), &store, {},
+                     [&store] { return store.LoadAll(); });
+  EXPECT_TRUE(loop.ServesReadsWhileRefused());
+  loop.Start();
+  auto put_queue = [&loop](const std::string& name, absl::Notification* done) {
+    return loop.Enqueue(
+        [name](core::Scheduler& s, absl::Time) {
+          core::Queue queue;
+          queue.name = core::QueueName(name);
+          EXPECT_TRUE(s.PutQueue(queue).ok());
+        },
+        nullptr,
+        [done](const absl::Status& committed) {
+          EXPECT_TRUE(committed.ok()) << committed;
+          done->Notify();
+        });
+  };
+  absl::Notification warmed_up;
+  ASSERT_TRUE(put_queue("durable", &warmed_up));
+  ASSERT_TRUE(warmed_up.WaitForNotificationWithTimeout(kTimeout));
+  const int64_t durable_revision = loop.view()->revision;
+
+  store.SetFull(true);
+  absl::Notification held;
+  ASSERT_TRUE(put_queue("held", &held));
+  ASSERT_TRUE(store.AwaitRefused(1));
+  std::vector<std::string> seen;
+  int64_t revision = -1;
+  auto read = [&](core::Scheduler& s) {
+    seen.clear();
+    for (const auto& [name, queue] : s.queues()) seen.push_back(name.value());
+    std::sort(seen.begin(), seen.end());
+    revision = s.revision();
+  };
+  ASSERT_TRUE(Read(loop, read));
+  EXPECT_EQ(seen, std::vector<std::string>{"durable"});
+  EXPECT_EQ(revision, durable_revision);
+  EXPECT_FALSE(held.HasBeenNotified());
+  EXPECT_FALSE(loop.WritesRefused().ok());
+
+  store.SetFull(false);
+  ASSERT_TRUE(held.WaitForNotificationWithTimeout(kTimeout));
+  ASSERT_TRUE(Read(loop, read));
+  EXPECT_EQ(seen, (std::vector<std::string>{"durable", "held"}));
   loop.Stop();
 }
 

@@ -1,7 +1,8 @@
 // A full and a slow disk under an in-process phalanxd (server/daemon.h): its
 // RocksDB files go through storage/fault_fs.h, gRPC is real on loopback.
-// While the disk is full, writes fail UNAVAILABLE and gang reads, health and
-// metrics are served; once space frees, writes resume by themselves. After
+// While the disk is full, writes fail UNAVAILABLE; gang reads, health and
+// metrics are served, and so are the reads that go through the loop (from
+// the last durable state); once space frees, writes resume by themselves. After
 // each fault heals: every acknowledged submit is present once, no GPU is
 // held twice, and the reopened store loads and restores.
 #include <algorithm>
@@ -232,6 +233,132 @@ TEST_F(DiskFullTest, WritesAreRefusedWhileFullAndResumeWhenSpaceFrees) {
     EXPECT_EQ(acked_.size(), 7u);  // 5 before, the held one, 1 after
     EXPECT_EQ(acked_.count("refused"), 0u);
   }
+  ExpectStoreRestores();
+}
+
+// What the reads served through the loop (ListNodes, GetTopology,
+// ListQueues, GetConfig, ExplainGang, DryRunGang) answer: their revisions,
+// the GPUs the nodes and queue "a" hold, and the config's version.
+struct LoopReads {
+  std::vector<int64_t> revisions;
+  int node_gpus_used = 0;
+  int queue_a_active_gangs = -1;
+  int64_t config_version = -1;
+};
+
+// Reads them all from `channel`, explaining `gang_id`; fails (ADD_FAILURE)
+// when one is not OK.
+LoopReads ReadThroughTheLoop(const std::shared_ptr<grpc::Channel>& channel,
+                             const std::string& gang_id) {
+  auto scheduler = v1::Scheduler::NewStub(channel);
+  auto fleet = v1::Fleet::NewStub(channel);
+  auto admin = v1::Admin::NewStub(channel);
+  LoopReads reads;
+  auto call = [](const char* name, auto invoke) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    const grpc::Status status = invoke(context);
+    EXPECT_TRUE(status.ok())
+        << name << ": " << status.error_code() << " " << status.error_message();
+  };
+  v1::ListNodesResponse nodes;
+  call("ListNodes", [&](grpc::ClientContext& c) {
+    return fleet->ListNodes(&c, {}, &nodes);
+  });
+  reads.revisions.push_back(nodes.revision());
+  for (const v1::Node& node : nodes.nodes()) {
+    reads.node_gpus_used += node.used_gpu_indices_size();
+  }
+  v1::GetTopologyResponse topology;
+  call("GetTopology", [&](grpc::ClientContext& c) {
+    return fleet->GetTopology(&c, {}, &topology);
+  });
+  reads.revisions.push_back(topology.revision());
+  v1::ListQueuesResponse queues;
+  call("ListQueues", [&](grpc::ClientContext& c) {
+    return admin->ListQueues(&c, {}, &queues);
+  });
+  reads.revisions.push_back(queues.revision());
+  for (const v1::Queue& queue : queues.queues()) {
+    if (queue.name() == "a") {
+      reads.queue_a_active_gangs = queue.status().active_gangs();
+    }
+  }
+  v1::Config config;
+  call("GetConfig", [&](grpc::ClientContext& c) {
+    return admin->GetConfig(&c, {}, &config);
+  });
+  reads.config_version = config.version();
+  v1::ExplainGangRequest explain;
+  explain.set_gang_id(gang_id);
+  v1::ExplainGangResponse explained;
+  call("ExplainGang", [&](grpc::ClientContext& c) {
+    return scheduler->ExplainGang(&c, explain, &explained);
+  });
+  reads.revisions.push_back(explained.revision());
+  v1::DryRunGangRequest dry_run;
+  *dry_run.mutable_spec() = SubmitRequest("a", 1, 1).spec();
+  v1::DryRunGangResponse tried;
+  call("DryRunGang", [&](grpc::ClientContext& c) {
+    return scheduler->DryRunGang(&c, dry_run, &tried);
+  });
+  reads.revisions.push_back(tried.revision());
+  EXPECT_TRUE(tried.fits()) << tried.reason();
+  return reads;
+}
+
+// While writes are refused, the reads that go through the loop are served
+// from the last durable state: the held submit (admitted in memory) is
+// seen by none of them; once space frees, they all see it.
+TEST_F(DiskFullTest, LoopReadsServeTheLastDurableStateWhileRefused) {
+  ASSERT_TRUE(daemon_.Start(Options()).ok());
+  auto stub = v1::Scheduler::NewStub(Channel());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Submit(*stub, absl::StrCat("before-", i)).ok());
+  }
+  std::string durable_gang;
+  {
+    absl::MutexLock lock(&mu_);
+    durable_gang = acked_["before-0"];
+  }
+  grpc::ClientContext list_context;
+  v1::ListGangsResponse durable;
+  ASSERT_TRUE(stub->ListGangs(&list_context, {}, &durable).ok());
+  const LoopReads before = ReadThroughTheLoop(Channel(), durable_gang);
+  EXPECT_EQ(before.revisions,
+            std::vector<int64_t>(before.revisions.size(), durable.revision()));
+  EXPECT_EQ(before.node_gpus_used, 3);
+  EXPECT_EQ(before.queue_a_active_gangs, 3);
+
+  fs_->SetNoSpace(true);
+  grpc::Status held;
+  std::thread held_client([&] { held = Submit(*stub, "held"); });
+  ASSERT_TRUE(AwaitMetric(kRefusedGauge));
+  // Twice: the first read restores the durable state, the second reuses it.
+  for (int round = 0; round < 2; ++round) {
+    const LoopReads refused = ReadThroughTheLoop(Channel(), durable_gang);
+    EXPECT_EQ(refused.revisions, before.revisions) << "round " << round;
+    EXPECT_EQ(refused.node_gpus_used, 3) << "round " << round;
+    EXPECT_EQ(refused.queue_a_active_gangs, 3) << "round " << round;
+    EXPECT_EQ(refused.config_version, before.config_version);
+  }
+  // A write is still refused, and the reads changed nothing.
+  EXPECT_EQ(Submit(*stub, "refused").error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+
+  fs_->SetNoSpace(false);
+  held_client.join();
+  ASSERT_TRUE(held.ok()) << held.error_message();
+  ASSERT_TRUE(AwaitMetric(kAcceptedGauge));
+  const LoopReads after = ReadThroughTheLoop(Channel(), durable_gang);
+  for (int64_t revision : after.revisions) {
+    EXPECT_GT(revision, durable.revision());
+  }
+  EXPECT_EQ(after.node_gpus_used, 4);
+  EXPECT_EQ(after.queue_a_active_gangs, 4);
+  ASSERT_TRUE(Submit(*stub, "after").ok());
+
+  ExpectAckedOnceAndGpusHeldOnce();
   ExpectStoreRestores();
 }
 

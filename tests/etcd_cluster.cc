@@ -72,8 +72,9 @@ int FreePortPair(std::set<int>& taken) {
 
 bool EtcdCluster::Available() { return access(kEtcdPath, X_OK) == 0; }
 
-EtcdCluster::EtcdCluster(int members, EtcdClusterTls tls)
-    : tls_(std::move(tls)) {
+EtcdCluster::EtcdCluster(int members, EtcdClusterTls tls,
+                         std::vector<std::string> extra_flags)
+    : tls_(std::move(tls)), extra_flags_(std::move(extra_flags)) {
   char pattern[] = "/tmp/phalanx-etcd-XXXXXX";
   root_ = mkdtemp(pattern);
   std::set<int> taken;
@@ -147,6 +148,7 @@ bool EtcdCluster::Spawn(int i, const std::string& state) {
     args.push_back("--cert-file=" + tls_.cert_file);
     args.push_back("--key-file=" + tls_.key_file);
   }
+  args.insert(args.end(), extra_flags_.begin(), extra_flags_.end());
   if (!member.process) member.process = std::make_unique<ChildProcess>();
   return member.process->Start({.args = args,
                                 .env = {},
@@ -204,6 +206,102 @@ bool EtcdCluster::Healthy(int i, int timeout_ms) const {
   return etcdserverpb::KV::NewStub(Channel(i))
       ->Range(&context, request, &response)
       .ok();
+}
+
+namespace {
+
+// A deadline `seconds` from now for one call to a member.
+void SetDeadline(grpc::ClientContext& context, int seconds) {
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(seconds));
+}
+
+}  // namespace
+
+std::vector<std::string> EtcdCluster::Alarms(int asked) const {
+  grpc::ClientContext context;
+  SetDeadline(context, 2);
+  etcdserverpb::AlarmRequest request;
+  request.set_action(etcdserverpb::AlarmRequest::GET);
+  etcdserverpb::AlarmResponse response;
+  std::vector<std::string> alarms;
+  if (etcdserverpb::Maintenance::NewStub(Channel(asked))
+          ->Alarm(&context, request, &response)
+          .ok()) {
+    for (const etcdserverpb::AlarmMember& alarm : response.alarms()) {
+      alarms.push_back(etcdserverpb::AlarmType_Name(alarm.alarm()));
+    }
+  }
+  return alarms;
+}
+
+std::string EtcdCluster::ReclaimSpace() {
+  // 1. Compact the history to the current revision (a read's header).
+  etcdserverpb::RangeResponse read;
+  {
+    grpc::ClientContext context;
+    SetDeadline(context, 5);
+    etcdserverpb::RangeRequest request;
+    request.set_key("health");
+    const grpc::Status status =
+        etcdserverpb::KV::NewStub(Channel(0))->Range(&context, request, &read);
+    if (!status.ok()) return "read: " + status.error_message();
+  }
+  {
+    grpc::ClientContext context;
+    SetDeadline(context, 10);
+    etcdserverpb::CompactionRequest request;
+    request.set_revision(read.header().revision());
+    request.set_physical(true);
+    etcdserverpb::CompactionResponse response;
+    const grpc::Status status = etcdserverpb::KV::NewStub(Channel(0))
+                                    ->Compact(&context, request, &response);
+    // Compacted already (by phalanxd's snapshots) is as good.
+    if (!status.ok() &&
+        status.error_message().find("compacted") == std::string::npos) {
+      return "compact: " + status.error_message();
+    }
+  }
+  // 2. Defragment every member: each frees its own file's space.
+  for (int i = 0; i < size(); ++i) {
+    grpc::ClientContext context;
+    SetDeadline(context, 20);
+    etcdserverpb::DefragmentResponse response;
+    const grpc::Status status =
+        etcdserverpb::Maintenance::NewStub(Channel(i))
+            ->Defragment(&context, etcdserverpb::DefragmentRequest(),
+                         &response);
+    if (!status.ok()) {
+      return absl::StrCat("defragment ", members_[i].name, ": ",
+                          status.error_message());
+    }
+  }
+  // 3. Disarm every alarm raised.
+  grpc::ClientContext context;
+  SetDeadline(context, 2);
+  etcdserverpb::AlarmRequest get;
+  get.set_action(etcdserverpb::AlarmRequest::GET);
+  etcdserverpb::AlarmResponse raised;
+  auto maintenance = etcdserverpb::Maintenance::NewStub(Channel(0));
+  if (grpc::Status status = maintenance->Alarm(&context, get, &raised);
+      !status.ok()) {
+    return "alarm list: " + status.error_message();
+  }
+  for (const etcdserverpb::AlarmMember& alarm : raised.alarms()) {
+    grpc::ClientContext disarm_context;
+    SetDeadline(disarm_context, 5);
+    etcdserverpb::AlarmRequest disarm;
+    disarm.set_action(etcdserverpb::AlarmRequest::DEACTIVATE);
+    disarm.set_memberid(alarm.memberid());
+    disarm.set_alarm(alarm.alarm());
+    etcdserverpb::AlarmResponse response;
+    if (grpc::Status status =
+            maintenance->Alarm(&disarm_context, disarm, &response);
+        !status.ok()) {
+      return "alarm disarm: " + status.error_message();
+    }
+  }
+  return "";
 }
 
 int EtcdCluster::RaftLeader(int asked) const {

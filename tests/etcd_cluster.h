@@ -47,7 +47,10 @@ class EtcdCluster {
   // True when kEtcdPath exists (tests skip otherwise).
   static bool Available();
 
-  explicit EtcdCluster(int members = 3, EtcdClusterTls tls = {});
+  // `extra_flags` go to every member's command line, at every start (for
+  // example "--quota-backend-bytes=N").
+  explicit EtcdCluster(int members = 3, EtcdClusterTls tls = {},
+                       std::vector<std::string> extra_flags = {});
   // One member at each place (plain HTTP).
   explicit EtcdCluster(const std::vector<EtcdMemberPlace>& places);
   ~EtcdCluster();  // kills the members it started, removes the directory
@@ -68,6 +71,16 @@ class EtcdCluster {
   bool Restart(int i);
   // True while member `i` answers a linearizable read within `timeout_ms`.
   bool Healthy(int i, int timeout_ms = 1000) const;
+
+  // The alarms the cluster has raised, as member `asked` reports them
+  // ("NOSPACE" once a member is over --quota-backend-bytes); empty when
+  // none, or when it does not answer.
+  std::vector<std::string> Alarms(int asked = 0) const;
+  // What an operator does when etcd is over its space quota: compacts the
+  // history to the current revision, defragments every member, then
+  // disarms every alarm raised. Returns "" when all of it succeeded, else
+  // what failed.
+  std::string ReclaimSpace();
 
   // The member that is etcd's raft leader, as member `asked` sees it; -1
   // when it does not answer or knows none.
@@ -107,6 +120,7 @@ class EtcdCluster {
 
   std::string root_;
   EtcdClusterTls tls_;
+  std::vector<std::string> extra_flags_;
   std::vector<Member> members_;
 };
 

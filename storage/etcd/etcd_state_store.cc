@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -215,8 +216,16 @@ absl::StatusOr<int64_t> EtcdStateStore::CatchUp() {
   // Best effort: a replica that cannot publish only holds the log back
   // less (the leader then compacts past it, and it loads a snapshot).
   if (absl::Status published = PublishApplied(); !published.ok()) {
-    std::fprintf(stderr, "phalanxd: publishing the applied seq: %s\n",
-                 published.ToString().c_str());
+    if (published.ToString() != publish_error_) {
+      publish_error_ = published.ToString();
+      std::fprintf(stderr,
+                   "phalanxd: publishing the applied seq: %s (logged again "
+                   "when the error changes)\n",
+                   publish_error_.c_str());
+    }
+  } else if (!publish_error_.empty()) {
+    publish_error_.clear();
+    std::fprintf(stderr, "phalanxd: publishing the applied seq again\n");
   }
   return applied_seq_ - start;
 }
@@ -311,10 +320,29 @@ absl::Status EtcdStateStore::Deposed(absl::Status status) const {
   return status;
 }
 
+namespace {
+
+// etcd's answer to a write while it is over --quota-backend-bytes (its
+// NOSPACE alarm), as the loop's refusal reports it: what it is and what
+// the operator does.
+absl::Status OverQuota(const absl::Status& status) {
+  if (!absl::IsResourceExhausted(status) ||
+      !absl::StrContains(status.message(), "database space exceeded")) {
+    return status;
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "commit: no space left in etcd: it is over its space quota "
+      "(--quota-backend-bytes, NOSPACE alarm; compact and defragment etcd, "
+      "then disarm the alarm: writes resume then): ",
+      status.message()));
+}
+
+}  // namespace
+
 absl::Status EtcdStateStore::AppendEntry(int64_t seq,
                                          const std::string& bytes) {
   absl::StatusOr<epb::TxnResponse> response = SendAppend(AppendTxn(seq, bytes));
-  if (!response.ok()) return Deposed(response.status());
+  if (!response.ok()) return Deposed(OverQuota(response.status()));
   if (!response->succeeded()) {
     RETURN_IF_ERROR(Deposed(Refusal(*response, seq, bytes)));
   }
@@ -363,7 +391,9 @@ absl::Status EtcdStateStore::Commit(const core::Mutation& mutation) {
   convert::ToProto(mutation, &batch);
   batch.set_seq(first);
   batch.set_term(term_);
-  const std::string bytes = batch.SerializeAsString();
+  // The same bytes for the same batch: a retried append recognises its
+  // own entry, already in the log, by them.
+  const std::string bytes = convert::DeterministicBytes(batch);
   ASSIGN_OR_RETURN(const int64_t last, AppendBatch(first, bytes));
   DropOrphans(first);
   // The batch is in the log now (followers apply it, a new leader has it):

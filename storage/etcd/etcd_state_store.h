@@ -191,8 +191,10 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   // Appends `mutation` to the log (fenced, see above; in parts when it is
   // larger than max_batch_bytes), then applies it locally. Fails with
   // FailedPrecondition when not leading, Aborted when the fence refused an
-  // append (another leader, or the log moved on), or etcd's error; nothing
-  // is applied locally then (parts already appended are orphans).
+  // append (another leader, or the log moved on), ResourceExhausted naming
+  // etcd's space quota while etcd is over it (NOSPACE alarm: the caller
+  // retries the same mutation once space is freed), or etcd's error;
+  // nothing is applied locally then (parts already appended are orphans).
   absl::Status Commit(const core::Mutation& mutation) override;
   absl::StatusOr<std::vector<core::Event>> ReadEvents(
       int64_t after, int limit, size_t max_bytes = SIZE_MAX) override;
@@ -278,6 +280,10 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
 
   // Since the last snapshot (the writer thread's).
   int64_t entries_since_snapshot_ = 0;
+  // The last error publishing the applied seq ("" after a success), so a
+  // lasting one (etcd over its quota) is logged once, not at every
+  // catch-up. Writer thread only.
+  std::string publish_error_;
   size_t bytes_since_snapshot_ = 0;
   std::thread snapshotter_;
   std::atomic<bool> snapshot_running_{false};
