@@ -13,12 +13,13 @@
 # gRPC in process or runs phalanxd (daemon_test, daemon_ha_test, the gate's,
 # metrics interceptor's and watch hub's tests in server_test, tests/).
 #
-# Environment: TSAN_BUILD_JOBS (default nproc).
+# Environment: TSAN_BUILD_JOBS (default nproc), TSAN_BUILD_DIR (default
+# build-thread).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 
-build=build-thread
+build="${TSAN_BUILD_DIR:-build-thread}"
 suites=(sync_test server_test storage_test disk_fault_test etcd_test ha_test)
 # The tests of server_test that serve gRPC in process.
 serving='^(GateAdmitTest|WatchHubTest|MetricsTest\.TheInterceptor)'
