@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "clients/ctl_format.h"
+#include "sync/mutex.h"
 
 namespace phalanx::ctl {
 namespace {
@@ -105,7 +106,7 @@ absl::StatusOr<Connection> Connection::Open(const ConnectionOptions& options) {
   e.args = args;
   e.loopback_only = connection.has_token() && options.tls_ca_file.empty() &&
                     !options.insecure;
-  absl::MutexLock lock(&e.mu);
+  MutexLock lock(&e.mu);
   for (const std::string& address : SplitEndpoints(options.server)) {
     e.list.emplace_back(address,
                         grpc::CreateCustomChannel(address, credentials, args));
@@ -114,12 +115,12 @@ absl::StatusOr<Connection> Connection::Open(const ConnectionOptions& options) {
 }
 
 std::shared_ptr<grpc::Channel> Connection::channel() const {
-  absl::MutexLock lock(&endpoints_->mu);
+  MutexLock lock(&endpoints_->mu);
   return endpoints_->list[endpoints_->current].second;
 }
 
 size_t Connection::endpoints() const {
-  absl::MutexLock lock(&endpoints_->mu);
+  MutexLock lock(&endpoints_->mu);
   return endpoints_->list.size();
 }
 
@@ -127,7 +128,7 @@ std::shared_ptr<grpc::Channel> Connection::AfterUnavailable(
     const std::multimap<grpc::string_ref, grpc::string_ref>& trailers,
     bool safe_to_resend) const {
   Endpoints& e = *endpoints_;
-  absl::MutexLock lock(&e.mu);
+  MutexLock lock(&e.mu);
   auto hint = trailers.find("phalanx-leader");
   if (hint != trailers.end() && hint->second.size() > 0 &&
       hint->second.size() <= 256) {

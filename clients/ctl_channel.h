@@ -19,12 +19,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "clients/ctl_args.h"
 #include "grpcpp/grpcpp.h"
 #include "phalanx/v1/admin.grpc.pb.h"
 #include "phalanx/v1/fleet.grpc.pb.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
+#include "sync/mutex.h"
 
 namespace phalanx::ctl {
 
@@ -78,7 +78,7 @@ class Connection {
   struct Endpoints {
     std::shared_ptr<grpc::ChannelCredentials> credentials;
     grpc::ChannelArguments args;
-    absl::Mutex mu;
+    Mutex mu;
     bool loopback_only = false;  // hints off loopback are not followed
     // (address, channel); at most kMaxEndpoints.
     std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> list

@@ -6,6 +6,10 @@
 # instead of the plain one in ./build, every test runs under it, and in CI
 # each libFuzzer target of fuzz/ then runs for 30 s (scripts/fuzz.sh); CI
 # installs python3-torch for the launcher's torch.distributed test.
+# PHALANX_SANITIZE=thread builds everything with ThreadSanitizer in
+# ./build-thread and runs every test under it; the suites that serve gRPC
+# report races inside Debian's uninstrumented gRPC there (tests/README.md),
+# so scripts/tsan.sh builds and runs only those TSan can judge.
 # Extra arguments are passed to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +33,11 @@ build="build-${sanitize//,/-}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# ThreadSanitizer (PHALANX_SANITIZE=thread, ./build-thread): a report fails
+# the test that hit it. scripts/tsan.supp suppresses reports inside Debian's
+# uninstrumented libraries only, each with its reason; scripts/tsan.sh runs
+# the threaded suites alone.
+export TSAN_OPTIONS="${TSAN_OPTIONS:-suppressions=$PWD/scripts/tsan.supp:halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1}"
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 if [ ! -f "$build/CMakeCache.txt" ]; then

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "proto/convert.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -44,7 +45,7 @@ AuditLog::AuditLog(core::AuditStore* store, Options options,
 }
 
 void AuditLog::Record(AuditEntry entry) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const bool refusal = entry.outcome != absl::StatusCode::kOk;
   if ((refusal && !AdmitRefusal(entry.principal, entry.time)) ||
       pending_.size() >= options_.max_pending) {
@@ -74,7 +75,7 @@ void AuditLog::Contribute(core::Mutation& mutation,
                           const core::Scheduler& scheduler, absl::Time now) {
   std::deque<AuditEntry> entries;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     entries.swap(pending_);
   }
   for (AuditEntry& entry : entries) {

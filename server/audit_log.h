@@ -19,12 +19,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/state_store.h"
 #include "phalanx/v1/admin.pb.h"
 #include "server/gate.h"
 #include "server/scheduler_loop.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -78,7 +78,7 @@ class AuditLog : public BatchObserver, public AuditSink {
   const Options options_;
   std::atomic<int64_t> dropped_{0};
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::deque<AuditEntry> pending_ ABSL_GUARDED_BY(mu_);
   struct Bucket {
     double tokens = 0;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/validate.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -110,13 +111,13 @@ void Authenticator::Replace(auth::AuthPolicy policy) {
     principals->push_back(
         std::make_shared<const auth::Principal>(std::move(p)));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   principals_ = std::move(principals);
 }
 
 std::shared_ptr<const Authenticator::Principals> Authenticator::principals()
     const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return principals_;
 }
 

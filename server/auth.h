@@ -18,11 +18,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/auth_config.h"
 #include "server/scheduler_loop.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -92,7 +92,7 @@ class Authenticator {
                                        absl::Time now) const;
 
   bool enabled_ = false;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::shared_ptr<const Principals> principals_ ABSL_GUARDED_BY(mu_) =
       std::make_shared<Principals>();
 };

@@ -30,6 +30,7 @@
 #include "server/startup.h"
 #include "server/tls.h"
 #include "server/watch_hub.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -357,7 +358,7 @@ absl::Status Daemon::Start(DaemonOptions options) {
     StopServing(*running, clock);
     return started;
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   stop_requested_ = false;
   grpc_port_ = running->port;
   grpc_address_ = BoundAddress(running->options.listen, running->port);
@@ -374,7 +375,7 @@ absl::Status Daemon::Serve() {
   while (true) {
     RefreshCertificateExpiry(running_->options.tls.cert, *running_->metrics);
     std::fflush(stdout);
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (mu_.AwaitWithTimeout(absl::Condition(&stop_requested_),
                              absl::Seconds(30))) {
       return absl::OkStatus();
@@ -383,12 +384,12 @@ absl::Status Daemon::Serve() {
 }
 
 void Daemon::RequestStop() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   stop_requested_ = true;
 }
 
 bool Daemon::stop_requested() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return stop_requested_;
 }
 
@@ -417,7 +418,7 @@ void Daemon::Shutdown() {
   StageClock clock;
   StopServing(*running_, clock);
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     grpc_address_.clear();
     grpc_port_ = metrics_port_ = 0;
   }
@@ -433,17 +434,17 @@ void Daemon::Shutdown() {
 }
 
 std::string Daemon::grpc_address() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return grpc_address_;
 }
 
 int Daemon::grpc_port() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return grpc_port_;
 }
 
 int Daemon::metrics_port() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return metrics_port_;
 }
 

@@ -19,8 +19,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "server/daemon_options.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -65,7 +65,7 @@ class Daemon {
  private:
   bool stop_requested() const;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
   std::string grpc_address_ ABSL_GUARDED_BY(mu_);
   int grpc_port_ ABSL_GUARDED_BY(mu_) = 0;

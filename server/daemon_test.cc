@@ -13,7 +13,6 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
@@ -21,6 +20,7 @@
 #include "phalanx/v1/scheduler.grpc.pb.h"
 #include "server/auth.h"
 #include "server/daemon_options.h"
+#include "sync/mutex.h"
 
 ABSL_DECLARE_FLAG(std::string, listen);
 ABSL_DECLARE_FLAG(absl::Duration, watch_sweep_interval);
@@ -127,7 +127,7 @@ class DaemonTest : public ::testing::Test {
         done.Notify();
       }
       grpc::StatusCode code = grpc::StatusCode::DEADLINE_EXCEEDED;
-      absl::Notification done;
+      Notification done;
     };
     grpc::GenericStub stub(grpc::CreateChannel(
         daemon.grpc_address(), grpc::InsecureChannelCredentials()));

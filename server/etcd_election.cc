@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -95,7 +96,7 @@ absl::StatusOr<int64_t> EtcdElection::Campaign(absl::Time deadline) {
       term_ = term;
       leading_ = true;
       {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         stop_ = false;
       }
       Renewed(sent);
@@ -114,12 +115,12 @@ absl::StatusOr<int64_t> EtcdElection::Campaign(absl::Time deadline) {
 }
 
 absl::Time EtcdElection::valid_until() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return leading_ ? valid_until_ : absl::InfinitePast();
 }
 
 void EtcdElection::Renewed(absl::Time sent) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   valid_until_ = sent + options_.lease_ttl * (1 - kLeaseMargin);
 }
 
@@ -167,7 +168,7 @@ void EtcdElection::Renew() {
   absl::Time next = absl::Now() + interval;
   for (;;) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       auto stopping = [this]()
                           ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_; };
       const absl::Time wake = std::min(next, valid_until_);
@@ -189,7 +190,7 @@ void EtcdElection::Lose(const std::string& why) {
 
 void EtcdElection::StopRenewing() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
   if (!renewer_.joinable()) return;

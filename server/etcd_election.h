@@ -30,10 +30,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/election.h"
 #include "storage/etcd/etcd_client.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -103,7 +103,7 @@ class EtcdElection : public Election {
   std::atomic<int64_t> term_{0};
   std::atomic<int64_t> lease_{0};
   std::thread renewer_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time valid_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };

@@ -6,11 +6,11 @@
 #include <string>
 #include <thread>
 
-#include "absl/synchronization/notification.h"
 #include "core/scheduler.h"
 #include "core/testing.h"
 #include "gtest/gtest.h"
 #include "storage/etcd/etcd_state_store.h"
+#include "sync/mutex.h"
 #include "tests/etcd_cluster.h"
 #include "tests/etcd_fixture.h"
 
@@ -27,7 +27,7 @@ const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 // A candidate: its election and whether it was told of a loss.
 // `lost` outlives `election`, whose renewal thread may notify it.
 struct Candidate {
-  absl::Notification lost;
+  Notification lost;
   std::unique_ptr<EtcdElection> election;
 };
 
@@ -199,7 +199,7 @@ TEST_F(EtcdElectionTest, ALeaderCutOffFromEtcdStopsBeforeItsLeaseCanExpire) {
   slow.call_timeout = absl::Seconds(10);
   auto client = EtcdClient::Connect(slow);
   ASSERT_TRUE(client.ok()) << client.status();
-  absl::Notification lost;
+  Notification lost;
   absl::Time lost_at;
   EtcdElectionOptions options;
   options.prefix = kPrefix;

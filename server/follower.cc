@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -51,7 +52,7 @@ Follower::~Follower() { Stop(); }
 
 void Follower::Start() {
   {
-    absl::MutexLock lock(&report_mu_);
+    MutexLock lock(&report_mu_);
     last_seq_ = store_->applied_seq();
     if (options_.fresh_at_start) fresh_as_of_ = absl::Now();
   }
@@ -67,7 +68,7 @@ void Follower::Start() {
 
 void Follower::Stop() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
     if (stream_ != nullptr) stream_->Cancel();
   }
@@ -76,12 +77,12 @@ void Follower::Stop() {
 }
 
 bool Follower::stopping() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return stop_;
 }
 
 bool Follower::Wait(absl::Duration d) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   mu_.AwaitWithTimeout(absl::Condition(&stop_), d);
   return !stop_;
 }
@@ -92,7 +93,7 @@ void Follower::Watchdog() {
 
 void Follower::Saw(int64_t last_seq, absl::Time fresh_as_of) {
   {
-    absl::MutexLock lock(&report_mu_);
+    MutexLock lock(&report_mu_);
     last_seq_ = std::max(last_seq_, last_seq);
     fresh_as_of_ = std::max(fresh_as_of_, fresh_as_of);
   }
@@ -100,7 +101,7 @@ void Follower::Saw(int64_t last_seq, absl::Time fresh_as_of) {
 }
 
 void Follower::Report() {
-  absl::MutexLock lock(&report_mu_);
+  MutexLock lock(&report_mu_);
   if (!hooks_.on_progress) return;
   FollowerProgress progress;
   progress.applied_seq = store_->applied_seq();
@@ -150,7 +151,7 @@ void Follower::Run() {
       continue;
     }
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (stop_) break;
       stream_ = stream->get();
     }
@@ -170,7 +171,7 @@ void Follower::Run() {
       Saw(last_seq);
     }
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       stream_ = nullptr;
     }
     stream->reset();

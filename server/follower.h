@@ -35,11 +35,11 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/state_store.h"
 #include "storage/etcd/etcd_client.h"
 #include "storage/etcd/etcd_state_store.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -106,11 +106,11 @@ class Follower {
   int64_t listened_seq_ = 0;  // follower thread: the last seq on_batch saw
   std::thread thread_;
   std::thread watchdog_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   storage::etcd::WatchStream* stream_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Serializes Report; what it reports from.
-  absl::Mutex report_mu_;
+  Mutex report_mu_;
   int64_t last_seq_ ABSL_GUARDED_BY(report_mu_) = 0;
   absl::Time fresh_as_of_ ABSL_GUARDED_BY(report_mu_) = absl::InfinitePast();
 };

@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/validate.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -57,7 +58,7 @@ bool IsKnownMethod(absl::string_view name) {
 bool RateLimiter::Allow(const Caller& caller, absl::Time now) {
   const auth::Principal* p = caller.principal();
   if (p == nullptr) return true;  // development mode: no per-principal limits
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const double rate = p->requests_per_second.value_or(rate_);
   const double burst = static_cast<double>(p->request_burst.value_or(burst_));
   auto [it, inserted] = buckets_.try_emplace(p->name, Bucket{burst, now});
@@ -74,7 +75,7 @@ bool RateLimiter::Allow(const Caller& caller, absl::Time now) {
 }
 
 void RateLimiter::SetDefaults(double requests_per_second, int64_t burst) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   rate_ = requests_per_second;
   burst_ = burst;
 }

@@ -12,10 +12,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "server/auth.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -93,35 +93,35 @@ inline constexpr char kLeaderMetadataKey[] = "phalanx-leader";
 class ReplicaRole {
  public:
   bool leading() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return leading_;
   }
   void set_leading(bool leading) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     leading_ = leading;
   }
   // "" when no leader is known.
   std::string leader_address() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return leader_address_;
   }
   void set_leader_address(std::string address) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     leader_address_ = std::move(address);
   }
   // True while a follower's state may be older than its staleness bound
   // (it lost touch with etcd): it then refuses the reads it serves.
   bool stale() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return stale_;
   }
   void set_stale(bool stale) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stale_ = stale;
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   bool leading_ ABSL_GUARDED_BY(mu_) = false;
   bool stale_ ABSL_GUARDED_BY(mu_) = false;
   std::string leader_address_ ABSL_GUARDED_BY(mu_);
@@ -169,7 +169,7 @@ class RateLimiter {
     double tokens = 0;
     absl::Time last;
   };
-  absl::Mutex mu_;
+  Mutex mu_;
   double rate_ ABSL_GUARDED_BY(mu_) = 1000;
   int64_t burst_ ABSL_GUARDED_BY(mu_) = 2000;
   // Keyed by principal name: bounded by the --auth file's principals.

@@ -9,13 +9,13 @@
 #include <utility>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
 #include "server/auth.h"
 #include "server/status.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -26,24 +26,24 @@ const absl::Time kT0 = absl::FromUnixSeconds(1'800'000'000);
 class Recorder : public DenialCounter, public AuditSink {
  public:
   void OnDenied(const RpcMethod& method, absl::string_view reason) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     denials_.push_back(std::string(method.name) + " " + std::string(reason));
   }
   void Record(AuditEntry entry) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     entries_.push_back(std::move(entry));
   }
   std::vector<std::string> denials() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return denials_;
   }
   std::vector<AuditEntry> entries() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return entries_;
   }
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   std::vector<std::string> denials_ ABSL_GUARDED_BY(mu_);
   std::vector<AuditEntry> entries_ ABSL_GUARDED_BY(mu_);
 };

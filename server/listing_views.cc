@@ -2,10 +2,12 @@
 
 #include <utility>
 
+#include "sync/mutex.h"
+
 namespace phalanx::server {
 
 void ListingViews::Pin(std::shared_ptr<const View> view, absl::Time now) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   DropIdle(now);
   auto [it, inserted] = views_.try_emplace(view->revision, Entry{view, now});
   it->second.used = now;
@@ -21,7 +23,7 @@ void ListingViews::Pin(std::shared_ptr<const View> view, absl::Time now) {
 
 std::shared_ptr<const View> ListingViews::Find(int64_t revision,
                                                absl::Time now) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   DropIdle(now);
   auto it = views_.find(revision);
   if (it == views_.end()) return nullptr;

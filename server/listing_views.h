@@ -14,9 +14,9 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/scheduler_loop.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -39,7 +39,7 @@ class ListingViews {
   };
   void DropIdle(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::map<int64_t, Entry> views_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "core/fleet_report.h"
 #include "server/watch_hub.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -321,7 +322,7 @@ Histogram& Metrics::RpcLatency(const char* method, grpc::StatusCode code) {
       index >= 0 && index < kRpcCodes - 1 ? index : kRpcCodes - 1);
   const absl::string_view name(method);
   {
-    absl::ReaderMutexLock lock(&rpc_mu_);
+    ReaderMutexLock lock(&rpc_mu_);
     if (auto it = rpc_histograms_.find(name);
         it != rpc_histograms_.end() && it->second[slot] != nullptr) {
       return *it->second[slot];
@@ -329,7 +330,7 @@ Histogram& Metrics::RpcLatency(const char* method, grpc::StatusCode code) {
   }
   Histogram& histogram = rpc_latency_.Add(
       {{"method", method}, {"code", CodeName(code)}}, LatencyBuckets());
-  absl::MutexLock lock(&rpc_mu_);
+  MutexLock lock(&rpc_mu_);
   rpc_histograms_[name][slot] = &histogram;
   return histogram;
 }

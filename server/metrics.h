@@ -15,7 +15,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/server_interceptor.h"
@@ -26,6 +25,7 @@
 #include "prometheus/registry.h"
 #include "server/gate.h"
 #include "server/scheduler_loop.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -125,7 +125,7 @@ class Metrics : public BatchObserver, public DenialCounter {
   // CodeName names, then one slot for any other).
   static constexpr int kRpcCodes = 18;
   prometheus::Histogram& RpcLatency(const char* method, grpc::StatusCode code);
-  absl::Mutex rpc_mu_;
+  Mutex rpc_mu_;
   absl::flat_hash_map<std::string,
                       std::array<prometheus::Histogram*, kRpcCodes>>
       rpc_histograms_ ABSL_GUARDED_BY(rpc_mu_);

@@ -14,11 +14,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -174,7 +174,7 @@ grpc::StatusCode Call(grpc::GenericStub& stub, const std::string& method) {
                        std::chrono::seconds(30));
   grpc::Slice empty("");
   grpc::ByteBuffer request(&empty, 1), response;
-  absl::Notification done;
+  Notification done;
   std::atomic<int> code{static_cast<int>(grpc::StatusCode::DEADLINE_EXCEEDED)};
   stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
                  [&](grpc::Status status) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -97,7 +98,7 @@ SchedulerLoop::SchedulerLoop(std::shared_ptr<const View> view,
                              ReplicaLoader load)
     : load_(std::move(load)), store_(store), observers_(std::move(observers)) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     following_ = true;
   }
   Publish(std::move(view), kWholesale);
@@ -114,7 +115,7 @@ void SchedulerLoop::RunFollowing() {
   std::vector<Command> batch;
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
         return !queue_.empty() || stopping_ || leaving_;
       };
@@ -215,7 +216,7 @@ void SchedulerLoop::Publish(std::shared_ptr<const View> view, size_t changed) {
   // Declared before the lock, so expired views are freed after it.
   std::vector<std::shared_ptr<const View>> expired;
   const absl::Time now = absl::Now();
-  absl::MutexLock lock(&view_mu_);
+  MutexLock lock(&view_mu_);
   if (view_ != nullptr) {
     const size_t gangs = changed == kWholesale ? view_->gangs.size() : changed;
     recent_.push_back({now, std::move(view_), gangs});
@@ -232,7 +233,7 @@ void SchedulerLoop::Publish(std::shared_ptr<const View> view, size_t changed) {
 }
 
 std::shared_ptr<const View> SchedulerLoop::ViewAt(int64_t revision) const {
-  absl::MutexLock lock(&view_mu_);
+  MutexLock lock(&view_mu_);
   if (view_->revision == revision) return view_;
   for (auto it = recent_.rbegin(); it != recent_.rend(); ++it) {
     if (it->view->revision == revision) return it->view;
@@ -244,7 +245,7 @@ std::shared_ptr<const View> SchedulerLoop::ViewAt(int64_t revision) const {
 void SchedulerLoop::Lead(std::unique_ptr<core::Scheduler> scheduler) {
   PHALANX_CHECK(!thread_.joinable());
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     leaving_ = true;
   }
   if (follow_thread_.joinable()) follow_thread_.join();
@@ -252,12 +253,12 @@ void SchedulerLoop::Lead(std::unique_ptr<core::Scheduler> scheduler) {
   scheduler_ = std::move(scheduler);
   PHALANX_CHECK(following());
   Publish(FullView(), kWholesale);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   following_ = false;
 }
 
 bool SchedulerLoop::following() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return following_;
 }
 
@@ -268,7 +269,7 @@ void SchedulerLoop::HoldAtStart(core::Mutation mutation,
                                 std::shared_ptr<const View> durable) {
   PHALANX_CHECK(!thread_.joinable() && scheduler_ != nullptr);
   {
-    absl::MutexLock lock(&view_mu_);
+    MutexLock lock(&view_mu_);
     view_ = std::move(durable);
   }
   std::fprintf(stderr,
@@ -283,7 +284,7 @@ void SchedulerLoop::HoldAtStart(core::Mutation mutation,
 
 void SchedulerLoop::Start() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     PHALANX_CHECK(!following_);
   }
   next_cycle_ = absl::Now();
@@ -299,14 +300,14 @@ void SchedulerLoop::Start() {
 
 void SchedulerLoop::Stop() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
   if (follow_thread_.joinable()) follow_thread_.join();
   // The loop has handed over its last replies: run them, then stop.
   {
-    absl::MutexLock lock(&reply_mu_);
+    MutexLock lock(&reply_mu_);
     replies_done_ = true;
   }
   if (reply_thread_.joinable()) reply_thread_.join();
@@ -316,11 +317,11 @@ void SchedulerLoop::Answer(std::vector<Reply> replies) {
   if (replies.empty()) return;
   bool next_waiting = false;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     next_waiting = !queue_.empty();
   }
   {
-    absl::MutexLock lock(&reply_mu_);
+    MutexLock lock(&reply_mu_);
     // Earlier replies still on the reply thread go first: queue behind.
     if (next_waiting || replying_ || !replies_.empty()) {
       if (replies_.empty()) {
@@ -338,7 +339,7 @@ void SchedulerLoop::RunReplies() {
   std::vector<Reply> batch;
   while (true) {
     {
-      absl::MutexLock lock(&reply_mu_);
+      MutexLock lock(&reply_mu_);
       auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(reply_mu_) {
         return !replies_.empty() || replies_done_;
       };
@@ -349,14 +350,14 @@ void SchedulerLoop::RunReplies() {
     }
     for (Reply& reply : batch) reply(absl::OkStatus());
     batch.clear();
-    absl::MutexLock lock(&reply_mu_);
+    MutexLock lock(&reply_mu_);
     replying_ = false;
   }
 }
 
 bool SchedulerLoop::Enqueue(Apply apply, Respond respond, Reply reply,
                             bool mutates) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (stopping_ || (following_ && (mutates || !load_))) return false;
   queue_.push_back(
       Command{std::move(apply), std::move(respond), std::move(reply), mutates});
@@ -364,13 +365,13 @@ bool SchedulerLoop::Enqueue(Apply apply, Respond respond, Reply reply,
 }
 
 std::shared_ptr<const View> SchedulerLoop::view() const {
-  absl::MutexLock lock(&view_mu_);
+  MutexLock lock(&view_mu_);
   return view_;
 }
 
 absl::Status SchedulerLoop::WritesRefused() const {
   if (!refusing_.load(std::memory_order_acquire)) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return writes_refused_;
 }
 
@@ -385,7 +386,7 @@ bool SchedulerLoop::RunBatch() {
   std::vector<Command>& batch = batch_;
   bool exit = false;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
       return !queue_.empty() || stopping_;
     };
@@ -437,7 +438,7 @@ bool SchedulerLoop::RunBatch() {
   batch.clear();  // keeps its capacity for the next swap
   // A refused batch is retried (and at Stop, answered) by RunRefused.
   if (!exit || held_) return true;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return !queue_.empty();  // drain what arrived before Stop
 }
 
@@ -446,7 +447,7 @@ bool SchedulerLoop::RunRefused() {
   std::vector<Command>& batch = batch_;
   bool exit = false;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
       return !queue_.empty() || stopping_;
     };
@@ -465,7 +466,7 @@ bool SchedulerLoop::RunRefused() {
     return !exit;
   }
   // 4. Committed: the commands that waited go first in the next batch.
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!waiting_.empty()) {
     for (Command& command : queue_) waiting_.push_back(std::move(command));
     queue_.swap(waiting_);
@@ -556,7 +557,7 @@ void SchedulerLoop::AbandonHeld() {
   std::vector<Reply> replies = std::move(held_->replies);
   held_.reset();
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (Command& command : queue_) waiting_.push_back(std::move(command));
     queue_.clear();
   }
@@ -576,7 +577,7 @@ void SchedulerLoop::AbandonHeld() {
 
 void SchedulerLoop::SetWritesRefused(const absl::Status& cause) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     writes_refused_ = cause.ok() ? absl::OkStatus()
                                  : absl::UnavailableError(absl::StrCat(
                                        "writes refused: ", cause.message()));

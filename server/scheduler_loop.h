@@ -43,11 +43,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/scheduler.h"
 #include "core/state_store.h"
 #include "server/gang_snapshot.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -296,12 +296,12 @@ class SchedulerLoop {
 
   // Replies of durable batches not yet run, oldest first; their own lock,
   // so answering calls never contends with Enqueue.
-  absl::Mutex reply_mu_;
+  Mutex reply_mu_;
   std::vector<Reply> replies_ ABSL_GUARDED_BY(reply_mu_);
   bool replying_ ABSL_GUARDED_BY(reply_mu_) = false;  // running a batch
   bool replies_done_ ABSL_GUARDED_BY(reply_mu_) = false;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   // Swapped with batch_ (loop thread only) at each batch: the two vectors
   // keep their capacity, so queueing a command allocates nothing.
   std::vector<Command> queue_ ABSL_GUARDED_BY(mu_);
@@ -315,7 +315,7 @@ class SchedulerLoop {
   // The published view has a lock of its own: handlers read it (1-3 times
   // a call) without contending with Enqueue and the loop's wait on mu_.
   // Lock order: mu_, then view_mu_.
-  mutable absl::Mutex view_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  mutable Mutex view_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::shared_ptr<const View> view_ ABSL_GUARDED_BY(view_mu_);
   // Replaced views, oldest first: when each was replaced, and how many
   // gang records it alone holds (all of them counted in recent_gangs_).

@@ -13,10 +13,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "core/memory_store.h"
 #include "gtest/gtest.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -28,13 +27,13 @@ constexpr absl::Duration kTimeout = absl::Seconds(20);
 class GatedStore : public core::StateStore {
  public:
   absl::StatusOr<core::LoadedState> LoadAll() override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return memory_.LoadAll();
   }
   // Commits that put queues wait at the gate and are counted; others (the
   // first cycle's housekeeping) pass.
   absl::Status Commit(const core::Mutation& mutation) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (full_) {
       ++refused_;
       return absl::ResourceExhaustedError("no space left in data dir /x");
@@ -49,26 +48,26 @@ class GatedStore : public core::StateStore {
   }
   absl::StatusOr<std::vector<core::Event>> ReadEvents(int64_t after, int limit,
                                                       size_t) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return memory_.ReadEvents(after, limit);
   }
 
   void Close() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     closed_ = true;
   }
   void Open() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     closed_ = false;
   }
   // While full, every commit fails with ResourceExhausted, writing nothing.
   void SetFull(bool full) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     full_ = full;
   }
   // Waits until `n` commits have been refused; returns whether they were.
   bool AwaitRefused(int n) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto refused = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
       return refused_ >= n;
     };
@@ -76,7 +75,7 @@ class GatedStore : public core::StateStore {
   }
   // Waits until `n` queue commits have started; returns whether they did.
   bool AwaitEntered(int n) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto entered = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
       return entered_ >= n;
     };
@@ -84,12 +83,12 @@ class GatedStore : public core::StateStore {
   }
   // Queues written by each finished queue commit, in order.
   std::vector<int> batch_queues() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return batch_queues_;
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   core::MemoryStore memory_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool full_ ABSL_GUARDED_BY(mu_) = false;
@@ -103,34 +102,34 @@ class GatedStore : public core::StateStore {
 class Tally {
  public:
   void Applied() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ++applied_;
   }
   void Replied(int commits_done) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     replies_.push_back(commits_done);
   }
   bool AwaitApplied(int n) { return AwaitCount(&applied_, n); }
   bool AwaitReplies(int n) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto enough = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
       return static_cast<int>(replies_.size()) >= n;
     };
     return mu_.AwaitWithTimeout(absl::Condition(&enough), kTimeout);
   }
   std::vector<int> replies() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return replies_;
   }
 
  private:
   bool AwaitCount(const int* count, int n) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto enough = [count, n]() { return *count >= n; };
     return mu_.AwaitWithTimeout(absl::Condition(&enough), kTimeout);
   }
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   int applied_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int> replies_ ABSL_GUARDED_BY(mu_);
 };
@@ -198,7 +197,7 @@ TEST_F(SchedulerLoopTest, CommandsArrivingDuringACommitShareTheNext) {
 TEST_F(SchedulerLoopTest, AReplyBeingSentDoesNotHoldUpTheNextBatch) {
   store_.Close();
   loop_.Start();
-  absl::Notification replying, release;
+  Notification replying, release;
   ASSERT_TRUE(PutQueue("a", [&] {
     replying.Notify();
     EXPECT_TRUE(release.WaitForNotificationWithTimeout(kTimeout));
@@ -261,16 +260,16 @@ class RefusalLog : public BatchObserver {
                  int) override {}
   void OnDurable(const core::Mutation&, absl::Duration, int) override {}
   void OnWritesRefused(const absl::Status& cause) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     causes_.push_back(cause);
   }
   std::vector<absl::Status> causes() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return causes_;
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<absl::Status> causes_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -320,10 +319,10 @@ TEST_F(SchedulerLoopTest, StopWithWritesRefusedFailsTheHeldCalls) {
   ASSERT_TRUE(PutQueue("warm-up"));
   ASSERT_TRUE(tally_.AwaitReplies(1));
   store_.SetFull(true);
-  absl::Mutex mu;
+  Mutex mu;
   std::vector<absl::Status> answers;
   auto record = [&](const absl::Status& committed) {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     answers.push_back(committed);
   };
   auto put_queue = [](core::Scheduler& s, absl::Time) {
@@ -336,7 +335,7 @@ TEST_F(SchedulerLoopTest, StopWithWritesRefusedFailsTheHeldCalls) {
   ASSERT_TRUE(loop_.Enqueue([](core::Scheduler&, absl::Time) {}, nullptr,
                             record, /*mutates=*/false));
   loop_.Stop();
-  absl::MutexLock lock(&mu);
+  MutexLock lock(&mu);
   ASSERT_EQ(answers.size(), 2u);
   for (const absl::Status& answer : answers) {
     EXPECT_TRUE(absl::IsUnavailable(answer)) << answer;
@@ -426,15 +425,15 @@ TEST(ViewTest, AFollowingLoopRefusesCommandsUntilItLeads) {
   EXPECT_FALSE(loop.following());
   EXPECT_EQ(loop.view()->gangs.size(), 0u);  // the new scheduler's view
   loop.Start();
-  absl::Mutex mu;
+  Mutex mu;
   bool replied = false;
   EXPECT_TRUE(loop.Enqueue([](core::Scheduler&, absl::Time) {}, nullptr,
                            [&](const absl::Status&) {
-                             absl::MutexLock lock(&mu);
+                             MutexLock lock(&mu);
                              replied = true;
                            },
                            /*mutates=*/false));
-  absl::MutexLock lock(&mu);
+  MutexLock lock(&mu);
   EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(&replied), kTimeout));
 }
 
@@ -442,7 +441,7 @@ TEST(ViewTest, AFollowingLoopRefusesCommandsUntilItLeads) {
 // or not answered in time.
 bool Read(SchedulerLoop& loop,
           const std::function<void(core::Scheduler&)>& read) {
-  absl::Notification replied;
+  Notification replied;
   if (!loop.Enqueue([&](core::Scheduler& s, absl::Time) { read(s); }, nullptr,
                     [&](const absl::Status&) { replied.Notify(); },
                     /*mutates=*/false)) {
@@ -456,7 +455,7 @@ class FakeReplica {
  public:
   SchedulerLoop::ReplicaLoader Loader() {
     return [this]() -> absl::StatusOr<core::LoadedState> {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       ++loads_;
       core::LoadedState state = StateWithGangs(0);
       state.meta.last_revision = revision_;
@@ -464,16 +463,16 @@ class FakeReplica {
     };
   }
   void set_revision(int64_t revision) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     revision_ = revision;
   }
   int loads() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return loads_;
   }
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   int64_t revision_ ABSL_GUARDED_BY(mu_) = 7;
   int loads_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -13,6 +13,7 @@
 #include "phalanx/v1/scheduler.pb.h"
 #include "proto/convert.h"
 #include "server/status.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -68,7 +69,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   // Ends a stream whose client has not taken a write for `stall`: what it
   // holds is bounded, but it must not hold it for ever.
   void EndIfStalled(absl::Duration stall) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!writing_ || finished_ || absl::Now() - last_write_ < stall) return;
     pending_status_ =
         grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -81,7 +82,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   // Writes the next matching event (or a due bookmark) unless a write is in
   // flight. Called whenever something new may be available.
   void Pump() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     PumpLocked();
   }
 
@@ -89,7 +90,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   // for new events once it completes (until then the stream does not chase
   // events the ring gains between sweeps, so they coalesce).
   void Sweep() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (writing_) {
       look_again_ = true;
       return;
@@ -98,7 +99,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
 
   void RequestBookmark() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (absl::Now() - last_write_ >= hub_->BookmarkInterval()) {
       bookmark_due_ = true;
     }
@@ -106,7 +107,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
 
   void End(const grpc::Status& status) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     EndLocked(status);
   }
 
@@ -115,7 +116,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   // called from the shutting-down thread made Server::Shutdown wait for its
   // whole deadline.
   void EndWithBookmark(const grpc::Status& status) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (finished_) return;
     pending_status_ = status;
     bookmark_before_end_ = true;
@@ -123,7 +124,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
 
   void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     writing_ = false;
     hub_->Release(in_flight_bytes_);
     reserved_ -= in_flight_bytes_;
@@ -342,7 +343,7 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   grpc::CallbackServerContext* const context_;  // may be null
   const std::set<std::string> queues_;
   const std::set<std::string> gang_ids_;
-  absl::Mutex mu_;
+  Mutex mu_;
   int64_t next_ ABSL_GUARDED_BY(mu_);  // next revision to look at
   std::deque<HubEventPtr> backlog_ ABSL_GUARDED_BY(mu_);
   grpc::ByteBuffer current_ ABSL_GUARDED_BY(mu_);
@@ -410,17 +411,17 @@ WatchHub::~WatchHub() {
 }
 
 absl::Duration WatchHub::BookmarkInterval() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return bookmark_interval_;
 }
 
 int WatchHub::watchers() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return static_cast<int>(watchers_.size());
 }
 
 std::vector<std::shared_ptr<WatchHub::Watcher>> WatchHub::Watchers() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return {watchers_.begin(), watchers_.end()};
 }
 
@@ -449,7 +450,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchHub::Start(
     grpc::Status refusal) {
   std::shared_ptr<Watcher> watcher;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     int64_t next = revision_ + 1;
     if (parsed.has_after_revision()) next = parsed.after_revision() + 1;
     if (!refusal.ok()) {
@@ -498,7 +499,7 @@ grpc::Status WatchHub::CountStream(const WatchAccess& access) {
 }
 
 void WatchHub::Remove(Watcher* watcher) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!watcher->principal().empty()) {
     auto count = streams_by_principal_.find(watcher->principal());
     if (count != streams_by_principal_.end() && --count->second <= 0) {
@@ -526,7 +527,7 @@ bool WatchHub::Reserve(int64_t bytes) {
 void WatchHub::Release(int64_t bytes) { buffered_bytes_.fetch_sub(bytes); }
 
 WatchHub::RingRead WatchHub::ReadRing(int64_t after, int limit) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   RingRead out;
   out.head = revision_;
   out.max_lag = max_lag_;
@@ -548,7 +549,7 @@ void WatchHub::OnApplied(const core::Mutation&,
 }
 
 void WatchHub::Configure(const core::Config& config) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   bookmark_interval_ = config.watch.bookmark_interval;
   max_lag_ = config.watch.max_lag_events;
   stream_buffer_bytes_ = config.limits.watch_stream_buffer_bytes;
@@ -563,7 +564,7 @@ void WatchHub::OnDurable(const core::Mutation& mutation, absl::Duration, int) {
     // convert and serialize every event of every batch. A stream that opens
     // later starts after revision_, and one resuming from an older revision
     // reads the store (the ring starts after revision_ again).
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (watchers_.empty()) {
       ring_.clear();
       ring_bytes_ = 0;
@@ -576,7 +577,7 @@ void WatchHub::OnDurable(const core::Mutation& mutation, absl::Duration, int) {
   for (const core::Event& event : mutation.events) {
     converted.push_back(ToHubEvent(event));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (const HubEventPtr& event : converted) ring_bytes_ += event->bytes;
   ring_.insert(ring_.end(), converted.begin(), converted.end());
   // Bounded in events and in bytes; older events are read from the store.
@@ -603,7 +604,7 @@ void WatchHub::FanOut(int shard) {
   while (true) {
     std::vector<std::shared_ptr<Watcher>> watchers;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       auto ready = [this, &seen]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
         return generation_ != seen || shutdown_;
       };
@@ -626,7 +627,7 @@ void WatchHub::FanOut(int shard) {
 void WatchHub::TickBookmarks() {
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       // Tick at a tenth of the interval so idle streams hear from us on
       // time; a new interval (UpdateConfig) restarts the wait by it.
       const absl::Duration interval = bookmark_interval_;
@@ -647,7 +648,7 @@ void WatchHub::TickBookmarks() {
 
 void WatchHub::Shutdown(absl::Duration max_wait) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (shutdown_) return;
     shutdown_ = true;
   }
@@ -659,7 +660,7 @@ void WatchHub::Shutdown(absl::Duration max_wait) {
   // Let the streams send their last bookmark and finish before the server's
   // shutdown deadline can cut them off (bounded: a stream whose client
   // stopped reading may never drain).
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   mu_.AwaitWithTimeout(absl::Condition(this, &WatchHub::NoWatchers), max_wait);
 }
 

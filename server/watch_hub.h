@@ -32,12 +32,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/state_store.h"
 #include "grpcpp/grpcpp.h"
 #include "phalanx/v1/scheduler.pb.h"
 #include "server/scheduler_loop.h"
+#include "sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -164,7 +164,7 @@ class WatchHub : public BatchObserver {
   core::StateStore* store_;
   const size_t ring_capacity_;
   const WatchFlush flush_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::deque<HubEventPtr> ring_ ABSL_GUARDED_BY(mu_);
   int64_t revision_ ABSL_GUARDED_BY(mu_);
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped when the ring grows

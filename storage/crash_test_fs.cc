@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rocksdb/system_clock.h"
+#include "sync/mutex.h"
 
 namespace phalanx::storage {
 namespace {
@@ -96,7 +97,7 @@ class CrashTestFs::File : public rocksdb::FSWritableFileOwnerWrapper {
                     IODebugContext* dbg) override {
     if (!Tick()) return fs_->PowerOff();
     IOStatus s = target()->Truncate(size, options, dbg);
-    absl::MutexLock lock(&fs_->mu_);
+    MutexLock lock(&fs_->mu_);
     inode_->synced_bytes = std::min<uint64_t>(inode_->synced_bytes, size);
     return s;
   }
@@ -114,7 +115,7 @@ class CrashTestFs::File : public rocksdb::FSWritableFileOwnerWrapper {
 
  private:
   bool Tick() {
-    absl::MutexLock lock(&fs_->mu_);
+    MutexLock lock(&fs_->mu_);
     return fs_->Tick();
   }
   // The real file is not synced: durability is simulated.
@@ -144,7 +145,7 @@ class CrashTestFs::Directory : public rocksdb::FSDirectoryWrapper {
       const IOOptions& options, IODebugContext* dbg,
       const rocksdb::DirFsyncOptions& dir_options) override {
     {
-      absl::MutexLock lock(&fs_->mu_);
+      MutexLock lock(&fs_->mu_);
       if (fs_->dirs_.count(path_) > 0) {
         if (!fs_->Tick()) return fs_->PowerOff();
         fs_->OnDirSynced(path_);
@@ -167,7 +168,7 @@ CrashTestFs::~CrashTestFs() = default;
 
 absl::Status CrashTestFs::TrackDirectory(const std::string& dir) {
   const std::string path = Normal(dir);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Dir& tracked = dirs_[path];
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(path, error)) {
@@ -187,23 +188,23 @@ absl::Status CrashTestFs::TrackDirectory(const std::string& dir) {
 }
 
 void CrashTestFs::ScheduleCrash(int64_t ops) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   crash_countdown_ = ops;
 }
 
 void CrashTestFs::Crash() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!crashed_) ++stats_.crashes;
   crashed_ = true;
 }
 
 bool CrashTestFs::crashed() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return crashed_;
 }
 
 CrashTestFs::Stats CrashTestFs::stats() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 
@@ -268,7 +269,7 @@ void CrashTestFs::CollectScratch() {
 }
 
 void CrashTestFs::OnSynced(Inode& inode, uint64_t bytes) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   inode.synced_bytes = bytes;
   ++stats_.file_syncs;
 }
@@ -288,7 +289,7 @@ std::unique_ptr<rocksdb::FSWritableFile> CrashTestFs::Wrap(
 IOStatus CrashTestFs::NewWritableFile(
     const std::string& f, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::string name;
   Dir* dir = Lookup(f, &name);
   if (dir == nullptr) return target()->NewWritableFile(f, options, result, dbg);
@@ -310,7 +311,7 @@ IOStatus CrashTestFs::NewWritableFile(
 IOStatus CrashTestFs::ReopenWritableFile(
     const std::string& f, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::string name;
   Dir* dir = Lookup(f, &name);
   if (dir == nullptr) {
@@ -342,7 +343,7 @@ IOStatus CrashTestFs::NewRandomRWFile(
     const std::string& f, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSRandomRWFile>* result, IODebugContext* dbg) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     std::string name;
     if (Lookup(f, &name) != nullptr) {
       return IOStatus::NotSupported("CrashTestFs: random-access writes");
@@ -363,7 +364,7 @@ IOStatus CrashTestFs::NewDirectory(
 
 IOStatus CrashTestFs::DeleteFile(const std::string& f, const IOOptions& options,
                                  IODebugContext* dbg) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::string name;
   Dir* dir = Lookup(f, &name);
   if (dir == nullptr) return target()->DeleteFile(f, options, dbg);
@@ -378,7 +379,7 @@ IOStatus CrashTestFs::DeleteFile(const std::string& f, const IOOptions& options,
 IOStatus CrashTestFs::RenameFile(const std::string& from, const std::string& to,
                                  const IOOptions& options,
                                  IODebugContext* dbg) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::string from_name, to_name;
   Dir* from_dir = Lookup(from, &from_name);
   Dir* to_dir = Lookup(to, &to_name);
@@ -415,7 +416,7 @@ IOStatus CrashTestFs::RenameFile(const std::string& from, const std::string& to,
 
 IOStatus CrashTestFs::LinkFile(const std::string& from, const std::string& to,
                                const IOOptions& options, IODebugContext* dbg) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::string from_name, to_name;
   Dir* from_dir = Lookup(from, &from_name);
   Dir* to_dir = Lookup(to, &to_name);
@@ -442,7 +443,7 @@ IOStatus CrashTestFs::LinkFile(const std::string& from, const std::string& to,
 
 IOStatus CrashTestFs::Truncate(const std::string& f, size_t size,
                                const IOOptions& options, IODebugContext* dbg) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::string name;
   Dir* dir = Lookup(f, &name);
   if (dir == nullptr) return target()->Truncate(f, size, options, dbg);
@@ -459,7 +460,7 @@ IOStatus CrashTestFs::Truncate(const std::string& f, size_t size,
 IOStatus CrashTestFs::CreateDir(const std::string& d, const IOOptions& options,
                                 IODebugContext* dbg) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     std::string name;
     if (Lookup(d, &name) != nullptr && !Tick()) return PowerOff();
   }
@@ -470,7 +471,7 @@ IOStatus CrashTestFs::CreateDirIfMissing(const std::string& d,
                                          const IOOptions& options,
                                          IODebugContext* dbg) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     std::string name;
     if ((Lookup(d, &name) != nullptr || dirs_.count(Normal(d)) > 0) &&
         !Tick()) {
@@ -482,7 +483,7 @@ IOStatus CrashTestFs::CreateDirIfMissing(const std::string& d,
 
 IOStatus CrashTestFs::DeleteDir(const std::string& d, const IOOptions& options,
                                 IODebugContext* dbg) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::string name;
   if (Lookup(d, &name) != nullptr || dirs_.count(Normal(d)) > 0) {
     if (!Tick()) return PowerOff();
@@ -493,7 +494,7 @@ IOStatus CrashTestFs::DeleteDir(const std::string& d, const IOOptions& options,
 }
 
 absl::Status CrashTestFs::Restart(Unsynced unsynced, uint64_t seed) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!crashed_) return absl::FailedPreconditionError("Restart: no crash");
   std::mt19937_64 rng(seed);
   std::error_code error;

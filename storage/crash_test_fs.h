@@ -36,9 +36,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
+#include "sync/mutex.h"
 
 namespace phalanx::storage {
 
@@ -165,7 +165,7 @@ class CrashTestFs : public rocksdb::FileSystemWrapper {
   void OnDirSynced(const std::string& dir);
 
   const std::string scratch_dir_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<std::string, Dir> dirs_ ABSL_GUARDED_BY(mu_);
   // Inodes with a hard link in the scratch directory, by id.
   std::map<uint64_t, InodePtr> scratch_ ABSL_GUARDED_BY(mu_);

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "sync/mutex.h"
+
 namespace phalanx::storage {
 namespace {
 
@@ -64,27 +66,27 @@ class FaultFs::File : public rocksdb::FSWritableFileOwnerWrapper {
 };
 
 void FaultFs::SetNoSpace(bool no_space) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   no_space_ = no_space;
 }
 
 void FaultFs::FailWrite(int64_t n) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   fail_countdown_ = n;
 }
 
 void FaultFs::SetSyncDelay(absl::Duration delay) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   sync_delay_ = delay;
 }
 
 FaultFs::Stats FaultFs::stats() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 
 IOStatus FaultFs::BeforeWrite() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (no_space_) {
     ++stats_.no_space_failures;
     // As RocksDB's POSIX file system reports ENOSPC.
@@ -101,12 +103,12 @@ IOStatus FaultFs::BeforeWrite() {
 }
 
 absl::Duration FaultFs::sync_delay() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return sync_delay_;
 }
 
 void FaultFs::OnSynced() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ++stats_.syncs;
 }
 
@@ -146,7 +148,7 @@ IOStatus FaultFs::GetFreeSpace(const std::string& path,
                                const IOOptions& options, uint64_t* diskfree,
                                IODebugContext* dbg) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (no_space_) {
       *diskfree = 0;
       return IOStatus::OK();

@@ -21,10 +21,10 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
+#include "sync/mutex.h"
 
 namespace phalanx::storage {
 
@@ -85,7 +85,7 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   // Counts one completed file sync.
   void OnSynced();
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   bool no_space_ ABSL_GUARDED_BY(mu_) = false;
   int64_t fail_countdown_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration sync_delay_ ABSL_GUARDED_BY(mu_);

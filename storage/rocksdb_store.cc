@@ -22,6 +22,7 @@
 #include "rocksdb/statistics.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
+#include "sync/mutex.h"
 
 namespace phalanx::storage {
 namespace {
@@ -153,7 +154,7 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
 }
 
 absl::Status RocksDbStore::ReopenWritable() {
-  absl::WriterMutexLock lock(&db_mu_);
+  WriterMutexLock lock(&db_mu_);
   CloseDb();
   rocksdb::DB* db = nullptr;
   rocksdb::Status opened =
@@ -262,7 +263,7 @@ absl::StatusOr<int64_t> RocksDbStore::CreateCheckpoint(const std::string& dir) {
         absl::StrCat("directory: the parent of ", core::QuoteForError(dir),
                      " is not an existing directory"));
   }
-  absl::MutexLock lock(&write_mu_);
+  MutexLock lock(&write_mu_);
   int64_t revision = 0;
   std::string value;
   rocksdb::Status s = db_->Get({}, handles_[kMeta], kMetaKey, &value);
@@ -300,7 +301,7 @@ absl::StatusOr<core::LoadedState> ReadState(
 }  // namespace
 
 absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
-  absl::ReaderMutexLock db_lock(&db_mu_);
+  ReaderMutexLock db_lock(&db_mu_);
   ASSIGN_OR_RETURN(core::LoadedState state,
                    ReadState(db_.get(), handles_, rocksdb::ReadOptions()));
   first_retained_ = state.meta.first_retained_revision;
@@ -411,7 +412,7 @@ absl::Status RocksDbStore::ApplyLogBatch(const core::Mutation& m, int64_t seq) {
 }
 
 absl::StatusOr<int64_t> RocksDbStore::LogSeq() {
-  absl::ReaderMutexLock db_lock(&db_mu_);
+  ReaderMutexLock db_lock(&db_mu_);
   std::string value;
   rocksdb::Status s = db_->Get({}, handles_[kMeta], kLogSeqKey, &value);
   if (s.IsNotFound()) return 0;
@@ -420,7 +421,7 @@ absl::StatusOr<int64_t> RocksDbStore::LogSeq() {
 }
 
 absl::StatusOr<std::unique_ptr<FrozenState>> RocksDbStore::Freeze() {
-  absl::ReaderMutexLock db_lock(&db_mu_);
+  ReaderMutexLock db_lock(&db_mu_);
   if (read_only_) {
     return absl::FailedPreconditionError(
         "freeze: the store is open read-only (its disk was full)");
@@ -542,7 +543,7 @@ absl::Status FrozenState::Export(
 }
 
 absl::Status RocksDbStore::ReplaceAll(const PartSource& next, int64_t seq) {
-  absl::MutexLock lock(&write_mu_);
+  MutexLock lock(&write_mu_);
   rocksdb::WriteBatch batch;
   // First delete every record (the single writer holds write_mu_, so the
   // keys read here are the ones the batch replaces).
@@ -717,7 +718,7 @@ absl::Status RocksDbStore::Write(const core::Mutation& m, int64_t log_seq) {
 
   rocksdb::WriteOptions write_options;
   write_options.sync = options_.sync;
-  absl::MutexLock lock(&write_mu_);
+  MutexLock lock(&write_mu_);
   if (read_only_) RETURN_IF_ERROR(ReopenWritable());
   if (resume_needed_) {
     // A write refused for lack of space left RocksDB read-only (a
@@ -751,7 +752,7 @@ absl::Status RocksDbStore::NoSpace(const rocksdb::Status& s,
 
 absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(
     int64_t after, int limit, size_t max_bytes) {
-  absl::ReaderMutexLock db_lock(&db_mu_);
+  ReaderMutexLock db_lock(&db_mu_);
   const int64_t oldest = first_retained_.load();
   if (after + 1 < oldest) {
     return absl::OutOfRangeError(absl::StrCat(
@@ -778,7 +779,7 @@ absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(
 
 absl::StatusOr<std::vector<core::AuditRecord>> RocksDbStore::ReadAudit(
     int64_t after, int limit) {
-  absl::ReaderMutexLock db_lock(&db_mu_);
+  ReaderMutexLock db_lock(&db_mu_);
   std::vector<core::AuditRecord> records;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kAudit]));
   for (it->Seek(EventKey(after + 1));
@@ -792,7 +793,7 @@ absl::StatusOr<std::vector<core::AuditRecord>> RocksDbStore::ReadAudit(
 }
 
 absl::StatusOr<int64_t> RocksDbStore::LastAuditSequence() {
-  absl::ReaderMutexLock db_lock(&db_mu_);
+  ReaderMutexLock db_lock(&db_mu_);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kAudit]));
   it->SeekToLast();
   RETURN_IF_ERROR(FromRocks(it->status(), "read audit"));

@@ -29,8 +29,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "core/state_store.h"
+#include "sync/mutex.h"
 
 namespace rocksdb {
 class ColumnFamilyHandle;
@@ -184,12 +184,12 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
   int opened_schema_version_ = 0;
   // Held by Commit and CreateCheckpoint: a checkpoint sees no half-applied
   // writer.
-  absl::Mutex write_mu_;
+  Mutex write_mu_;
   // A write failed for lack of space: DB::Resume before the next one.
   bool resume_needed_ ABSL_GUARDED_BY(write_mu_) = false;
   // Held shared by readers of db_ and handles_, exclusively (after
   // write_mu_) by ReopenWritable, which replaces them.
-  absl::Mutex db_mu_ ABSL_ACQUIRED_AFTER(write_mu_);
+  Mutex db_mu_ ABSL_ACQUIRED_AFTER(write_mu_);
   // Opened read-only on a full disk, until ReopenWritable succeeds. Written
   // under write_mu_ and db_mu_; read under either.
   std::atomic<bool> read_only_{false};

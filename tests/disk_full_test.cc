@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "core/scheduler.h"
 #include "gtest/gtest.h"
 #include "server/daemon.h"
 #include "storage/fault_fs.h"
 #include "storage/rocksdb_store.h"
+#include "sync/mutex.h"
 #include "tests/daemon.h"
 
 namespace phalanx::testing {
@@ -79,7 +79,7 @@ class DiskFullTest : public ::testing::Test {
     grpc::Status status = stub.SubmitGang(
         &context, SubmitRequest("a", 1, 1, "", request_id), &response);
     if (status.ok()) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       acked_[request_id] = response.gang().id();
     }
     return status;
@@ -109,7 +109,7 @@ class DiskFullTest : public ::testing::Test {
     v1::ListGangsResponse page;
     ASSERT_TRUE(scheduler->ListGangs(&context, list, &page).ok());
     for (const v1::Gang& gang : page.gangs()) ++ids[gang.id()];
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& [request_id, gang_id] : acked_) {
       EXPECT_EQ(ids[gang_id], 1) << request_id << " -> " << gang_id;
       // The same request again is the same gang, not a new one.
@@ -138,7 +138,7 @@ class DiskFullTest : public ::testing::Test {
     ASSERT_TRUE(state.ok()) << state.status();
     std::map<std::string, int> ids;
     for (const core::Gang& gang : state->gangs) ++ids[gang.id.value()];
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& [request_id, gang_id] : acked_) {
       EXPECT_EQ(ids[gang_id], 1) << request_id;
     }
@@ -151,7 +151,7 @@ class DiskFullTest : public ::testing::Test {
   // `latencies`. Returns how many were acknowledged before any file sync
   // completed after they were sent (0 unless an ack preceded its sync).
   int Load(const std::string& prefix, std::vector<absl::Duration>* latencies) {
-    absl::Mutex latency_mu;
+    Mutex latency_mu;
     std::atomic<int> unsynced_acks{0};
     std::vector<std::thread> clients;
     for (int c = 0; c < kClients; ++c) {
@@ -165,7 +165,7 @@ class DiskFullTest : public ::testing::Test {
           }
           const absl::Duration latency = absl::Now() - start;
           if (fs_->stats().syncs <= syncs_before) ++unsynced_acks;
-          absl::MutexLock lock(&latency_mu);
+          MutexLock lock(&latency_mu);
           latencies->push_back(latency);
         }
       });
@@ -182,7 +182,7 @@ class DiskFullTest : public ::testing::Test {
   std::unique_ptr<rocksdb::Env> env_;
   std::string root_;
   server::Daemon daemon_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::map<std::string, std::string> acked_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -210,7 +210,7 @@ TEST_F(DiskFullTest, WritesAreRefusedWhileFullAndResumeWhenSpaceFrees) {
       << refused.error_message();
   // Gang reads and health are served.
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& [request_id, gang_id] : acked_) {
       EXPECT_EQ(GetOk(*stub, gang_id).id(), gang_id);
     }
@@ -229,7 +229,7 @@ TEST_F(DiskFullTest, WritesAreRefusedWhileFullAndResumeWhenSpaceFrees) {
 
   ExpectAckedOnceAndGpusHeldOnce();
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     EXPECT_EQ(acked_.size(), 7u);  // 5 before, the held one, 1 after
     EXPECT_EQ(acked_.count("refused"), 0u);
   }
@@ -386,7 +386,7 @@ TEST_F(DiskFullTest, AStartOnAFullDiskRefusesWritesAndResumes) {
             std::string::npos);
   auto stub = v1::Scheduler::NewStub(Channel());
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& [request_id, gang_id] : acked_) {
       EXPECT_EQ(GetOk(*stub, gang_id).id(), gang_id);
     }

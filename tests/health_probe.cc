@@ -4,9 +4,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "grpcpp/generic/generic_stub.h"
+#include "sync/mutex.h"
 
 namespace phalanx::testing {
 
@@ -21,7 +21,7 @@ int HealthStatus(const std::shared_ptr<grpc::Channel>& channel,
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   grpc::GenericStub stub(channel);
-  absl::Notification done;
+  Notification done;
   grpc::Status status;
   stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
                  &request, &response, [&](grpc::Status s) {

@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
+#include "sync/mutex.h"
 #include "tests/auth_client.h"
 #include "tests/daemon.h"
 
@@ -179,15 +180,15 @@ TEST(ServerLimitsTest, UnknownMethodsDoNotGrowTheMetrics) {
     request = grpc::ByteBuffer(&slice, 1);
     grpc::Status status;
     bool done = false;
-    absl::Mutex mu;
+    Mutex mu;
     generic.UnaryCall(&context, absl::StrCat("/phalanx.v1.Admin/Made", i),
                       grpc::StubOptions(), &request, &response,
                       [&](grpc::Status s) {
-                        absl::MutexLock lock(&mu);
+                        MutexLock lock(&mu);
                         status = s;
                         done = true;
                       });
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     mu.Await(absl::Condition(&done));
     EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
+#include "sync/mutex.h"
 
 namespace phalanx::storage::etcd {
 namespace {
@@ -122,17 +123,17 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
 }
 
 std::string EtcdClient::current_endpoint() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return endpoints_[current_].target;
 }
 
 std::pair<std::shared_ptr<grpc::Channel>, size_t> EtcdClient::Current() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return {endpoints_[current_].channel, current_};
 }
 
 void EtcdClient::Advance(size_t from) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   // Another call may have moved on already; move only once per failure.
   if (current_ == from) current_ = (current_ + 1) % endpoints_.size();
 }
@@ -142,7 +143,7 @@ void EtcdClient::Prepare(grpc::ClientContext& context, absl::Time deadline) {
   // etcd's require-leader metadata: a member without a raft leader
   // answers UNAVAILABLE ("no leader") instead of holding the call.
   context.AddMetadata("hasleader", "true");
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!token_.empty()) context.AddMetadata("token", token_);
 }
 
@@ -158,13 +159,13 @@ absl::Status EtcdClient::Authenticate(
   context.set_deadline(absl::ToChronoTime(deadline));
   RETURN_IF_ERROR(FromGrpc(stub->Authenticate(&context, request, &response),
                            "etcd authenticate"));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   token_ = response.token();
   return absl::OkStatus();
 }
 
 bool EtcdClient::NeedsToken() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return !options_.user.empty() && token_.empty();
 }
 
@@ -187,7 +188,7 @@ absl::Status EtcdClient::Invoke(Call call, absl::Time deadline) {
       const grpc::Status status = call(channel, context);
       if (TokenRefused(status) && !options_.user.empty() && !reauthenticated) {
         reauthenticated = true;
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         token_.clear();
         continue;
       }

@@ -27,10 +27,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "sync/mutex.h"
 
 namespace phalanx::storage::etcd {
 
@@ -154,7 +154,7 @@ class EtcdClient {
 
   const EtcdClientOptions options_;
   std::vector<Endpoint> endpoints_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   size_t current_ ABSL_GUARDED_BY(mu_) = 0;
   std::string token_ ABSL_GUARDED_BY(mu_);
 };

@@ -12,6 +12,7 @@
 #include "core/status_macros.h"
 #include "proto/log_convert.h"
 #include "storage/etcd/etcd_state_store.h"
+#include "sync/mutex.h"
 
 namespace phalanx::storage::etcd {
 namespace {
@@ -23,7 +24,7 @@ constexpr int kChunksPerPage = 8;
 
 absl::Status EtcdStateStore::PublishApplied() {
   if (options_.replica_id.empty()) return absl::OkStatus();
-  absl::MutexLock lock(&publish_mu_);
+  MutexLock lock(&publish_mu_);
   const absl::Time now = absl::Now();
   const int64_t seq = applied_seq_.load();
   bool put =
@@ -337,7 +338,7 @@ void EtcdStateStore::MaybeSnapshot(int64_t entries, size_t bytes) {
                        static_cast<long long>(frozen->log_seq()),
                        result.status().ToString().c_str());
         }
-        absl::MutexLock lock(&snapshot_mu_);
+        MutexLock lock(&snapshot_mu_);
         last_snapshot_ = std::move(result);
         snapshot_running_ = false;
       });
@@ -345,7 +346,7 @@ void EtcdStateStore::MaybeSnapshot(int64_t entries, size_t bytes) {
 
 absl::StatusOr<SnapshotInfo> EtcdStateStore::WaitForSnapshot() {
   JoinSnapshot();
-  absl::MutexLock lock(&snapshot_mu_);
+  MutexLock lock(&snapshot_mu_);
   if (!last_snapshot_) {
     return absl::NotFoundError("no snapshot ran since the last wait");
   }

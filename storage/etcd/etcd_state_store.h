@@ -60,12 +60,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/state_store.h"
 #include "phalanx/storage/v1/log.pb.h"
 #include "storage/etcd/etcd_client.h"
 #include "storage/rocksdb_store.h"
+#include "sync/mutex.h"
 
 namespace phalanx::storage::etcd {
 
@@ -288,11 +288,11 @@ class EtcdStateStore : public core::StateStore, public core::AuditStore {
   std::thread snapshotter_;
   std::atomic<bool> snapshot_running_{false};
   std::atomic<bool> stopping_{false};
-  absl::Mutex snapshot_mu_;
+  Mutex snapshot_mu_;
   std::optional<absl::StatusOr<SnapshotInfo>> last_snapshot_
       ABSL_GUARDED_BY(snapshot_mu_);
 
-  absl::Mutex publish_mu_;
+  Mutex publish_mu_;
   int64_t lease_ ABSL_GUARDED_BY(publish_mu_) = 0;
   absl::Time lease_renewed_ ABSL_GUARDED_BY(publish_mu_);
   int64_t published_seq_ ABSL_GUARDED_BY(publish_mu_) = -1;
