@@ -531,7 +531,7 @@ TEST(WritesRefusedReadsTest, ReadsAreServedFromTheDurableStateWhileRefused) {
                      [&store] { return store.LoadAll(); });
   EXPECT_TRUE(loop.ServesReadsWhileRefused());
   loop.Start();
-  auto put_queue = [&loop](const std::string& name, absl::Notification* done) {
+  auto put_queue = [&loop](const std::string& name, Notification* done) {
     return loop.Enqueue(
         [name](core::Scheduler& s, absl::Time) {
           core::Queue queue;
@@ -544,13 +544,13 @@ TEST(WritesRefusedReadsTest, ReadsAreServedFromTheDurableStateWhileRefused) {
           done->Notify();
         });
   };
-  absl::Notification warmed_up;
+  Notification warmed_up;
   ASSERT_TRUE(put_queue("durable", &warmed_up));
   ASSERT_TRUE(warmed_up.WaitForNotificationWithTimeout(kTimeout));
   const int64_t durable_revision = loop.view()->revision;
 
   store.SetFull(true);
-  absl::Notification held;
+  Notification held;
   ASSERT_TRUE(put_queue("held", &held));
   ASSERT_TRUE(store.AwaitRefused(1));
   std::vector<std::string> seen;

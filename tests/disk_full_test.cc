@@ -318,7 +318,7 @@ TEST_F(DiskFullTest, LoopReadsServeTheLastDurableStateWhileRefused) {
   }
   std::string durable_gang;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     durable_gang = acked_["before-0"];
   }
   grpc::ClientContext list_context;
