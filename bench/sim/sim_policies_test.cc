@@ -57,16 +57,14 @@ TEST(PolicyConfigTest, SlurmLikeIsPriorityAgeWithOneReservationForAnyHead) {
   EXPECT_FALSE(slurm->admission.strict_fifo);
 }
 
-TEST(PolicyConfigTest, SlurmDefaultPlans500JobsWithinADay) {
+TEST(PolicyConfigTest, SlurmDefaultPlansAsManyJobsAsCoreMayWithinADay) {
   absl::StatusOr<core::Config> slurm = PolicyConfig("slurm-default", {});
   ASSERT_TRUE(slurm.ok()) << slurm.status();
   EXPECT_FALSE(slurm->fair_share.enabled);
   EXPECT_EQ(slurm->admission.ordering, core::Ordering::kPriorityFairShareAge);
-  EXPECT_EQ(slurm->planning.max_gangs, 500);               // bf_max_job_test
-  EXPECT_EQ(slurm->planning.window, absl::Hours(24));      // bf_window
-  EXPECT_EQ(slurm->planning.interval, absl::Seconds(30));  // bf_interval
-  EXPECT_TRUE(slurm->planning.binding);
-  EXPECT_EQ(slurm->reservation.depth, 1);  // EASY beyond the window
+  EXPECT_EQ(slurm->reservation.depth, 64);  // bf_max_job_test, core's most
+  EXPECT_EQ(slurm->reservation.window, absl::Hours(24));  // bf_window
+  EXPECT_EQ(slurm->planning.max_gangs, 0);
   EXPECT_EQ(slurm->reservation.min_priority,
             std::numeric_limits<int>::lowest());
   EXPECT_FALSE(slurm->preemption.enabled);
