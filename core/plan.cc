@@ -226,9 +226,12 @@ void Plan::Clear() {
 
 void Plan::Reset(const Fleet& fleet, const std::vector<Running>& running,
                  absl::Time now, const PlanningConfig& config) {
+  // The last plan's entries name slots of the fleet it was made for.
   previous_.clear();
-  for (Entry& entry : entries_) {
-    if (!entry.uses.empty()) previous_.emplace(entry.gang, std::move(entry));
+  if (MadeFor(fleet)) {
+    for (Entry& entry : entries_) {
+      if (!entry.uses.empty()) previous_.emplace(entry.gang, std::move(entry));
+    }
   }
   Clear();
   config_ = config;
@@ -308,9 +311,13 @@ std::optional<Plan::Entry> Plan::KeepPrevious(const Request& request,
   Entry entry = std::move(it->second);
   previous_.erase(it);
   entry.start = std::max(entry.start, now);
+  if (entry.start > now + config_.window) return std::nullopt;
   AvailableOver(entry.start, request.runtime);
   for (const Use& use : entry.uses) {
-    if (avail_[use.slot] < use.gpus) return std::nullopt;
+    if (use.slot >= static_cast<int>(avail_.size()) ||
+        avail_[use.slot] < use.gpus) {
+      return std::nullopt;
+    }
     if (request.only_slots != nullptr &&
         !std::binary_search(request.only_slots->begin(),
                             request.only_slots->end(), use.slot)) {

@@ -3,6 +3,7 @@
 // fleets and queues.
 #include "core/plan.h"
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <string>
@@ -206,6 +207,27 @@ TEST_F(PlanTest, GangsBeyondTheDepthOrTheWindowSaySo) {
   EXPECT_EQ(scheduler_->PlanOf(soon->id).status, PlanStatus::kPlanned);
   EXPECT_EQ(scheduler_->PlanOf(late->id).status, PlanStatus::kBeyondWindow);
   EXPECT_EQ(scheduler_->PlanOf(deep->id).status, PlanStatus::kBeyondDepth);
+}
+
+// A node removed between two plans: the new plan keeps nothing of the old
+// one's nodes (the gang that needed all four no longer fits on three).
+TEST(PlanAloneTest, APlanMadeOnASmallerFleetKeepsNoStaleNode) {
+  Fleet fleet({"block", "rack"});
+  std::vector<Node> nodes = MakeNodes(1, 1, 4);
+  fleet.Upsert(nodes);
+  Gang whole;
+  whole.id = GangId("g-whole");
+  whole.spec = Spec("a").Pods(4, 8);
+  Plan plan;
+  PlanningConfig config;
+  Plan::Request request;
+  request.gang = &whole;
+  request.runtime = absl::Hours(1);
+  plan.Reset(fleet, {}, kT0, config);
+  ASSERT_EQ(plan.Add(request, fleet, kT0).status, PlanStatus::kPlanned);
+  ASSERT_TRUE(fleet.Remove(nodes.back().spec.id));
+  plan.Reset(fleet, {}, kT0, config);
+  EXPECT_EQ(plan.Add(request, fleet, kT0).status, PlanStatus::kNeverFits);
 }
 
 // Over random fleets and queues with exact runtimes and no new arrivals,
