@@ -439,8 +439,7 @@ PlacementResult AdmissionCycle::PlaceInRoom(const Gang& gang,
   constexpr int kAttempts = 4;
   Fleet& fleet = s_.fleet_;
   const uint64_t version = fleet.version();
-  Gang holder;
-  holder.spec.pod_sets.emplace_back().name = "held";
+  Gang holder;  // of the GPUs held aside; given its pod set when needed
   std::vector<std::vector<PodPlacement>> holds;
   PlacementResult placement;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
@@ -449,6 +448,9 @@ PlacementResult AdmissionCycle::PlaceInRoom(const Gang& gang,
     if (!placement.placed) break;
     std::vector<PodPlacement> excess = room.Excess(placement.pods, fleet);
     if (excess.empty()) break;
+    if (holder.spec.pod_sets.empty()) {
+      holder.spec.pod_sets.emplace_back().name = "held";
+    }
     PHALANX_CHECK(fleet.Allocate(holder, kNoGang, excess).ok());
     holds.push_back(std::move(excess));
     placement = {};
@@ -482,10 +484,7 @@ PlacementResult AdmissionCycle::PlaceOnPlannedNodes(
   if (!placement.placed) return placement;
   // Only as planned: more GPUs on a node than planned there could take
   // what the plan gives gangs behind it.
-  absl::flat_hash_map<int, int> taken;
-  for (const PodPlacement& pod : placement.pods) {
-    taken[s_.fleet_.Find(pod.node)] += static_cast<int>(pod.gpu_indices.size());
-  }
+  absl::flat_hash_map<int, int> taken = GpusBySlot(placement.pods, s_.fleet_);
   for (const Plan::Use& use : entry->uses) {
     if (taken[use.slot] > use.gpus) return {};
   }

@@ -18,11 +18,7 @@ namespace {
 using testing::kT0;
 using testing::MakeNodes;
 using testing::Spec;
-
-GangSpec WithEstimate(GangSpec spec, absl::Duration estimate) {
-  spec.estimated_runtime = estimate;
-  return spec;
-}
+using testing::WithEstimate;
 
 std::map<GangId, absl::Time> Starts(const Scheduler& s) {
   std::map<GangId, absl::Time> starts;

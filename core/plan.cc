@@ -566,14 +566,19 @@ int PlanRoom::RoomOn(int slot) {
   return it->second;
 }
 
-std::vector<PodPlacement> PlanRoom::Excess(
-    const std::vector<PodPlacement>& pods, const Fleet& fleet) {
+absl::flat_hash_map<int, int> GpusBySlot(const std::vector<PodPlacement>& pods,
+                                         const Fleet& fleet) {
   absl::flat_hash_map<int, int> taken;
   for (const PodPlacement& pod : pods) {
     taken[fleet.Find(pod.node)] += static_cast<int>(pod.gpu_indices.size());
   }
+  return taken;
+}
+
+std::vector<PodPlacement> PlanRoom::Excess(
+    const std::vector<PodPlacement>& pods, const Fleet& fleet) {
   std::vector<PodPlacement> held;
-  for (const auto& [slot, gpus] : taken) {
+  for (const auto& [slot, gpus] : GpusBySlot(pods, fleet)) {
     if (gpus <= RoomOn(slot)) continue;
     const Fleet::Slot& on = fleet.slots()[slot];
     PodPlacement hold;

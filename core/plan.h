@@ -207,6 +207,10 @@ class Plan {
   int next_rank_ = 1;
 };
 
+// The GPUs `pods` take on each node, by fleet slot.
+absl::flat_hash_map<int, int> GpusBySlot(const std::vector<PodPlacement>& pods,
+                                         const Fleet& fleet);
+
 // A gang's room in the plan for one admission attempt: Plan::RoomOn per
 // node, asked once each.
 class PlanRoom {

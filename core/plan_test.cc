@@ -20,11 +20,7 @@ using testing::kT0;
 using testing::MakeNodes;
 using testing::MakeQueue;
 using testing::Spec;
-
-GangSpec WithEstimate(GangSpec spec, absl::Duration estimate) {
-  spec.estimated_runtime = estimate;
-  return spec;
-}
+using testing::WithEstimate;
 
 class PlanTest : public testing::SchedulerFixture {
  protected:
@@ -35,6 +31,32 @@ class PlanTest : public testing::SchedulerFixture {
     config.planning.binding = true;
     SchedulerFixture::Init(config, MakeNodes(blocks, racks, nodes),
                            {MakeQueue("a"), MakeQueue("b")});
+  }
+  // Starts a random trial: a fleet of 1–2 blocks, 1–3 racks, 1–4 nodes a
+  // rack, fair share off (the order is priority, then age).
+  void StartTrial(std::mt19937& rng) {
+    now_ = kT0;
+    Config config;
+    config.fair_share.enabled = false;
+    Init(config, Pick(rng, 1, 2), Pick(rng, 1, 3), Pick(rng, 1, 4));
+  }
+  static int Pick(std::mt19937& rng, int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  }
+  // Submits a random gang of `priority` with an exact estimate of 10 min to
+  // 8 h, up to half the fleet; 8-GPU gangs REQUIRED in a rack when
+  // `racks`; appends it to `gangs` when accepted (it may never fit).
+  void SubmitRandom(std::mt19937& rng, int priority, bool racks,
+                    std::vector<GangPtr>& gangs) {
+    const int nodes = static_cast<int>(scheduler_->fleet().slots().size());
+    const int gpus = std::vector<int>{1, 2, 4, 8}[Pick(rng, 0, 3)];
+    Spec spec(Pick(rng, 0, 1) == 0 ? "a" : "b");
+    spec.Pods(Pick(rng, 1, std::max(1, nodes * 8 / gpus / 2)), gpus)
+        .Priority(priority);
+    if (racks && gpus == 8 && Pick(rng, 0, 2) == 0) spec.Required("rack");
+    auto result = scheduler_->Submit(
+        WithEstimate(spec, absl::Minutes(Pick(rng, 1, 48) * 10)), now_);
+    if (result.ok()) gangs.push_back(result->gang);
   }
   // Reports every running gang whose estimate has run out SUCCEEDED.
   void FinishDue() {
@@ -235,26 +257,12 @@ TEST(PlanAloneTest, APlanMadeOnASmallerFleetKeepsNoStaleNode) {
 // gang gets through, and each starts at the first start planned for it.
 TEST_F(PlanTest, PropertyNoOverbookingAndEveryGangStartsAsFirstPlanned) {
   std::mt19937 rng(20261206);
-  auto pick = [&rng](int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng);
-  };
   for (int trial = 0; trial < 40; ++trial) {
     SCOPED_TRACE(trial);
-    now_ = kT0;
-    Config config;
-    config.fair_share.enabled = false;
-    Init(config, pick(1, 2), pick(1, 3), pick(1, 4));
-    const int nodes = static_cast<int>(scheduler_->fleet().slots().size());
+    StartTrial(rng);
     std::vector<GangPtr> gangs;
-    for (int i = 0; i < pick(4, 24); ++i) {
-      Spec spec(pick(0, 1) == 0 ? "a" : "b");
-      const int gpus = std::vector<int>{1, 2, 4, 8}[pick(0, 3)];
-      spec.Pods(pick(1, std::max(1, nodes * 8 / gpus / 2)), gpus)
-          .Priority(pick(0, 2));
-      if (gpus == 8 && pick(0, 2) == 0) spec.Required("rack");
-      GangSpec built = WithEstimate(spec, absl::Minutes(pick(1, 48) * 10));
-      auto result = scheduler_->Submit(built, now_);
-      if (result.ok()) gangs.push_back(result->gang);  // may never fit
+    for (int i = 0, n = Pick(rng, 4, 24); i < n; ++i) {
+      SubmitRandom(rng, Pick(rng, 0, 2), /*racks=*/true, gangs);
     }
     std::map<GangId, absl::Time> first_start;
     std::map<GangId, absl::Time> latest_start;
@@ -292,27 +300,13 @@ TEST_F(PlanTest, PropertyNoOverbookingAndEveryGangStartsAsFirstPlanned) {
 // for a gang ahead of them.
 TEST_F(PlanTest, PropertyGangsBehindNeverDelayAPlannedStart) {
   std::mt19937 rng(20261207);
-  auto pick = [&rng](int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng);
-  };
-  auto submit = [&](int priority, int nodes, std::vector<GangPtr>& gangs) {
-    const int gpus = std::vector<int>{1, 2, 4, 8}[pick(0, 3)];
-    Spec spec(pick(0, 1) == 0 ? "a" : "b");
-    spec.Pods(pick(1, std::max(1, nodes * 8 / gpus / 2)), gpus)
-        .Priority(priority);
-    auto result = scheduler_->Submit(
-        WithEstimate(spec, absl::Minutes(pick(1, 48) * 10)), now_);
-    if (result.ok()) gangs.push_back(result->gang);
-  };
   for (int trial = 0; trial < 40; ++trial) {
     SCOPED_TRACE(trial);
-    now_ = kT0;
-    Config config;
-    config.fair_share.enabled = false;
-    Init(config, pick(1, 2), pick(1, 3), pick(1, 4));
-    const int nodes = static_cast<int>(scheduler_->fleet().slots().size());
+    StartTrial(rng);
     std::vector<GangPtr> gangs;
-    for (int i = 0; i < pick(4, 16); ++i) submit(pick(1, 2), nodes, gangs);
+    for (int i = 0, n = Pick(rng, 4, 16); i < n; ++i) {
+      SubmitRandom(rng, Pick(rng, 1, 2), /*racks=*/false, gangs);
+    }
     std::map<GangId, absl::Time> latest_start;
     for (int step = 0; step < 200; ++step) {
       scheduler_->RunCycle(now_);
@@ -320,9 +314,11 @@ TEST_F(PlanTest, PropertyGangsBehindNeverDelayAPlannedStart) {
       ExpectNoPlannedStartLater(gangs, latest_start);
       const absl::Time next = NextEnd();
       if (next == absl::InfiniteFuture()) break;
-      now_ = std::min(next, now_ + absl::Minutes(pick(5, 60)));
+      now_ = std::min(next, now_ + absl::Minutes(Pick(rng, 5, 60)));
       FinishDue();
-      if (step < 60 && pick(0, 1) == 0) submit(0, nodes, gangs);
+      if (step < 60 && Pick(rng, 0, 1) == 0) {
+        SubmitRandom(rng, 0, /*racks=*/false, gangs);
+      }
     }
     for (const GangPtr& gang : gangs) {
       EXPECT_TRUE(IsFinal(Get(gang)->state)) << gang->id.value();

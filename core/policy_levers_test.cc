@@ -18,13 +18,9 @@ namespace {
 using testing::kT0;
 using testing::MakeNodes;
 using testing::Spec;
+using testing::WithEstimate;
 
 constexpr int kOff = std::numeric_limits<int>::lowest();
-
-GangSpec WithEstimate(GangSpec spec, absl::Duration estimate) {
-  spec.estimated_runtime = estimate;
-  return spec;
-}
 
 TEST(TierKeysTest, TableKeysOrderTiersThenScoreThenPriority) {
   struct Case {

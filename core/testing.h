@@ -95,6 +95,12 @@ class Spec {
   GangSpec spec_;
 };
 
+// `spec` with `estimate` as its estimated_runtime.
+inline GangSpec WithEstimate(GangSpec spec, absl::Duration estimate) {
+  spec.estimated_runtime = estimate;
+  return spec;
+}
+
 // A queue `name` of `weight` under `parent` ("" for none), with a nominal
 // quota of `nominal` H100 GPUs (none when negative).
 inline Queue MakeQueue(const std::string& name, int64_t nominal = -1,
