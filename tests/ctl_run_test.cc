@@ -40,6 +40,11 @@ using ::testing::HasSubstr;
 // SIGTERM and records it in OUT/term-R ("sleep").
 constexpr char kFakeTorchrun[] = R"sh(#!/bin/sh
 out="$1"; mode="$2"
+# Installed before the environment file is written: tests signal the ranks
+# as soon as that file exists.
+if [ "$mode" = sleep ]; then
+  trap 'echo term > "$out/term-$NODE_RANK"; exit 0' TERM
+fi
 env | grep -E '^(PHALANX_|MASTER_|NNODES=|NODE_RANK=|NPROC_PER_NODE=|CUDA_VISIBLE_DEVICES=|FAKE_SSH_HOST=)' | sort > "$out/rank-$NODE_RANK.tmp"
 echo "START_DIR=$(pwd -P)" >> "$out/rank-$NODE_RANK.tmp"
 cp "$PHALANX_HOSTFILE" "$out/hostfile-$NODE_RANK"
@@ -48,8 +53,7 @@ case "$mode" in
   ok) exit 0 ;;
   nap) sleep 3; exit 0 ;;
   fail) if [ "$NODE_RANK" = 1 ]; then exit 3; fi; exit 0 ;;
-  sleep) trap 'echo term > "$out/term-$NODE_RANK"; exit 0' TERM
-         sleep 120 & wait $! ;;
+  sleep) sleep 120 & wait $! ;;
 esac
 )sh";
 
