@@ -1,7 +1,6 @@
 #include "core/plan.h"
 
 #include <algorithm>
-#include <deque>
 #include <limits>
 #include <numeric>
 
@@ -212,9 +211,9 @@ void Plan::Clear() {
   free_now_.clear();
   events_.clear();
   avail_.clear();
-  releases_.clear();
   total_free_now_ = 0;
-  total_deltas_.clear();
+  total_steps_.clear();
+  release_slots_.clear();
   entries_.clear();
   index_.clear();
   unplaced_.clear();
@@ -264,31 +263,86 @@ void Plan::AddEvent(int slot, absl::Time time, int delta) {
   auto at =
       std::upper_bound(events.begin(), events.end(), time,
                        [](absl::Time t, const Event& e) { return t < e.time; });
-  events.insert(at, Event{time, delta});
-  ChangeTotal(time, delta);
-  if (delta > 0) releases_.insert(time);
+  at = events.insert(at, Event{time, delta, 0});
+  Relevel(slot, static_cast<size_t>(at - events.begin()));
+  if (delta > 0) {
+    const std::pair<absl::Time, int> release(time, slot);
+    release_slots_.insert(
+        std::upper_bound(release_slots_.begin(), release_slots_.end(), release),
+        release);
+  }
+  ChangeTotal(time, delta, delta > 0 ? 1 : 0);
+}
+
+bool Plan::GainsSince(absl::Time from, absl::Time to, absl::Duration runtime) {
+  auto it =
+      std::upper_bound(release_slots_.begin(), release_slots_.end(),
+                       std::make_pair(from, std::numeric_limits<int>::max()));
+  for (; it != release_slots_.end() && it->first <= to; ++it) {
+    const int slot = it->second;
+    const int room = std::max(0, LeastFree(slot, to, to + runtime));
+    if (room > avail_[slot]) return true;
+    avail_[slot] = room;
+  }
+  return false;
+}
+
+void Plan::Relevel(int slot, size_t from) {
+  std::vector<Event>& events = events_[slot];
+  int level = from == 0 ? free_now_[slot] : events[from - 1].level;
+  for (size_t i = from; i < events.size(); ++i) {
+    level += events[i].delta;
+    events[i].level = level;
+  }
+}
+
+int Plan::LeastFree(int slot, absl::Time from, absl::Time until) const {
+  const std::vector<Event>& events = events_[slot];
+  auto it =
+      std::upper_bound(events.begin(), events.end(), from,
+                       [](absl::Time t, const Event& e) { return t < e.time; });
+  int least = it == events.begin() ? free_now_[slot] : std::prev(it)->level;
+  for (; it != events.end() && it->time < until; ++it) {
+    auto next = std::next(it);
+    // The level once every change at this time is in.
+    if (next == events.end() || next->time != it->time) {
+      least = std::min(least, it->level);
+    }
+  }
+  return least;
 }
 
 void Plan::RemoveEvent(int slot, absl::Time time, int delta) {
   std::vector<Event>& events = events_[slot];
   for (auto it = events.begin(); it != events.end(); ++it) {
     if (it->time == time && it->delta == delta) {
-      events.erase(it);
-      ChangeTotal(time, -delta);
+      it = events.erase(it);
+      Relevel(slot, static_cast<size_t>(it - events.begin()));
+      if (delta > 0) {
+        auto release =
+            std::lower_bound(release_slots_.begin(), release_slots_.end(),
+                             std::make_pair(time, slot));
+        if (release != release_slots_.end() &&
+            *release == std::make_pair(time, slot)) {
+          release_slots_.erase(release);
+        }
+      }
+      ChangeTotal(time, -delta, delta > 0 ? -1 : 0);
       break;
-    }
-  }
-  if (delta > 0) {
-    if (auto it = releases_.find(time); it != releases_.end()) {
-      releases_.erase(it);
     }
   }
 }
 
-void Plan::ChangeTotal(absl::Time time, int delta) {
-  auto [it, inserted] = total_deltas_.try_emplace(time, 0);
-  it->second += delta;
-  if (it->second == 0) total_deltas_.erase(it);
+void Plan::ChangeTotal(absl::Time time, int64_t delta, int releases) {
+  auto at = std::lower_bound(
+      total_steps_.begin(), total_steps_.end(), time,
+      [](const TotalStep& step, absl::Time t) { return step.time < t; });
+  if (at == total_steps_.end() || at->time != time) {
+    at = total_steps_.insert(at, TotalStep{time, 0, 0});
+  }
+  at->delta += delta;
+  at->releases += releases;
+  if (at->delta == 0 && at->releases == 0) total_steps_.erase(at);
 }
 
 void Plan::Apply(const std::vector<Use>& uses, absl::Time start, absl::Time end,
@@ -312,10 +366,10 @@ std::optional<Plan::Entry> Plan::KeepPrevious(const Request& request,
   previous_.erase(it);
   entry.start = std::max(entry.start, now);
   if (entry.start > now + config_.window) return std::nullopt;
-  AvailableOver(entry.start, request.runtime);
+  const absl::Time end = entry.start + request.runtime;
   for (const Use& use : entry.uses) {
-    if (use.slot >= static_cast<int>(avail_.size()) ||
-        avail_[use.slot] < use.gpus) {
+    if (use.slot >= static_cast<int>(events_.size()) ||
+        LeastFree(use.slot, entry.start, end) < use.gpus) {
       return std::nullopt;
     }
     if (request.only_slots != nullptr &&
@@ -327,64 +381,70 @@ std::optional<Plan::Entry> Plan::KeepPrevious(const Request& request,
   return entry;
 }
 
-std::vector<absl::Time> Plan::StartsWithRoom(absl::Time now, absl::Time last,
-                                             absl::Duration runtime,
-                                             int64_t need) const {
-  // The fleet's free GPUs in total, as steps: levels[j] from times[j] on.
-  std::vector<absl::Time> times = {now};
-  std::vector<int64_t> levels = {total_free_now_};
-  for (const auto& [time, delta] : total_deltas_) {
-    if (time >= last + runtime) break;
-    if (time <= now) {
-      levels[0] += delta;
+std::optional<absl::Time> Plan::FirstStartWithRoom(
+    absl::Time now, absl::Time last, absl::Duration runtime, int64_t need,
+    absl::FunctionRef<bool(absl::Time)> fits) const {
+  // Step k > 0 is total_steps_[first + k - 1]; step 0 is now, with every
+  // change up to now folded in. level(k): the fleet's free GPUs in total
+  // from step k's time on, summed as the scan reaches it.
+  size_t first = 0;
+  int64_t level_now = total_free_now_;
+  for (; first < total_steps_.size() && total_steps_[first].time <= now;
+       ++first) {
+    level_now += total_steps_[first].delta;
+  }
+  const size_t steps = total_steps_.size() - first + 1;
+  auto time_of = [&](size_t k) {
+    return k == 0 ? now : total_steps_[first + k - 1].time;
+  };
+  std::vector<int64_t>& levels = scan_levels_;
+  levels.assign(1, level_now);
+  auto level_of = [&](size_t k) {
+    while (levels.size() <= k) {
+      levels.push_back(levels.back() +
+                       total_steps_[first + levels.size() - 1].delta);
+    }
+    return levels[k];
+  };
+  // Steps [at, good_until) leave the fleet at least `need` GPUs. A step
+  // below `need` within a candidate's run rules out every candidate up to
+  // it, so the scan moves on past it.
+  size_t good_until = 0;
+  for (size_t at = 0; at < steps && time_of(at) <= last;) {
+    if (at > 0 && total_steps_[first + at - 1].releases == 0) {
+      ++at;
       continue;
     }
-    times.push_back(time);
-    levels.push_back(levels.back() + delta);
-  }
-  // A sliding minimum over the steps each candidate's run spans.
-  std::vector<absl::Time> starts;
-  std::deque<size_t> window;  // step indexes, their levels increasing
-  size_t at = 0;              // the step in force at the candidate
-  size_t next = 0;            // the next step to enter the window
-  auto consider = [&](absl::Time start) {
-    while (at + 1 < times.size() && times[at + 1] <= start) ++at;
-    while (!window.empty() && window.front() < at) window.pop_front();
-    next = std::max(next, at);
-    for (; next < times.size() && times[next] < start + runtime; ++next) {
-      while (!window.empty() && levels[window.back()] >= levels[next]) {
-        window.pop_back();
-      }
-      window.push_back(next);
+    const absl::Time start = time_of(at);
+    const absl::Time until = start + runtime;
+    good_until = std::max(good_until, at);
+    while (good_until < steps && time_of(good_until) < until &&
+           level_of(good_until) >= need) {
+      ++good_until;
     }
-    if (!window.empty() && levels[window.front()] >= need) {
-      starts.push_back(start);
+    if (good_until < steps && time_of(good_until) < until) {
+      at = good_until + 1;
+      continue;
     }
-  };
-  consider(now);
-  for (auto it = releases_.upper_bound(now);
-       it != releases_.end() && *it <= last; it = releases_.upper_bound(*it)) {
-    consider(*it);
+    if (fits(start)) return start;
+    ++at;
   }
-  return starts;
+  return std::nullopt;
+}
+
+bool Plan::ReleasesAfter(absl::Time time) const {
+  auto it = std::upper_bound(
+      total_steps_.begin(), total_steps_.end(), time,
+      [](absl::Time t, const TotalStep& step) { return t < step.time; });
+  return std::any_of(it, total_steps_.end(),
+                     [](const TotalStep& step) { return step.releases > 0; });
 }
 
 int64_t Plan::AvailableOver(absl::Time start, absl::Duration runtime) {
   const absl::Time end = start + runtime;
   int64_t total = 0;
   for (size_t slot = 0; slot < free_now_.size(); ++slot) {
-    int free = free_now_[slot];
-    const std::vector<Event>& events = events_[slot];
-    size_t i = 0;
-    for (; i < events.size() && events[i].time <= start; ++i) {
-      free += events[i].delta;
-    }
-    int least = free;
-    for (; i < events.size() && events[i].time < end; ++i) {
-      free += events[i].delta;
-      least = std::min(least, free);
-    }
-    avail_[slot] = std::max(0, least);
+    avail_[slot] = std::max(0, LeastFree(static_cast<int>(slot), start, end));
     total += avail_[slot];
   }
   return total;
@@ -410,17 +470,26 @@ PlannedStart Plan::Add(const Request& request, const Fleet& fleet,
   // which the fleet as a whole has room for the gang throughout its run.
   std::optional<Entry> kept = KeepPrevious(request, now);
   std::vector<Use> uses;
-  for (absl::Time start : StartsWithRoom(now, last, request.runtime, need)) {
-    if (kept && start >= kept->start) break;
-    uses.clear();
-    if (AvailableOver(start, request.runtime) < need) continue;
-    if (!CountPlacer(fleet, avail_, only).Place(gang.spec, uses)) continue;
-    return Record(request, fleet, start, Merged(std::move(uses)));
-  }
+  const absl::Time before = kept ? kept->start - absl::Nanoseconds(1) : last;
+  // Between two tries only the nodes that gain GPUs in between can have
+  // more room over the run (the others only lose some, as the run ends
+  // later), so a gang refused at one start is tried again only once one
+  // of those has more room than then.
+  std::optional<absl::Time> refused;
+  std::optional<absl::Time> start = FirstStartWithRoom(
+      now, before, request.runtime, need, [&](absl::Time at) {
+        const bool again =
+            !refused || GainsSince(*refused, at, request.runtime);
+        refused = at;
+        if (!again || AvailableOver(at, request.runtime) < need) return false;
+        placer_avail_ = avail_;
+        uses.clear();
+        return CountPlacer(fleet, placer_avail_, only).Place(gang.spec, uses);
+      });
+  if (start) return Record(request, fleet, *start, Merged(std::move(uses)));
   if (kept) return Record(request, fleet, kept->start, std::move(kept->uses));
-  result.status = releases_.upper_bound(last) != releases_.end()
-                      ? PlanStatus::kBeyondWindow
-                      : PlanStatus::kNeverFits;
+  result.status =
+      ReleasesAfter(last) ? PlanStatus::kBeyondWindow : PlanStatus::kNeverFits;
   unplaced_[gang.id] = result.status;
   ++tested_;
   return result;
@@ -543,18 +612,18 @@ int Plan::RoomOn(int slot, int rank, int priority, bool behind_too,
     return gpus;
   };
   const std::vector<Event>& events = events_[slot];
-  int level = free_now_[slot];
-  size_t i = 0;
-  for (; i < events.size() && events[i].time <= now; ++i) {
-    level += events[i].delta;
-  }
+  auto it =
+      std::upper_bound(events.begin(), events.end(), now,
+                       [](absl::Time t, const Event& e) { return t < e.time; });
+  const int level =
+      it == events.begin() ? free_now_[slot] : std::prev(it)->level;
   int room = level + given_back(now);
-  for (; i < events.size() && events[i].time < end; ++i) {
-    level += events[i].delta;
-    if (i + 1 < events.size() && events[i + 1].time == events[i].time) {
+  for (; it != events.end() && it->time < end; ++it) {
+    auto next = std::next(it);
+    if (next != events.end() && next->time == it->time) {
       continue;  // the level once every change at this time is in
     }
-    room = std::min(room, level + given_back(events[i].time));
+    room = std::min(room, it->level + given_back(it->time));
   }
   return room;
 }

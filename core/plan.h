@@ -18,14 +18,13 @@
 #define PHALANX_CORE_PLAN_H_
 
 #include <cstdint>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "core/fleet.h"
 #include "core/model.h"
@@ -158,17 +157,21 @@ class Plan {
   struct Event {
     absl::Time time;
     int delta;  // GPUs freed (> 0) or taken (< 0) at `time`
+    int level;  // the slot's free GPUs once this event is in
   };
   // The entry the last plan had for `request`'s gang, started no earlier
   // than now, when its nodes still have room for it: a re-plan moves no
   // gang later than it was planned unless the room is gone.
   std::optional<Entry> KeepPrevious(const Request& request, absl::Time now);
-  // The candidate starts — now, then each time some node gains GPUs, up to
-  // `last` — at which the fleet's free GPUs in total stay at least `need`
-  // for `runtime` (necessary for a gang of `need` GPUs to fit), in order.
-  std::vector<absl::Time> StartsWithRoom(absl::Time now, absl::Time last,
-                                         absl::Duration runtime,
-                                         int64_t need) const;
+  // The first of the candidate starts — now, then each time some node
+  // gains GPUs, up to `last` — at which the fleet's free GPUs in total stay
+  // at least `need` for `runtime` (necessary for a gang of `need` GPUs to
+  // fit) and `fits` says yes; tried in time order. nullopt if none.
+  std::optional<absl::Time> FirstStartWithRoom(
+      absl::Time now, absl::Time last, absl::Duration runtime, int64_t need,
+      absl::FunctionRef<bool(absl::Time)> fits) const;
+  // Whether some node gains GPUs after `time`.
+  bool ReleasesAfter(absl::Time time) const;
   // Free GPUs of every slot over [start, start + runtime), into avail_;
   // returns their sum.
   int64_t AvailableOver(absl::Time start, absl::Duration runtime);
@@ -179,9 +182,18 @@ class Plan {
   void Apply(const std::vector<Use>& uses, absl::Time start, absl::Time end,
              int sign);
   void AddEvent(int slot, absl::Time time, int delta);
+  // Whether some node gaining GPUs in (from, to] has more free GPUs over
+  // [to, to + runtime) than avail_ says; lowers avail_ to them otherwise.
+  bool GainsSince(absl::Time from, absl::Time to, absl::Duration runtime);
+  // Sets Event::level of the slot's events from index `from` on.
+  void Relevel(int slot, size_t from);
+  // The least free GPUs of the slot over [from, until): those free at
+  // `from`, then after each time some event changes them.
+  int LeastFree(int slot, absl::Time from, absl::Time until) const;
   void RemoveEvent(int slot, absl::Time time, int delta);
-  // Keeps the fleet-wide totals in step with a slot's event.
-  void ChangeTotal(absl::Time time, int delta);
+  // Keeps the fleet-wide totals in step with a slot's event: `delta` GPUs
+  // and `releases` more (or fewer) slots gaining GPUs at `time`.
+  void ChangeTotal(absl::Time time, int64_t delta, int releases);
 
   PlanningConfig config_;
   bool made_ = false;
@@ -190,12 +202,20 @@ class Plan {
   std::vector<int> free_now_;               // per slot; 0 when not READY
   std::vector<std::vector<Event>> events_;  // per slot, by time
   std::vector<int> avail_;                  // scratch: per slot
-  // Times at which some slot gains GPUs: the candidate starts.
-  std::multiset<absl::Time> releases_;
-  // The fleet's free GPUs now and their changes over time, in total.
+  // The fleet's free GPUs now and their changes over time, in total; a
+  // time at which some slot gains GPUs (releases > 0) is a candidate start.
+  struct TotalStep {
+    absl::Time time;
+    int64_t delta = 0;  // GPUs, summed over the slots
+    int releases = 0;   // slot events freeing GPUs at `time`
+  };
   int64_t total_free_now_ = 0;
-  std::map<absl::Time, int64_t> total_deltas_;
-  std::vector<Entry> entries_;  // dropped ones have no gang
+  std::vector<TotalStep> total_steps_;        // by time, one per time
+  mutable std::vector<int64_t> scan_levels_;  // scratch
+  // Every (time, slot) at which the slot gains GPUs, sorted.
+  std::vector<std::pair<absl::Time, int>> release_slots_;
+  std::vector<int> placer_avail_;  // scratch: avail_ as the placer takes it
+  std::vector<Entry> entries_;     // dropped ones have no gang
   // The last plan's entries, by gang, while a new plan is made.
   absl::flat_hash_map<GangId, Entry> previous_;
   absl::flat_hash_map<GangId, int> index_;  // gang -> entries_ index
