@@ -599,17 +599,27 @@ int Plan::RoomOn(int slot, int rank, int priority, bool behind_too,
                    [&](int index) { return holds(entries_[index]); })) {
     return kNoLimit;
   }
-  // GPUs the entries that do not hold the node take at `time`.
-  auto given_back = [&](absl::Time time) {
-    int gpus = 0;
-    for (int index : on) {
-      const Entry& entry = entries_[index];
-      if (holds(entry) || entry.start > time || entry.end <= time) continue;
-      for (const Use& use : entry.uses) {
-        if (use.slot == slot) gpus += use.gpus;
-      }
+  // The GPUs the entries that do not hold the node take, given back: each
+  // adds its GPUs here from its start until its end.
+  std::vector<std::pair<absl::Time, int>> back;
+  for (int index : on) {
+    const Entry& entry = entries_[index];
+    if (holds(entry)) continue;
+    for (const Use& use : entry.uses) {
+      if (use.slot != slot) continue;
+      back.emplace_back(entry.start, use.gpus);
+      back.emplace_back(entry.end, -use.gpus);
     }
-    return gpus;
+  }
+  std::sort(back.begin(), back.end());
+  size_t next_back = 0;
+  int given = 0;
+  auto given_back = [&](absl::Time time) {  // called with times in order
+    for (; next_back < back.size() && back[next_back].first <= time;
+         ++next_back) {
+      given += back[next_back].second;
+    }
+    return given;
   };
   const std::vector<Event>& events = events_[slot];
   auto it =
