@@ -109,6 +109,13 @@ class HaFollowTest : public ::testing::Test {
     ASSERT_TRUE(cluster_->Start()) << cluster_->logs();
   }
 
+  // Whatever the case did to them: every replica's store passes its check.
+  void TearDown() override {
+    std::vector<DaemonProcess*> replicas;
+    for (auto& replica : replicas_) replicas.push_back(replica.get());
+    StopAndCheckStores(replicas);
+  }
+
   // A replica (not started) with a 2 s lease; it advertises its bound port.
   // It talks to the etcd `members` given, in that order (all by default).
   std::unique_ptr<DaemonProcess> Replica(
@@ -873,6 +880,7 @@ TEST_F(HaFollowTest, AReplicaWithAnEmptyDataDirCatchesUp) {
   EXPECT_EQ(HealthStatus(fresh->channel(), ""), kServing);
   EXPECT_EQ(ListAll(*fresh->Scheduler()).SerializeAsString(),
             WithoutPlans(on_leader).SerializeAsString());
+  StopAndCheckStores({fresh.get()});
 }
 
 TEST_F(HaFollowTest, ANewReplicaCatchesUpFromASnapshotOnceTheLogIsCompacted) {
@@ -900,6 +908,7 @@ TEST_F(HaFollowTest, ANewReplicaCatchesUpFromASnapshotOnceTheLogIsCompacted) {
   fresh->ReadOutput(200);
   EXPECT_THAT(fresh->output(),
               ::testing::HasSubstr("loaded the snapshot at seq"));
+  StopAndCheckStores({fresh.get()});
 }
 
 TEST_F(HaFollowTest, EtcdMembersDieOneAtATime) {

@@ -14,20 +14,11 @@
 #include "gtest/gtest.h"
 #include "tests/daemon.h"
 #include "tests/etcd_cluster.h"
+#include "tests/ha_writers.h"
 #include "tests/runtime_changes.h"
 
 namespace phalanx::testing {
 namespace {
-
-// Polls `condition` every 50 ms, at most 400 times (20 s); returns its last
-// value.
-bool Eventually(const std::function<bool()>& condition) {
-  for (int i = 0; i < 400; ++i) {
-    if (condition()) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return condition();
-}
 
 class HaTest : public ::testing::Test {
  protected:
@@ -81,6 +72,7 @@ TEST_F(HaTest, AFollowerTakesOverWithEveryAcknowledgedWrite) {
   EXPECT_EQ(recovered.placement_size(), gang.placement_size());
   const v1::Gang next = SubmitOk(*b_stub, SubmitRequest("a", 1, 8));
   EXPECT_NE(next.id(), gang.id());  // the id sequence went on
+  StopAndCheckStores({a.get(), b.get()});
 }
 
 TEST_F(HaTest, ACleanShutdownHandsOverAtOnce) {
@@ -100,6 +92,7 @@ TEST_F(HaTest, ACleanShutdownHandsOverAtOnce) {
       << b->output();
   auto b_stub = b->Scheduler();
   SubmitOk(*b_stub, SubmitRequest("a", 1, 8));
+  StopAndCheckStores({a.get(), b.get()});
 }
 
 // Kills `leader` with SIGKILL and waits (bounded) until `next` leads;
@@ -152,6 +145,7 @@ TEST_F(HaTest, AFailoverKeepsRunTimeChangesAndAppliesAnEditedFileOnce) {
   EXPECT_EQ(ReadOperatorFields(*b), ChangedFields()) << b->output();
   EXPECT_NE(b->output().find(kQueuesUnchanged), std::string::npos)
       << b->output();
+  StopAndCheckStores({a.get(), b.get()});
 }
 
 TEST_F(HaTest, HaModeFlagsAreChecked) {
