@@ -1005,17 +1005,42 @@ TEST_F(HaFollowTest, AFollowerCutOffFromEtcdStopsServingWithinItsBound) {
   ASSERT_TRUE(ReachesRevision(follower, ListAll(*stub).revision()));
   ASSERT_TRUE(Eventually(
       [&] { return HealthStatus(follower.channel(), "") == kServing; }));
+  // A watch open on the follower, read until it ends (at most 20 s).
+  auto follower_stub = follower.Scheduler();
+  grpc::ClientContext watch_context;
+  watch_context.set_deadline(
+      absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  v1::WatchGangsRequest watch_request;
+  watch_request.set_after_revision(ListAll(*follower_stub).revision());
+  auto watch = follower_stub->WatchGangs(&watch_context, watch_request);
+  std::atomic<bool> watch_ended{false};
+  grpc::Status watch_status;
+  absl::Time watch_ended_at;
+  std::thread watching([&] {
+    v1::GangEvent event;
+    while (watch->Read(&event)) {
+    }
+    watch_status = watch->Finish();
+    watch_ended_at = absl::Now();
+    watch_ended = true;
+  });
 
   const absl::Time cut = absl::Now();
   cluster_->Pause(member);
   // Bound: half the 2 s lease TTL plus a tenth (docs/ha.md); allowed here
   // twice the TTL for a loaded machine, far below what a watch's resync
   // and a call's deadline used to take (10 s and more).
-  ASSERT_TRUE(Eventually(
+  EXPECT_TRUE(Eventually(
       [&] { return HealthStatus(follower.channel(), "") != kServing; }, 80))
       << follower.output();
   const absl::Duration not_serving = absl::Now() - cut;
-  auto follower_stub = follower.Scheduler();
+  // The open watch ends within the same bound, retryably, saying why.
+  EXPECT_TRUE(Eventually([&] { return watch_ended.load(); }, 80));
+  watching.join();
+  EXPECT_EQ(watch_status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << watch_status.error_message();
+  EXPECT_THAT(watch_status.error_message(),
+              ::testing::HasSubstr("lost touch with etcd"));
   {
     v1::GetGangRequest request;
     request.set_gang_id(before.id());
@@ -1036,9 +1061,11 @@ TEST_F(HaFollowTest, AFollowerCutOffFromEtcdStopsServingWithinItsBound) {
   ASSERT_TRUE(Eventually(
       [&] { return HealthStatus(follower.channel(), "") == kServing; }));
   std::printf(
-      "cut off from etcd: the follower stopped SERVING %.2f s after the cut "
-      "(lease TTL 2 s); healed, it read the leader's revision %.2f s later\n",
+      "cut off from etcd: the follower stopped SERVING %.2f s and ended its "
+      "watch %.2f s after the cut (lease TTL 2 s); healed, it read the "
+      "leader's revision %.2f s later\n",
       absl::ToDoubleSeconds(not_serving),
+      absl::ToDoubleSeconds(watch_ended_at - cut),
       absl::ToDoubleSeconds(absl::Now() - healed));
   EXPECT_EQ(ListAll(*follower_stub).SerializeAsString(),
             WithoutPlans(ListAll(*stub)).SerializeAsString());
