@@ -204,17 +204,23 @@ class HaMode : public DaemonMode {
   DaemonParts parts_;
   grpc::HealthCheckServiceInterface* health_ = nullptr;
   std::optional<core::Config> follower_config_;
+  // Whether the start-up catch-up succeeded, and when it began (what the
+  // follower's freshness counts from; InfinitePast when it failed).
   bool caught_up_ = true;
+  absl::Time caught_up_as_of_ = absl::InfinitePast();
   std::unique_ptr<Follower> follower_;
 };
 
 // The view of the local store once caught up with the log; the scheduler
 // is restored only when this replica leads.
 absl::StatusOr<StartState> HaMode::Recover(const StartupFiles&) {
+  const absl::Time began = absl::Now();
   if (auto applied = replica_->store()->CatchUp(); !applied.ok()) {
     caught_up_ = false;
     std::fprintf(stderr, "phalanxd: follower: catching up: %s\n",
                  applied.status().ToString().c_str());
+  } else {
+    caught_up_as_of_ = began;
   }
   ASSIGN_OR_RETURN(core::LoadedState loaded,
                    replica_->store()->local()->LoadAll());
@@ -272,7 +278,7 @@ void HaMode::StartFollower() {
   const absl::Duration ttl = replica_->options().lease_ttl;
   options.max_staleness = ttl / 2;
   options.resync = ttl / 5;
-  options.fresh_at_start = caught_up_;
+  options.fresh_as_of = caught_up_as_of_;
   Follower::Hooks hooks;
   SchedulerLoop& loop = *parts_.loop;
   WatchHub& hub = *parts_.hub;

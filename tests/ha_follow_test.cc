@@ -1071,6 +1071,48 @@ TEST_F(HaFollowTest, AFollowerCutOffFromEtcdStopsServingWithinItsBound) {
             WithoutPlans(ListAll(*stub)).SerializeAsString());
 }
 
+// A follower that starts while its etcd member hangs has never caught up:
+// it never reports SERVING nor serves a read until a catch-up succeeds.
+TEST_F(HaFollowTest, AFollowerStartedWithoutEtcdServesNothingUntilCaughtUp) {
+  StartReplicas(0);
+  const int member = cluster_->QuietMember(0);
+  ASSERT_GE(member, 0) << cluster_->logs();
+  auto stub = replicas_[0]->Scheduler();
+  const v1::Gang gang = SubmitOk(*stub, SubmitRequest("a", 1, 8));
+  cluster_->Pause(member);
+  // The follower talks to that member only.
+  replicas_.push_back(Replica("r1", {}, {member}));
+  DaemonProcess& follower = *replicas_[1];
+  ASSERT_TRUE(follower.Start()) << follower.output();
+  auto follower_stub = follower.Scheduler();
+  // Twice the 2 s lease TTL, probed every 50 ms: never SERVING, every
+  // read refused.
+  int probes = 0;
+  for (const absl::Time end = absl::Now() + absl::Seconds(4);
+       absl::Now() < end && probes < 200; ++probes) {
+    ASSERT_NE(HealthStatus(follower.channel(), ""), kServing)
+        << "after " << probes << " probes\n"
+        << follower.output();
+    v1::GetGangRequest request;
+    request.set_gang_id(gang.id());
+    v1::GetGangResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+    const grpc::Status status =
+        follower_stub->GetGang(&context, request, &response);
+    ASSERT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+        << status.error_message();
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_GT(probes, 10);
+  // Once etcd answers, it catches up and serves.
+  cluster_->Resume(member);
+  ASSERT_TRUE(Eventually([&] {
+    return HealthStatus(follower.channel(), "") == kServing;
+  })) << follower.output();
+  EXPECT_EQ(GetOk(*follower_stub, gang.id()).id(), gang.id());
+}
+
 TEST_F(HaFollowTest, AHungEtcdMemberUnderTheLeaderCausesNoFailover) {
   const int member = cluster_->QuietMember();
   ASSERT_GE(member, 0) << cluster_->logs();
