@@ -303,14 +303,16 @@ absl::StatusOr<absl::Duration> EtcdClient::LeaseKeepAlive(int64_t lease,
   return absl::Seconds(response.ttl());
 }
 
-absl::Status EtcdClient::LeaseRevoke(int64_t lease) {
+absl::Status EtcdClient::LeaseRevoke(int64_t lease, absl::Time deadline) {
   epb::LeaseRevokeRequest request;
   request.set_id(lease);
   epb::LeaseRevokeResponse response;
-  return Invoke([&](auto channel, grpc::ClientContext& context) {
-    return epb::Lease::NewStub(channel)->LeaseRevoke(&context, request,
-                                                     &response);
-  });
+  return Invoke(
+      [&](auto channel, grpc::ClientContext& context) {
+        return epb::Lease::NewStub(channel)->LeaseRevoke(&context, request,
+                                                         &response);
+      },
+      deadline);
 }
 
 absl::StatusOr<std::unique_ptr<WatchStream>> EtcdClient::Watch(
