@@ -3,14 +3,12 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <set>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/pending_index.h"
 #include "core/scheduler.h"
@@ -28,8 +26,8 @@ namespace {
 
 namespace pb = ::phalanx::v1;
 
-// DataLoss("`family`/`key`: `what`"), the key quoted when it is not
-// printable.
+// DataLoss("`family`/"`key`": `what`"), the key quoted as errors quote
+// input (control characters escaped).
 absl::Status Inconsistent(Family family, absl::string_view key,
                           absl::string_view what) {
   return absl::DataLossError(absl::StrCat(
@@ -45,132 +43,150 @@ absl::Status KeyMismatch(Family family, absl::string_view key,
                    ", not its key"));
 }
 
-// Checks one record of `family` stored under `key`.
+// `value` parsed as a `Message`; DataLoss naming the record when it is not
+// one.
+template <typename Message>
+absl::StatusOr<Message> Parse(Family family, const std::string& key,
+                              const rocksdb::Slice& value,
+                              absl::string_view what) {
+  Message message;
+  if (absl::Status st = ParseInto(value, &message, what); !st.ok()) {
+    return Inconsistent(family, key, st.message());
+  }
+  return message;
+}
+
+// `converted`'s error as DataLoss naming the record; OK when it is OK.
+template <typename T>
+absl::Status Converted(Family family, const std::string& key,
+                       const absl::StatusOr<T>& converted) {
+  if (converted.ok()) return absl::OkStatus();
+  return Inconsistent(family, key, converted.status().message());
+}
+
+absl::Status CheckNode(const std::string& key, const rocksdb::Slice& value) {
+  ASSIGN_OR_RETURN(pb::Node node, Parse<pb::Node>(kNodes, key, value, "node"));
+  if (node.id() != key) return KeyMismatch(kNodes, key, "id", node.id());
+  return Converted(kNodes, key, convert::NodeFromProto(node, "node"));
+}
+
+absl::Status CheckQueue(const std::string& key, const rocksdb::Slice& value) {
+  ASSIGN_OR_RETURN(pb::Queue queue,
+                   Parse<pb::Queue>(kQueues, key, value, "queue"));
+  if (queue.name() != key)
+    return KeyMismatch(kQueues, key, "name", queue.name());
+  return absl::OkStatus();
+}
+
+absl::Status CheckGang(const std::string& key, const rocksdb::Slice& value) {
+  ASSIGN_OR_RETURN(pb::Gang gang, Parse<pb::Gang>(kGangs, key, value, "gang"));
+  if (gang.id() != key) return KeyMismatch(kGangs, key, "id", gang.id());
+  // Refuses a state that is no GangState, among the rest.
+  return Converted(kGangs, key, convert::GangFromProto(gang));
+}
+
+absl::Status CheckConfig(const std::string& key, const rocksdb::Slice& value) {
+  if (key != kConfigKey) {
+    return Inconsistent(kConfig, key,
+                        "the config family's only key is \"current\"");
+  }
+  ASSIGN_OR_RETURN(pb::Config config,
+                   Parse<pb::Config>(kConfig, key, value, "config"));
+  return Converted(kConfig, key, convert::ConfigFromProto(config, "config"));
+}
+
+// An event under its revision's key, within the retained range of `meta`.
+absl::Status CheckEvent(const std::string& key, const rocksdb::Slice& value,
+                        const core::Meta& meta) {
+  ASSIGN_OR_RETURN(pb::GangEvent proto,
+                   Parse<pb::GangEvent>(kEvents, key, value, "event"));
+  absl::StatusOr<core::Event> event = convert::EventFromProto(proto);
+  RETURN_IF_ERROR(Converted(kEvents, key, event));
+  if (key != EventKey(event->revision)) {
+    return KeyMismatch(kEvents, key, "revision", absl::StrCat(event->revision));
+  }
+  if (event->revision < meta.first_retained_revision ||
+      event->revision > meta.last_revision) {
+    return Inconsistent(
+        kEvents, key,
+        absl::StrCat("revision ", event->revision,
+                     " is outside the retained range [",
+                     meta.first_retained_revision, ", ", meta.last_revision,
+                     "] the meta record names"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRequest(const std::string& key, const rocksdb::Slice& value) {
+  if (key.find('\0') == std::string::npos) {
+    return Inconsistent(kRequests, key, "the key has no queue separator");
+  }
+  return Parse<storage::v1::RequestRecord>(kRequests, key, value, "request")
+      .status();
+}
+
+// One of the meta family's known keys, with a value of its kind.
+absl::Status CheckMetaKey(const std::string& key, const rocksdb::Slice& value) {
+  if (key == kMetaKey) {
+    return Parse<storage::v1::MetaRecord>(kMeta, key, value, "meta").status();
+  }
+  if (key == kStartupFilesKey) {
+    return Parse<storage::v1::StartupFilesRecord>(kMeta, key, value,
+                                                  "startup files")
+        .status();
+  }
+  if (key == kLogSeqKey) {
+    return Converted(kMeta, key, DecodeSeq(value.ToString()));
+  }
+  if (key != kSchemaVersionKey) {
+    return Inconsistent(kMeta, key, "not a key of the meta family");
+  }
+  int version = 0;
+  if (!absl::SimpleAtoi(value.ToString(), &version) || version < 1 ||
+      version > RocksDbStore::kSchemaVersion) {
+    return Inconsistent(kMeta, key,
+                        absl::StrCat("not a schema version this build knows: ",
+                                     core::QuoteForError(value.ToString())));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAudit(const std::string& key, const rocksdb::Slice& value) {
+  ASSIGN_OR_RETURN(pb::AuditRecord record,
+                   Parse<pb::AuditRecord>(kAudit, key, value, "audit record"));
+  if (key != EventKey(record.sequence())) {
+    return KeyMismatch(kAudit, key, "sequence",
+                       absl::StrCat(record.sequence()));
+  }
+  return absl::OkStatus();
+}
+
+// Checks one record of `family` stored under `raw_key`.
 absl::Status CheckRecord(Family family, const rocksdb::Slice& raw_key,
                          const rocksdb::Slice& value, const core::Meta& meta) {
   const std::string key = raw_key.ToString();
-  auto parse_error = [&](const absl::Status& st) {
-    return Inconsistent(family, key, st.message());
-  };
   switch (family) {
     case kDefault:
       return Inconsistent(family, key, "no record belongs in this family");
-    case kNodes: {
-      pb::Node node;
-      if (absl::Status st = ParseInto(value, &node, "node"); !st.ok()) {
-        return parse_error(st);
-      }
-      absl::StatusOr<core::Node> n = convert::NodeFromProto(node, "node");
-      if (!n.ok()) return parse_error(n.status());
-      if (n->spec.id.value() != key) {
-        return KeyMismatch(family, key, "spec.id", n->spec.id.value());
-      }
-      return absl::OkStatus();
-    }
-    case kQueues: {
-      pb::Queue queue;
-      if (absl::Status st = ParseInto(value, &queue, "queue"); !st.ok()) {
-        return parse_error(st);
-      }
-      if (queue.name() != key)
-        return KeyMismatch(family, key, "name", queue.name());
-      return absl::OkStatus();
-    }
-    case kGangs: {
-      pb::Gang gang;
-      if (absl::Status st = ParseInto(value, &gang, "gang"); !st.ok()) {
-        return parse_error(st);
-      }
-      // Refuses a state that is no GangState, among the rest.
-      absl::StatusOr<core::Gang> g = convert::GangFromProto(gang);
-      if (!g.ok()) return parse_error(g.status());
-      if (g->id.value() != key)
-        return KeyMismatch(family, key, "id", g->id.value());
-      return absl::OkStatus();
-    }
-    case kLedger: {
-      storage::v1::LedgerRecord record;
-      if (absl::Status st = ParseInto(value, &record, "ledger"); !st.ok()) {
-        return parse_error(st);
-      }
-      return absl::OkStatus();
-    }
-    case kConfig: {
-      if (key != kConfigKey) {
-        return Inconsistent(family, key,
-                            "the config family's only key is \"current\"");
-      }
-      pb::Config config;
-      if (absl::Status st = ParseInto(value, &config, "config"); !st.ok()) {
-        return parse_error(st);
-      }
-      absl::StatusOr<core::Config> c =
-          convert::ConfigFromProto(config, "config");
-      return c.ok() ? absl::OkStatus() : parse_error(c.status());
-    }
-    case kEvents: {
-      pb::GangEvent event;
-      if (absl::Status st = ParseInto(value, &event, "event"); !st.ok()) {
-        return parse_error(st);
-      }
-      absl::StatusOr<core::Event> e = convert::EventFromProto(event);
-      if (!e.ok()) return parse_error(e.status());
-      if (key != EventKey(e->revision)) {
-        return KeyMismatch(family, key, "revision", absl::StrCat(e->revision));
-      }
-      if (e->revision < meta.first_retained_revision ||
-          e->revision > meta.last_revision) {
-        return Inconsistent(
-            family, key,
-            absl::StrCat("revision ", e->revision,
-                         " is outside the retained range [",
-                         meta.first_retained_revision, ", ", meta.last_revision,
-                         "] the meta record names"));
-      }
-      return absl::OkStatus();
-    }
-    case kRequests: {
-      const size_t split = key.find('\0');
-      if (split == std::string::npos) {
-        return Inconsistent(family, key, "the key has no queue separator");
-      }
-      storage::v1::RequestRecord record;
-      if (absl::Status st = ParseInto(value, &record, "request"); !st.ok()) {
-        return parse_error(st);
-      }
-      return absl::OkStatus();
-    }
-    case kMeta: {
-      if (key == kMetaKey || key == kStartupFilesKey) return absl::OkStatus();
-      if (key == kLogSeqKey) {
-        absl::StatusOr<int64_t> seq = DecodeSeq(value.ToString());
-        return seq.ok() ? absl::OkStatus() : parse_error(seq.status());
-      }
-      if (key == kSchemaVersionKey) {
-        int version = 0;
-        if (!absl::SimpleAtoi(value.ToString(), &version) || version < 1 ||
-            version > RocksDbStore::kSchemaVersion) {
-          return Inconsistent(
-              family, key,
-              absl::StrCat("not a schema version this build knows: ",
-                           core::QuoteForError(value.ToString())));
-        }
-        return absl::OkStatus();
-      }
-      return Inconsistent(family, key, "not a key of the meta family");
-    }
-    case kAudit: {
-      pb::AuditRecord record;
-      if (absl::Status st = ParseInto(value, &record, "audit record");
-          !st.ok()) {
-        return parse_error(st);
-      }
-      if (key != EventKey(record.sequence())) {
-        return KeyMismatch(family, key, "sequence",
-                           absl::StrCat(record.sequence()));
-      }
-      return absl::OkStatus();
-    }
+    case kNodes:
+      return CheckNode(key, value);
+    case kQueues:
+      return CheckQueue(key, value);
+    case kGangs:
+      return CheckGang(key, value);
+    case kLedger:
+      return Parse<storage::v1::LedgerRecord>(family, key, value, "ledger")
+          .status();
+    case kConfig:
+      return CheckConfig(key, value);
+    case kEvents:
+      return CheckEvent(key, value, meta);
+    case kRequests:
+      return CheckRequest(key, value);
+    case kMeta:
+      return CheckMetaKey(key, value);
+    case kAudit:
+      return CheckAudit(key, value);
     case kFamilies:
       break;
   }
