@@ -33,7 +33,7 @@
 #include "absl/time/time.h"
 #include "server/election.h"
 #include "storage/etcd/etcd_client.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 

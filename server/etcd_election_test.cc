@@ -2,16 +2,16 @@
 // a real 3-member etcd cluster (tests/etcd_cluster.h).
 #include "server/etcd_election.h"
 
+#include <cstdio>
 #include <memory>
 #include <string>
-#include <cstdio>
 #include <thread>
 
 #include "core/scheduler.h"
 #include "core/testing.h"
 #include "gtest/gtest.h"
 #include "storage/etcd/etcd_state_store.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 #include "tests/etcd_cluster.h"
 #include "tests/etcd_fixture.h"
 

@@ -39,7 +39,7 @@
 #include "core/state_store.h"
 #include "storage/etcd/etcd_client.h"
 #include "storage/etcd/etcd_state_store.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 

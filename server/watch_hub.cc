@@ -13,7 +13,7 @@
 #include "phalanx/v1/scheduler.pb.h"
 #include "proto/convert.h"
 #include "server/status.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 namespace {

@@ -37,7 +37,7 @@
 #include "grpcpp/grpcpp.h"
 #include "phalanx/v1/scheduler.pb.h"
 #include "server/scheduler_loop.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 

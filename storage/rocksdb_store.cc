@@ -24,7 +24,7 @@
 #include "rocksdb/write_batch.h"
 #include "storage/rocksdb_layout.h"
 #include "storage/store_check.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::storage {
 namespace {

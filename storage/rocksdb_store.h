@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/state_store.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace rocksdb {
 class ColumnFamilyHandle;

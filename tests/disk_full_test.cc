@@ -23,7 +23,7 @@
 #include "server/daemon.h"
 #include "storage/fault_fs.h"
 #include "storage/rocksdb_store.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 #include "tests/daemon.h"
 
 namespace phalanx::testing {
