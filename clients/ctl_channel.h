@@ -24,7 +24,7 @@
 #include "phalanx/v1/admin.grpc.pb.h"
 #include "phalanx/v1/fleet.grpc.pb.h"
 #include "phalanx/v1/scheduler.grpc.pb.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::ctl {
 

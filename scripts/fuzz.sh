@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of fuzz/ into ./build-fuzz (clang, ASan and
+# Builds the libFuzzer targets of tests/fuzz/ into ./build-fuzz (clang, ASan and
 # UBSan) and runs each for SECONDS_PER_TARGET seconds (default 30) from its
 # seed corpus, printing the executions per target. Exits non-zero when a
 # target crashes, leaks or times out; the input that did it is kept as
-# build-fuzz/fuzz/artifacts/<target>-crash-* (reproduce: run the target
+# build-fuzz/tests/fuzz/artifacts/<target>-crash-* (reproduce: run the target
 # binary with that file as its only argument).
 #
 # Environment: FUZZ_JOBS (parallel targets, default 1), FUZZ_TARGETS (a
@@ -32,7 +32,7 @@ declare -A max_len=(
 targets=(${FUZZ_TARGETS:-request_fuzzer record_fuzzer config_json_fuzzer \
   fleet_json_fuzzer queues_json_fuzzer auth_json_fuzzer})
 
-out="$build/fuzz"
+out="$build/tests/fuzz"
 mkdir -p "$out/artifacts" "$out/logs"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"

@@ -4,7 +4,7 @@
 # In CI (CI=true), or with PHALANX_SANITIZE=address,undefined, the build is
 # the AddressSanitizer + UndefinedBehaviorSanitizer variant in ./build-asan
 # instead of the plain one in ./build, every test runs under it, and in CI
-# each libFuzzer target of fuzz/ then runs for 30 s (scripts/fuzz.sh); CI
+# each libFuzzer target of tests/fuzz/ then runs for 30 s (scripts/fuzz.sh); CI
 # installs python3-torch for the launcher's torch.distributed test.
 # PHALANX_SANITIZE=thread builds everything with ThreadSanitizer in
 # ./build-thread and runs every test under it; the suites that serve gRPC

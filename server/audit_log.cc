@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "proto/convert.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 namespace {

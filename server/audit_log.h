@@ -24,7 +24,7 @@
 #include "phalanx/v1/admin.pb.h"
 #include "server/gate.h"
 #include "server/scheduler_loop.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 

@@ -22,7 +22,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/auth_config.h"
 #include "server/scheduler_loop.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 

@@ -30,7 +30,7 @@
 #include "server/startup.h"
 #include "server/tls.h"
 #include "server/watch_hub.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 

@@ -20,7 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "server/daemon_options.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 

@@ -49,6 +49,10 @@ ABSL_FLAG(
     "Once serving, write the bound addresses here as JSON "
     "({\"grpc\": \"HOST:PORT\", \"metrics\": \"HOST:PORT\", \"pid\": N}), "
     "atomically (a temporary file renamed into place)");
+ABSL_FLAG(bool, check_store, false,
+          "Check the store in --data-dir (stopped: no phalanxd may have it "
+          "open) for consistency and exit: 0 when it passes, 1 naming the "
+          "first inconsistency (docs/operations.md)");
 ABSL_FLAG(std::string, auth, "",
           "Principals (proto3 JSON of phalanx.v1.AuthConfig); SIGHUP "
           "re-reads it. Without it every caller is an admin (loopback "
@@ -188,6 +192,7 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   options.watch_flush = {absl::GetFlag(FLAGS_watch_sweep_quiet),
                          absl::GetFlag(FLAGS_watch_sweep_interval)};
   options.print_address_file = absl::GetFlag(FLAGS_print_address_file);
+  options.check_store = absl::GetFlag(FLAGS_check_store);
   options.ha = HaOptionsFromFlags();
   options.etcd_password_file = absl::GetFlag(FLAGS_etcd_password_file);
   RETURN_IF_ERROR(CheckDaemonOptions(options));
@@ -211,6 +216,7 @@ void DashesToUnderscores(int argc, char** argv) {
 void ParseDaemonFlags(int argc, char** argv, std::string version) {
   DashesToUnderscores(argc, argv);
   absl::SetProgramUsageMessage(
+      "phalanxd --check-store --data-dir DIR | "
       "phalanxd [--listen ADDR] [--data-dir DIR] [--metrics-listen ADDR] "
       "[--config FILE] [--fleet FILE] [--queues FILE] [--auth FILE] "
       "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] "

@@ -39,6 +39,9 @@ struct DaemonOptions {
   WatchFlush watch_flush;
   // Once serving, the bound addresses are written here as JSON ("" = not).
   std::string print_address_file;
+  // Check the store in data_dir (storage/store_check.h) and exit instead
+  // of serving; phalanxd's main does it, not the Daemon.
+  bool check_store = false;
   // HA mode when ha.etcd.endpoints is not empty (docs/ha.md). Its
   // etcd.password is read from etcd_password_file at start.
   HaOptions ha;

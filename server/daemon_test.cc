@@ -20,7 +20,7 @@
 #include "phalanx/v1/scheduler.grpc.pb.h"
 #include "server/auth.h"
 #include "server/daemon_options.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 ABSL_DECLARE_FLAG(std::string, listen);
 ABSL_DECLARE_FLAG(absl::Duration, watch_sweep_interval);

@@ -7,8 +7,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/status_macros.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -203,13 +204,34 @@ void EtcdElection::StopRenewing() {
 }
 
 absl::Status EtcdElection::Resign() {
+  // Until when etcd surely holds the lease: past it, the lease expires by
+  // itself and a revoke is moot.
+  const absl::Time lease_end = valid_until();
   StopRenewing();
   leading_ = false;
   if (lease_ == 0) return absl::OkStatus();
   // Revoking the lease deletes the key: the next candidate wins at once.
-  RETURN_IF_ERROR(client_->LeaseRevoke(lease_));
+  RETURN_IF_ERROR(Revoke(lease_end));
   lease_ = 0;
   return absl::OkStatus();
+}
+
+absl::Status EtcdElection::Revoke(absl::Time lease_end) {
+  constexpr absl::Duration kRetryAfter = absl::Milliseconds(50);
+  // One attempt at least; then retries while the lease may hold, at most
+  // one per kRetryAfter (bounded by lease_end, which is under a TTL away).
+  for (;;) {
+    const absl::Time deadline =
+        lease_end > absl::Now() ? lease_end : absl::InfiniteFuture();
+    const absl::Status revoked = client_->LeaseRevoke(lease_, deadline);
+    // NotFound: expired or revoked already (an earlier attempt whose
+    // answer was lost): the key is gone either way.
+    if (revoked.ok() || absl::IsNotFound(revoked)) return absl::OkStatus();
+    const bool retryable =
+        absl::IsUnavailable(revoked) || absl::IsDeadlineExceeded(revoked);
+    if (!retryable || absl::Now() + kRetryAfter >= lease_end) return revoked;
+    absl::SleepFor(kRetryAfter);
+  }
 }
 
 absl::StatusOr<LeaderInfo> EtcdElection::Leader() const {

@@ -33,7 +33,7 @@
 #include "absl/time/time.h"
 #include "server/election.h"
 #include "storage/etcd/etcd_client.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -63,6 +63,11 @@ class EtcdElection : public Election {
 
   absl::StatusOr<int64_t> Campaign(absl::Time deadline) override;
   bool leading() const override { return leading_.load(); }
+  // Stops renewing and revokes the lease, so the key is deleted and the
+  // next candidate wins at once. A revoke no member answered (UNAVAILABLE,
+  // DEADLINE_EXCEEDED) is retried while the lease may still hold in etcd
+  // (until valid_until()); past that it expires by itself. Returns the last
+  // error when no revoke went through.
   absl::Status Resign() override;
 
   // While leading: until when the lease surely holds in etcd's view (see
@@ -94,6 +99,8 @@ class EtcdElection : public Election {
   // The send time of an acknowledged renewal (or of the winning grant).
   void Renewed(absl::Time sent);
   void StopRenewing();
+  // Revokes lease_, retrying until `lease_end` (see Resign).
+  absl::Status Revoke(absl::Time lease_end);
   void Lose(const std::string& why);
 
   storage::etcd::EtcdClient* const client_;

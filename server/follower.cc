@@ -9,7 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -54,7 +54,7 @@ void Follower::Start() {
   {
     MutexLock lock(&report_mu_);
     last_seq_ = store_->applied_seq();
-    if (options_.fresh_at_start) fresh_as_of_ = absl::Now();
+    fresh_as_of_ = options_.fresh_as_of;
   }
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "phalanx-follow");

@@ -39,7 +39,7 @@
 #include "core/state_store.h"
 #include "storage/etcd/etcd_client.h"
 #include "storage/etcd/etcd_state_store.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -66,9 +66,11 @@ class Follower {
     // The state is stale once the last successful catch-up began longer
     // ago than this (docs/ha.md: at most half the election's lease TTL).
     absl::Duration max_staleness = absl::Milliseconds(2500);
-    // Whether the store was caught up when the follower was made (its
-    // freshness then counts from construction).
-    bool fresh_at_start = false;
+    // When the last successful catch-up made before the follower (a
+    // start-up's) began: freshness counts from it. InfinitePast when there
+    // was none: the follower reports itself stale until its own first
+    // catch-up succeeds, however long etcd stays out of reach.
+    absl::Time fresh_as_of = absl::InfinitePast();
     // Wait after a failed catch-up or watch before trying again.
     absl::Duration retry = absl::Milliseconds(500);
   };

@@ -15,7 +15,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "server/auth.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 

@@ -15,7 +15,7 @@
 #include "phalanx/v1/scheduler.grpc.pb.h"
 #include "server/auth.h"
 #include "server/status.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 namespace {

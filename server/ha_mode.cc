@@ -159,6 +159,18 @@ void FollowConfig(const core::Config& config, WatchHub& hub, Gate& gate) {
                                   config.limits.request_burst);
 }
 
+// Ends the watch streams of a follower whose state just went stale: open,
+// they would hear nothing until it caught up again. UNAVAILABLE (retry),
+// after a last bookmark: the client resumes from it on another replica, or
+// here once this one serves again.
+void EndStaleWatches(WatchHub& hub) {
+  hub.EndAll(grpc::Status(
+      grpc::StatusCode::UNAVAILABLE,
+      "WatchGangs: this replica lost touch with etcd, its state may be "
+      "stale; reconnect, or resume from your last revision on another "
+      "replica"));
+}
+
 // Follows the log until it leads: each applied batch becomes the next read
 // view and its events reach the watch streams, as on the leader; health ""
 // is SERVING once caught up, phalanx.v1.Leader once leading.
@@ -192,17 +204,23 @@ class HaMode : public DaemonMode {
   DaemonParts parts_;
   grpc::HealthCheckServiceInterface* health_ = nullptr;
   std::optional<core::Config> follower_config_;
+  // Whether the start-up catch-up succeeded, and when it began (what the
+  // follower's freshness counts from; InfinitePast when it failed).
   bool caught_up_ = true;
+  absl::Time caught_up_as_of_ = absl::InfinitePast();
   std::unique_ptr<Follower> follower_;
 };
 
 // The view of the local store once caught up with the log; the scheduler
 // is restored only when this replica leads.
 absl::StatusOr<StartState> HaMode::Recover(const StartupFiles&) {
+  const absl::Time began = absl::Now();
   if (auto applied = replica_->store()->CatchUp(); !applied.ok()) {
     caught_up_ = false;
     std::fprintf(stderr, "phalanxd: follower: catching up: %s\n",
                  applied.status().ToString().c_str());
+  } else {
+    caught_up_as_of_ = began;
   }
   ASSIGN_OR_RETURN(core::LoadedState loaded,
                    replica_->store()->local()->LoadAll());
@@ -260,7 +278,7 @@ void HaMode::StartFollower() {
   const absl::Duration ttl = replica_->options().lease_ttl;
   options.max_staleness = ttl / 2;
   options.resync = ttl / 5;
-  options.fresh_at_start = caught_up_;
+  options.fresh_as_of = caught_up_as_of_;
   Follower::Hooks hooks;
   SchedulerLoop& loop = *parts_.loop;
   WatchHub& hub = *parts_.hub;
@@ -281,12 +299,15 @@ void HaMode::StartFollower() {
     loop.ReplaceView(ViewOfState(*state));
   };
   auto serving = std::make_shared<int>(-1);  // on_progress calls only
+  auto fresh = std::make_shared<bool>(caught_up_);
   hooks.on_progress = [metrics = parts_.metrics, health = health_,
-                       role = &role_,
-                       serving](const FollowerProgress& progress) {
+                       role = &role_, &hub, serving,
+                       fresh](const FollowerProgress& progress) {
     metrics->SetReplication(progress.applied_seq,
                             progress.last_seq - progress.applied_seq);
     role->set_stale(!progress.fresh);
+    if (*fresh && !progress.fresh) EndStaleWatches(hub);
+    *fresh = progress.fresh;
     if (*serving != static_cast<int>(progress.caught_up)) {
       *serving = progress.caught_up;
       health->SetServingStatus("", progress.caught_up);

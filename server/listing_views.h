@@ -16,7 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "server/scheduler_loop.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 

@@ -1,7 +1,8 @@
 // phalanxd: the Phalanx gang-scheduling daemon. Reads its flags into
 // DaemonOptions, starts a Daemon (server/daemon.h), serves until SIGTERM or
 // SIGINT (SIGHUP re-reads --auth), shuts the daemon down and exits 0; 1
-// when it cannot start or, in HA mode, cannot promote itself.
+// when it cannot start or, in HA mode, cannot promote itself. With
+// --check-store it only checks the store in --data-dir and exits.
 #include <pthread.h>
 #include <signal.h>
 
@@ -10,16 +11,33 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "phalanx_version.h"
 #include "server/daemon.h"
 #include "server/daemon_options.h"
+#include "storage/store_check.h"
 
 namespace {
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "phalanxd: %s\n", status.ToString().c_str());
   return 1;
+}
+
+// `phalanxd --check-store`: 0 when the store in `data_dir` passes its
+// consistency check, else 1 with the first inconsistency.
+int CheckStore(const std::string& data_dir) {
+  const absl::Status consistent =
+      phalanx::storage::CheckStoreConsistency(data_dir);
+  if (!consistent.ok()) {
+    return Fail(absl::Status(
+        consistent.code(),
+        absl::StrCat("--check-store: ", data_dir, ": ", consistent.message())));
+  }
+  std::printf("phalanxd: --check-store: %s: the store is consistent\n",
+              data_dir.c_str());
+  return 0;
 }
 
 // Blocks SIGTERM, SIGINT and SIGHUP in every thread (call before starting
@@ -66,6 +84,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<phalanx::server::DaemonOptions> options =
       phalanx::server::DaemonOptionsFromFlags();
   if (!options.ok()) return Fail(options.status());
+  if (options->check_store) return CheckStore(options->data_dir);
   phalanx::server::Daemon daemon;
   if (absl::Status s = daemon.Start(*std::move(options)); !s.ok()) {
     return Fail(s);

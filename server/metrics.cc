@@ -17,7 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "core/fleet_report.h"
 #include "server/watch_hub.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 namespace {

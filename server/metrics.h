@@ -25,7 +25,7 @@
 #include "prometheus/registry.h"
 #include "server/gate.h"
 #include "server/scheduler_loop.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 namespace {

@@ -47,7 +47,7 @@
 #include "core/scheduler.h"
 #include "core/state_store.h"
 #include "server/gang_snapshot.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/memory_store.h"
 #include "gtest/gtest.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 namespace {

@@ -13,7 +13,7 @@
 #include "phalanx/v1/scheduler.pb.h"
 #include "proto/convert.h"
 #include "server/status.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 namespace {
@@ -652,16 +652,17 @@ void WatchHub::Shutdown(absl::Duration max_wait) {
     if (shutdown_) return;
     shutdown_ = true;
   }
-  for (const auto& watcher : Watchers()) {
-    watcher->EndWithBookmark(
-        grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                     "server shutting down; resume from your last revision"));
-  }
+  EndAll(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "server shutting down; resume from your last revision"));
   // Let the streams send their last bookmark and finish before the server's
   // shutdown deadline can cut them off (bounded: a stream whose client
   // stopped reading may never drain).
   MutexLock lock(&mu_);
   mu_.AwaitWithTimeout(absl::Condition(this, &WatchHub::NoWatchers), max_wait);
+}
+
+void WatchHub::EndAll(const grpc::Status& status) {
+  for (const auto& watcher : Watchers()) watcher->EndWithBookmark(status);
 }
 
 bool WatchHub::NoWatchers() const { return watchers_.empty(); }

@@ -37,7 +37,7 @@
 #include "grpcpp/grpcpp.h"
 #include "phalanx/v1/scheduler.pb.h"
 #include "server/scheduler_loop.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::server {
 
@@ -119,6 +119,10 @@ class WatchHub : public BatchObserver {
   // new ones; stops the fan-out thread. Waits up to `max_wait` for the
   // streams to finish.
   void Shutdown(absl::Duration max_wait = absl::Seconds(2));
+  // Ends every open stream with `status`, each after a last bookmark (the
+  // revision to resume from); new streams are still served. An HA
+  // follower whose state went stale ends its streams this way (docs/ha.md).
+  void EndAll(const grpc::Status& status);
   // Current number of open streams.
   int watchers() const;
 

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rocksdb/system_clock.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::storage {
 namespace {

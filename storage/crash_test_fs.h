@@ -38,7 +38,7 @@
 #include "absl/status/status.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::storage {
 

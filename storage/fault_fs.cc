@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::storage {
 namespace {

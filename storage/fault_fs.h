@@ -24,7 +24,7 @@
 #include "absl/time/time.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::storage {
 

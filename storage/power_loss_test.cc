@@ -314,6 +314,11 @@ Outcome RunPowerLosses(const std::string& root, uint64_t seed, int rounds,
       fail(round, absl::StrCat("Restore: ", scheduler.status().ToString()));
       break;
     }
+    // The store's own check (storage/store_check.h) after every loss.
+    if (absl::Status consistent = store->CheckConsistency(); !consistent.ok()) {
+      fail(round, absl::StrCat("consistency: ", consistent.ToString()));
+      break;
+    }
     core::Scheduler& s = **scheduler;
     (void)s.TakeMutation();  // nothing that is not stored already
     if (!crash_fs->crashed()) {

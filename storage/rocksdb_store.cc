@@ -22,46 +22,14 @@
 #include "rocksdb/statistics.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
-#include "sync/mutex.h"
+#include "storage/rocksdb_layout.h"
+#include "storage/store_check.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::storage {
 namespace {
 
 namespace pb = ::phalanx::v1;
-
-// Column families, in handle order.
-enum Family {
-  kDefault,
-  kNodes,
-  kQueues,
-  kGangs,
-  kLedger,
-  kConfig,
-  kEvents,
-  kRequests,
-  kMeta,
-  kAudit,
-  kFamilies
-};
-constexpr const char* kFamilyNames[kFamilies] = {
-    "default", "nodes",  "queues",   "gangs", "ledger",
-    "config",  "events", "requests", "meta",  "audit"};
-constexpr char kMetaKey[] = "state";
-// The stack block of AddToBatch's arena: one record's message (a gang with
-// a placement, an event, an audit record) fits in it.
-constexpr size_t kArenaBlockBytes = 8192;
-constexpr char kConfigKey[] = "current";
-// In the meta family: the data dir's schema version, a decimal number.
-constexpr char kSchemaVersionKey[] = "schema_version";
-// The HA log's last applied seq (docs/ha.md), beside the state it produced.
-constexpr char kLogSeqKey[] = "log_seq";
-// The start-up files' hashes (StartupFilesRecord), beside what they applied.
-constexpr char kStartupFilesKey[] = "startup_files";
-
-absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", s.ToString()));
-}
 
 // Whether `s` is the file system refusing a write for lack of space or
 // quota (ENOSPC, EDQUOT): RocksDB reports the first as NoSpace, the second
@@ -70,27 +38,6 @@ bool OutOfSpace(const rocksdb::Status& s) {
   return s.IsNoSpace() ||
          (s.IsIOError() &&
           absl::StrContains(s.ToString(), "Disk quota exceeded"));
-}
-
-std::string RequestKey(const core::QueueName& queue, const std::string& id) {
-  return absl::StrCat(queue.value(), std::string(1, '\0'), id);
-}
-
-// The big-endian seq EventKey wrote; DataLoss on a bad length.
-absl::StatusOr<int64_t> DecodeSeq(const std::string& value) {
-  if (value.size() != 8) return absl::DataLossError("log seq: bad length");
-  int64_t seq = 0;
-  for (unsigned char byte : value) seq = (seq << 8) | byte;
-  return seq;
-}
-
-template <typename Message>
-absl::Status ParseInto(const rocksdb::Slice& value, Message* message,
-                       absl::string_view what) {
-  if (!message->ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-    return absl::DataLossError(absl::StrCat("cannot parse ", what));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -133,9 +80,14 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   store->dir_ = dir;
   store->statistics_ = rocksdb::CreateDBStatistics();
   rocksdb::DB* db = nullptr;
-  rocksdb::Status opened = rocksdb::DB::Open(store->DbOptions(), dir,
-                                             Families(), &store->handles_, &db);
-  if (OutOfSpace(opened)) {
+  store->read_only_ = options.read_only;
+  rocksdb::Status opened =
+      options.read_only
+          ? rocksdb::DB::OpenForReadOnly(store->DbOptions(), dir, Families(),
+                                         &store->handles_, &db)
+          : rocksdb::DB::Open(store->DbOptions(), dir, Families(),
+                              &store->handles_, &db);
+  if (!options.read_only && OutOfSpace(opened)) {
     // RocksDB's read-write open writes (a new MANIFEST, the OPTIONS file):
     // on a full disk, open read-only; the first write reopens read-write.
     std::fprintf(stderr,
@@ -223,7 +175,7 @@ absl::Status RocksDbStore::CheckSchema() {
                      " is newer than this phalanxd supports (", kSchemaVersion,
                      "); upgrade phalanxd"));
   }
-  if (version == kSchemaVersion) return absl::OkStatus();
+  if (version == kSchemaVersion || options_.read_only) return absl::OkStatus();
   // Version 0 (new) and 1 -> 2: record the version.
   rocksdb::WriteBatch batch;
   batch.Put(handles_[kMeta], kSchemaVersionKey, std::to_string(kSchemaVersion));
@@ -402,6 +354,27 @@ absl::StatusOr<core::LoadedState> ReadState(
 }
 
 }  // namespace
+
+absl::Status RocksDbStore::CheckConsistency() {
+  ReaderMutexLock db_lock(&db_mu_);
+  // A read-write store may commit meanwhile: read one snapshot of it.
+  const rocksdb::Snapshot* snapshot = read_only_ ? nullptr : db_->GetSnapshot();
+  rocksdb::ReadOptions read;
+  read.snapshot = snapshot;
+  absl::Status checked = [&]() -> absl::Status {
+    absl::StatusOr<core::LoadedState> state =
+        ReadState(db_.get(), handles_, read);
+    // A record that does not load is named by the record checks (with no
+    // meta to bound the events by, when the meta is the one).
+    core::Meta meta = state.ok() ? state->meta : core::Meta{};
+    if (!state.ok()) meta.last_revision = INT64_MAX;
+    RETURN_IF_ERROR(CheckRecords(db_.get(), handles_, read, meta));
+    RETURN_IF_ERROR(state.status());
+    return CheckLoadedState(*state);
+  }();
+  if (snapshot != nullptr) db_->ReleaseSnapshot(snapshot);
+  return checked;
+}
 
 absl::Status RocksDbStore::Commit(const core::Mutation& m) {
   return Write(m, 0);
@@ -719,6 +692,10 @@ absl::Status RocksDbStore::Write(const core::Mutation& m, int64_t log_seq) {
   rocksdb::WriteOptions write_options;
   write_options.sync = options_.sync;
   MutexLock lock(&write_mu_);
+  if (options_.read_only) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("commit: data dir ", dir_, " was opened read-only"));
+  }
   if (read_only_) RETURN_IF_ERROR(ReopenWritable());
   if (resume_needed_) {
     // A write refused for lack of space left RocksDB read-only (a

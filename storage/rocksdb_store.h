@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/state_store.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace rocksdb {
 class ColumnFamilyHandle;
@@ -94,6 +94,11 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
     // production path). Tests pass one over storage/crash_test_fs.h to
     // simulate power loss. Not owned; must outlive the store.
     rocksdb::Env* env = nullptr;
+    // Open without writing anything, and refuse every write
+    // (FailedPrecondition): for reading a data dir another process may
+    // hold (phalanxd --check-store). An older schema version is read as
+    // it is, not migrated.
+    bool read_only = false;
   };
 
   // The schema version this build writes. Version 1 is a data dir written
@@ -136,6 +141,11 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
   using PartSource =
       std::function<absl::StatusOr<std::optional<core::Mutation>>()>;
   absl::Status ReplaceAll(const PartSource& next, int64_t seq);
+
+  // Runs the store's consistency check (storage/store_check.h) on one
+  // consistent view of it: OK, or DataLoss naming the first inconsistent
+  // record and field. Thread-safe; commits may go on meanwhile.
+  absl::Status CheckConsistency();
 
   // WAL fsyncs since open (RocksDB's WAL_FILE_SYNCED ticker).
   uint64_t WalSyncs() const;

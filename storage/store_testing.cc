@@ -8,8 +8,9 @@
 
 namespace phalanx::storage::testing {
 
-absl::Status SetRawSchemaVersion(const std::string& dir,
-                                 const std::string& version) {
+absl::Status WriteRawRecord(const std::string& dir, const std::string& family,
+                            const std::string& key,
+                            const std::optional<std::string>& value) {
   auto failed = [](const rocksdb::Status& s) {
     return absl::InternalError(s.ToString());
   };
@@ -26,25 +27,32 @@ absl::Status SetRawSchemaVersion(const std::string& dir,
   s = rocksdb::DB::Open(rocksdb::DBOptions(), dir, families, &handles, &raw);
   if (!s.ok()) return failed(s);
   std::unique_ptr<rocksdb::DB> db(raw);
-  rocksdb::ColumnFamilyHandle* meta = nullptr;
+  rocksdb::ColumnFamilyHandle* handle = nullptr;
   for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == "meta") meta = handles[i];
+    if (names[i] == family) handle = handles[i];
   }
   rocksdb::WriteOptions sync;
   sync.sync = true;
-  if (meta == nullptr) {
-    s = rocksdb::Status::NotFound("no meta column family in ", dir);
-  } else if (version.empty()) {
-    s = db->Delete(sync, meta, "schema_version");
+  if (handle == nullptr) {
+    s = rocksdb::Status::NotFound("no column family " + family + " in ", dir);
+  } else if (!value) {
+    s = db->Delete(sync, handle, key);
   } else {
-    s = db->Put(sync, meta, "schema_version", version);
+    s = db->Put(sync, handle, key, *value);
   }
-  for (rocksdb::ColumnFamilyHandle* handle : handles) {
-    db->DestroyColumnFamilyHandle(handle);
+  for (rocksdb::ColumnFamilyHandle* h : handles) {
+    db->DestroyColumnFamilyHandle(h);
   }
   const rocksdb::Status closed = db->Close();
   if (!s.ok()) return failed(s);
   return closed.ok() ? absl::OkStatus() : failed(closed);
+}
+
+absl::Status SetRawSchemaVersion(const std::string& dir,
+                                 const std::string& version) {
+  std::optional<std::string> value;
+  if (!version.empty()) value = version;
+  return WriteRawRecord(dir, "meta", "schema_version", value);
 }
 
 }  // namespace phalanx::storage::testing

@@ -3,6 +3,7 @@
 #ifndef PHALANX_STORAGE_STORE_TESTING_H_
 #define PHALANX_STORAGE_STORE_TESTING_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -14,6 +15,13 @@ namespace phalanx::storage::testing {
 // of the release before schema versions.
 absl::Status SetRawSchemaVersion(const std::string& dir,
                                  const std::string& version);
+
+// Puts `value` under `key` in column family `family` of the (closed) data
+// dir `dir`, or deletes the key when `value` is nullopt: a record as a
+// damaged store or a bug would leave it, bypassing RocksDbStore.
+absl::Status WriteRawRecord(const std::string& dir, const std::string& family,
+                            const std::string& key,
+                            const std::optional<std::string>& value);
 
 }  // namespace phalanx::storage::testing
 

@@ -1,5 +1,6 @@
 // kill -9 while clients submit, restart, and check that nothing acknowledged
-// was lost; determinism across two fresh daemons.
+// was lost and that the store passes `phalanxd --check-store`; determinism
+// across two fresh daemons.
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -8,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "storage/store_testing.h"
 #include "tests/daemon.h"
 
 namespace phalanx::testing {
@@ -85,6 +87,29 @@ TEST(CrashTest, Kill9LosesNoAcknowledgedGangAndHoldsNoGpuTwice) {
   // Every GPU a gang holds is held once, and nodes agree with placements.
   auto fleet = daemon->Fleet();
   EXPECT_EQ(GpuHoldingProblems(*scheduler, *fleet), std::vector<std::string>{});
+
+  // Killed again mid-load, the store passes its own check
+  // (`phalanxd --check-store`); damaged, it fails it, naming the record.
+  clients.clear();
+  clients.emplace_back([&] { SubmitUntilFailure(*daemon, kClients, 400); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  daemon->Kill9();
+  clients[0].join();
+  const DaemonProcess::CheckedStore checked = daemon->CheckStore();
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_NE(checked.output.find("the store is consistent"), std::string::npos)
+      << checked.output;
+  ASSERT_TRUE(storage::testing::WriteRawRecord(daemon->data_dir(), "ledger",
+                                               "gone", std::string())
+                  .ok());
+  const DaemonProcess::CheckedStore damaged = daemon->CheckStore();
+  EXPECT_EQ(damaged.exit_code, 1) << damaged.output;
+  EXPECT_NE(
+      damaged.output.find("DATA_LOSS: --check-store: " + daemon->data_dir() +
+                          ": ledger/\"gone\": no queue of this name "
+                          "is in the store"),
+      std::string::npos)
+      << damaged.output;
 }
 
 // Runs the same commands on a fresh daemon; returns id -> placement text.

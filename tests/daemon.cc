@@ -38,6 +38,26 @@ std::string DaemonProcess::WriteFile(const std::string& name,
   return path;
 }
 
+DaemonProcess::CheckedStore DaemonProcess::CheckStore() {
+  ChildProcess check;
+  CheckedStore checked;
+  if (!check.Start({.args = {std::string(PHALANXD_PATH), "--check-store",
+                             "--data-dir=" + data_dir_},
+                    .env = {},
+                    .output_path = root_ + "/check-store.log",
+                    .append_output = false})) {
+    return checked;
+  }
+  check.WaitUntil([] { return false; }, absl::Seconds(30));
+  if (check.Running()) {
+    check.Kill9();
+  } else {
+    checked.exit_code = check.exit_code();
+  }
+  checked.output = check.Output();
+  return checked;
+}
+
 bool DaemonProcess::Start() {
   std::vector<std::string> args = exec_prefix_;
   args.insert(args.end(),

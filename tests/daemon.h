@@ -60,6 +60,14 @@ class DaemonProcess {
   // `wait_ms` for more); appends it to output().
   void ReadOutput(int wait_ms = 100);
 
+  // `phalanxd --check-store` on this daemon's data dir (stopped): its exit
+  // code (-1 when it ran over 30 s and was killed) and its output.
+  struct CheckedStore {
+    int exit_code = -1;
+    std::string output;
+  };
+  CheckedStore CheckStore();
+
   const std::string& data_dir() const { return data_dir_; }
   pid_t pid() const { return process_.pid(); }
   const std::string& address() const { return address_; }

@@ -109,6 +109,13 @@ class HaFollowTest : public ::testing::Test {
     ASSERT_TRUE(cluster_->Start()) << cluster_->logs();
   }
 
+  // Whatever the case did to them: every replica's store passes its check.
+  void TearDown() override {
+    std::vector<DaemonProcess*> replicas;
+    for (auto& replica : replicas_) replicas.push_back(replica.get());
+    StopAndCheckStores(replicas);
+  }
+
   // A replica (not started) with a 2 s lease; it advertises its bound port.
   // It talks to the etcd `members` given, in that order (all by default).
   std::unique_ptr<DaemonProcess> Replica(
@@ -873,6 +880,7 @@ TEST_F(HaFollowTest, AReplicaWithAnEmptyDataDirCatchesUp) {
   EXPECT_EQ(HealthStatus(fresh->channel(), ""), kServing);
   EXPECT_EQ(ListAll(*fresh->Scheduler()).SerializeAsString(),
             WithoutPlans(on_leader).SerializeAsString());
+  StopAndCheckStores({fresh.get()});
 }
 
 TEST_F(HaFollowTest, ANewReplicaCatchesUpFromASnapshotOnceTheLogIsCompacted) {
@@ -900,6 +908,7 @@ TEST_F(HaFollowTest, ANewReplicaCatchesUpFromASnapshotOnceTheLogIsCompacted) {
   fresh->ReadOutput(200);
   EXPECT_THAT(fresh->output(),
               ::testing::HasSubstr("loaded the snapshot at seq"));
+  StopAndCheckStores({fresh.get()});
 }
 
 TEST_F(HaFollowTest, EtcdMembersDieOneAtATime) {
@@ -996,17 +1005,42 @@ TEST_F(HaFollowTest, AFollowerCutOffFromEtcdStopsServingWithinItsBound) {
   ASSERT_TRUE(ReachesRevision(follower, ListAll(*stub).revision()));
   ASSERT_TRUE(Eventually(
       [&] { return HealthStatus(follower.channel(), "") == kServing; }));
+  // A watch open on the follower, read until it ends (at most 20 s).
+  auto follower_stub = follower.Scheduler();
+  grpc::ClientContext watch_context;
+  watch_context.set_deadline(
+      absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  v1::WatchGangsRequest watch_request;
+  watch_request.set_after_revision(ListAll(*follower_stub).revision());
+  auto watch = follower_stub->WatchGangs(&watch_context, watch_request);
+  std::atomic<bool> watch_ended{false};
+  grpc::Status watch_status;
+  absl::Time watch_ended_at;
+  std::thread watching([&] {
+    v1::GangEvent event;
+    while (watch->Read(&event)) {
+    }
+    watch_status = watch->Finish();
+    watch_ended_at = absl::Now();
+    watch_ended = true;
+  });
 
   const absl::Time cut = absl::Now();
   cluster_->Pause(member);
   // Bound: half the 2 s lease TTL plus a tenth (docs/ha.md); allowed here
   // twice the TTL for a loaded machine, far below what a watch's resync
   // and a call's deadline used to take (10 s and more).
-  ASSERT_TRUE(Eventually(
+  EXPECT_TRUE(Eventually(
       [&] { return HealthStatus(follower.channel(), "") != kServing; }, 80))
       << follower.output();
   const absl::Duration not_serving = absl::Now() - cut;
-  auto follower_stub = follower.Scheduler();
+  // The open watch ends within the same bound, retryably, saying why.
+  EXPECT_TRUE(Eventually([&] { return watch_ended.load(); }, 80));
+  watching.join();
+  EXPECT_EQ(watch_status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << watch_status.error_message();
+  EXPECT_THAT(watch_status.error_message(),
+              ::testing::HasSubstr("lost touch with etcd"));
   {
     v1::GetGangRequest request;
     request.set_gang_id(before.id());
@@ -1027,12 +1061,56 @@ TEST_F(HaFollowTest, AFollowerCutOffFromEtcdStopsServingWithinItsBound) {
   ASSERT_TRUE(Eventually(
       [&] { return HealthStatus(follower.channel(), "") == kServing; }));
   std::printf(
-      "cut off from etcd: the follower stopped SERVING %.2f s after the cut "
-      "(lease TTL 2 s); healed, it read the leader's revision %.2f s later\n",
+      "cut off from etcd: the follower stopped SERVING %.2f s and ended its "
+      "watch %.2f s after the cut (lease TTL 2 s); healed, it read the "
+      "leader's revision %.2f s later\n",
       absl::ToDoubleSeconds(not_serving),
+      absl::ToDoubleSeconds(watch_ended_at - cut),
       absl::ToDoubleSeconds(absl::Now() - healed));
   EXPECT_EQ(ListAll(*follower_stub).SerializeAsString(),
             WithoutPlans(ListAll(*stub)).SerializeAsString());
+}
+
+// A follower that starts while its etcd member hangs has never caught up:
+// it never reports SERVING nor serves a read until a catch-up succeeds.
+TEST_F(HaFollowTest, AFollowerStartedWithoutEtcdServesNothingUntilCaughtUp) {
+  StartReplicas(0);
+  const int member = cluster_->QuietMember(0);
+  ASSERT_GE(member, 0) << cluster_->logs();
+  auto stub = replicas_[0]->Scheduler();
+  const v1::Gang gang = SubmitOk(*stub, SubmitRequest("a", 1, 8));
+  cluster_->Pause(member);
+  // The follower talks to that member only.
+  replicas_.push_back(Replica("r1", {}, {member}));
+  DaemonProcess& follower = *replicas_[1];
+  ASSERT_TRUE(follower.Start()) << follower.output();
+  auto follower_stub = follower.Scheduler();
+  // Twice the 2 s lease TTL, probed every 50 ms: never SERVING, every
+  // read refused.
+  int probes = 0;
+  for (const absl::Time end = absl::Now() + absl::Seconds(4);
+       absl::Now() < end && probes < 200; ++probes) {
+    ASSERT_NE(HealthStatus(follower.channel(), ""), kServing)
+        << "after " << probes << " probes\n"
+        << follower.output();
+    v1::GetGangRequest request;
+    request.set_gang_id(gang.id());
+    v1::GetGangResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+    const grpc::Status status =
+        follower_stub->GetGang(&context, request, &response);
+    ASSERT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+        << status.error_message();
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_GT(probes, 10);
+  // Once etcd answers, it catches up and serves.
+  cluster_->Resume(member);
+  ASSERT_TRUE(Eventually([&] {
+    return HealthStatus(follower.channel(), "") == kServing;
+  })) << follower.output();
+  EXPECT_EQ(GetOk(*follower_stub, gang.id()).id(), gang.id());
 }
 
 TEST_F(HaFollowTest, AHungEtcdMemberUnderTheLeaderCausesNoFailover) {

@@ -190,6 +190,7 @@ TEST_F(HaNoSpaceTest, WritesAreRefusedOverEtcdsQuotaAndResumeOnceFreed) {
                                          WithoutPlans(after)));
   EXPECT_EQ(leader->WaitForExit(absl::ZeroDuration()), -1)
       << "the leader exited: " << leader->output();
+  StopAndCheckStores({leader.get(), follower.get()});
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // down, a follower takes over with every acknowledged write. (Followers'
 // reads, redirects and failures: ha_follow_test.cc.) Skipped only when
 // /usr/bin/etcd is absent.
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,20 +15,11 @@
 #include "gtest/gtest.h"
 #include "tests/daemon.h"
 #include "tests/etcd_cluster.h"
+#include "tests/ha_writers.h"
 #include "tests/runtime_changes.h"
 
 namespace phalanx::testing {
 namespace {
-
-// Polls `condition` every 50 ms, at most 400 times (20 s); returns its last
-// value.
-bool Eventually(const std::function<bool()>& condition) {
-  for (int i = 0; i < 400; ++i) {
-    if (condition()) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return condition();
-}
 
 class HaTest : public ::testing::Test {
  protected:
@@ -40,11 +32,13 @@ class HaTest : public ::testing::Test {
     ASSERT_TRUE(cluster_->Start()) << cluster_->logs();
   }
 
-  std::unique_ptr<DaemonProcess> Replica(const std::string& id) {
+  // A replica (not started) with a lease of `lease_ttl`.
+  std::unique_ptr<DaemonProcess> Replica(const std::string& id,
+                                         const std::string& lease_ttl = "2s") {
     return StartDemoDaemon(
         {"--etcd-endpoints=" + absl::StrJoin(cluster_->endpoints(), ","),
          "--replica-id=" + id, "--etcd-prefix=/phalanx/it",
-         "--etcd-lease-ttl=2s"});
+         "--etcd-lease-ttl=" + lease_ttl});
   }
 
   std::unique_ptr<EtcdCluster> cluster_;
@@ -81,25 +75,38 @@ TEST_F(HaTest, AFollowerTakesOverWithEveryAcknowledgedWrite) {
   EXPECT_EQ(recovered.placement_size(), gang.placement_size());
   const v1::Gang next = SubmitOk(*b_stub, SubmitRequest("a", 1, 8));
   EXPECT_NE(next.id(), gang.id());  // the id sequence went on
+  StopAndCheckStores({a.get(), b.get()});
 }
 
+// A clean stop revokes the leader's lease: with a 10 s lease, the other
+// replica must lead within half of it (the lease expiring would take all
+// of it); the handover time is printed.
 TEST_F(HaTest, ACleanShutdownHandsOverAtOnce) {
-  auto a = Replica("1");
+  auto a = Replica("1", "10s");
   ASSERT_TRUE(a->Start()) << a->output();
   ASSERT_TRUE(Eventually([&] {
     return HealthStatus(a->channel(), "phalanx.v1.Leader") == 1;
   })) << a->output();
-  auto b = Replica("2");
+  auto b = Replica("2", "10s");
   ASSERT_TRUE(b->Start()) << b->output();
+  const absl::Time stop = absl::Now();
   EXPECT_EQ(a->Terminate(), 0) << a->output();
-  ASSERT_TRUE(Eventually([&] {
-    return HealthStatus(b->channel(), "phalanx.v1.Leader") == 1;
-  })) << b->output();
+  const absl::Duration stopped = absl::Now() - stop;
+  ASSERT_TRUE(Eventually(
+      [&] { return HealthStatus(b->channel(), "phalanx.v1.Leader") == 1; },
+      100))
+      << b->output();
+  std::printf(
+      "clean stop: the leader exited %.3f s after SIGTERM, the other "
+      "replica led %.3f s after SIGTERM (lease TTL 10 s)\n",
+      absl::ToDoubleSeconds(stopped),
+      absl::ToDoubleSeconds(absl::Now() - stop));
   b->ReadOutput();
   EXPECT_NE(b->output().find("leading /phalanx/it as 2"), std::string::npos)
       << b->output();
   auto b_stub = b->Scheduler();
   SubmitOk(*b_stub, SubmitRequest("a", 1, 8));
+  StopAndCheckStores({a.get(), b.get()});
 }
 
 // Kills `leader` with SIGKILL and waits (bounded) until `next` leads;
@@ -152,6 +159,7 @@ TEST_F(HaTest, AFailoverKeepsRunTimeChangesAndAppliesAnEditedFileOnce) {
   EXPECT_EQ(ReadOperatorFields(*b), ChangedFields()) << b->output();
   EXPECT_NE(b->output().find(kQueuesUnchanged), std::string::npos)
       << b->output();
+  StopAndCheckStores({a.get(), b.get()});
 }
 
 TEST_F(HaTest, HaModeFlagsAreChecked) {

@@ -1,10 +1,13 @@
 #include "tests/ha_writers.h"
 
+#include <signal.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "storage/store_check.h"
 
 namespace phalanx::testing {
 
@@ -25,6 +28,21 @@ v1::ListGangsResponse ListAll(v1::Scheduler::Stub& stub) {
   grpc::Status status = stub.ListGangs(&context, request, &response);
   EXPECT_TRUE(status.ok()) << status.error_message();
   return response;
+}
+
+void StopAndCheckStores(const std::vector<DaemonProcess*>& replicas) {
+  for (DaemonProcess* replica : replicas) {
+    if (replica == nullptr) continue;
+    if (replica->pid() > 0) {
+      replica->Signal(SIGCONT);
+      replica->Terminate();
+    }
+    const absl::Status consistent =
+        storage::CheckStoreConsistency(replica->data_dir());
+    EXPECT_TRUE(consistent.ok())
+        << replica->data_dir() << ": " << consistent << "\n"
+        << replica->output();
+  }
 }
 
 v1::Gang WithoutPlan(v1::Gang gang) {

@@ -1,6 +1,7 @@
-// What the HA fault suites (ha_follow_test.cc, partition_test.cc) share:
-// bounded polling, a full listing (and its gangs as a follower lists them),
-// the "no GPU held twice" check, and
+// What the HA fault suites (ha_test.cc, ha_follow_test.cc,
+// ha_nospace_test.cc, partition_test.cc) share: bounded polling, a full
+// listing (and its gangs as a follower lists them), the "no GPU held
+// twice" check, every replica's store checked once stopped, and
 // Writers — two client threads that submit and cancel gangs throughout a
 // fault and then check that every acknowledged write is there once.
 // Not thread-safe except where a method says so.
@@ -40,6 +41,13 @@ v1::ListGangsResponse WithoutPlans(v1::ListGangsResponse listed);
 // No GPU is held by two non-final gangs (a final gang keeps the placement
 // it released): a failure for each one that is. Returns how many are held.
 int CheckNoGpuTwice(const v1::ListGangsResponse& listed);
+
+// Stops every replica still running (SIGCONT first, for one paused with
+// SIGSTOP; then SIGTERM, SIGKILL after 30 s), then expects each one's data
+// dir to pass the store's consistency check (storage/store_check.h): a
+// failure for each that does not, naming its data dir and the first
+// inconsistency. Null entries are skipped.
+void StopAndCheckStores(const std::vector<DaemonProcess*>& replicas);
 
 // Two writers (bounded: `per_writer` submits each): submits with request
 // ids ("w<writer>-<i>"), every other one cancelled, sent to the replicas in

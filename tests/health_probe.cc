@@ -6,7 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "grpcpp/generic/generic_stub.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::testing {
 

@@ -91,8 +91,12 @@ class PartitionTest : public ::testing::Test {
     }
   }
 
+  // After every case, healed: every replica's store passes its check.
   void TearDown() override {
     if (lab_) lab_->HealAll();
+    std::vector<DaemonProcess*> replicas;
+    for (auto& replica : replicas_) replicas.push_back(replica.get());
+    StopAndCheckStores(replicas);
   }
 
   std::unique_ptr<DaemonProcess> Replica(int r) {

@@ -11,7 +11,7 @@
 #include "absl/time/clock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 #include "tests/auth_client.h"
 #include "tests/daemon.h"
 

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::storage::etcd {
 namespace {
@@ -303,14 +303,16 @@ absl::StatusOr<absl::Duration> EtcdClient::LeaseKeepAlive(int64_t lease,
   return absl::Seconds(response.ttl());
 }
 
-absl::Status EtcdClient::LeaseRevoke(int64_t lease) {
+absl::Status EtcdClient::LeaseRevoke(int64_t lease, absl::Time deadline) {
   epb::LeaseRevokeRequest request;
   request.set_id(lease);
   epb::LeaseRevokeResponse response;
-  return Invoke([&](auto channel, grpc::ClientContext& context) {
-    return epb::Lease::NewStub(channel)->LeaseRevoke(&context, request,
-                                                     &response);
-  });
+  return Invoke(
+      [&](auto channel, grpc::ClientContext& context) {
+        return epb::Lease::NewStub(channel)->LeaseRevoke(&context, request,
+                                                         &response);
+      },
+      deadline);
 }
 
 absl::StatusOr<std::unique_ptr<WatchStream>> EtcdClient::Watch(

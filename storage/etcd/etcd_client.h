@@ -30,7 +30,7 @@
 #include "absl/time/time.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::storage::etcd {
 
@@ -116,7 +116,10 @@ class EtcdClient {
   // when the lease has expired or was revoked.
   absl::StatusOr<absl::Duration> LeaseKeepAlive(
       int64_t lease, absl::Time deadline = absl::InfiniteFuture());
-  absl::Status LeaseRevoke(int64_t lease);
+  // Revokes `lease` (its keys are deleted). Fails with NotFound when it
+  // has expired or was revoked already.
+  absl::Status LeaseRevoke(int64_t lease,
+                           absl::Time deadline = absl::InfiniteFuture());
 
   // Watches [key, range_end) from `start_revision` (0 = from now). The
   // stream lives until Cancel or `stream_timeout`.

@@ -12,7 +12,7 @@
 #include "core/status_macros.h"
 #include "proto/log_convert.h"
 #include "storage/etcd/etcd_state_store.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::storage::etcd {
 namespace {

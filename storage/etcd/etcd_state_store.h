@@ -65,7 +65,7 @@
 #include "phalanx/storage/v1/log.pb.h"
 #include "storage/etcd/etcd_client.h"
 #include "storage/rocksdb_store.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace phalanx::storage::etcd {
 

@@ -1,9 +1,9 @@
-// request_fuzzer: a session of API calls (fuzz/session.proto), each request
-// message parsed from bytes, converted and validated exactly as the gRPC
-// handlers of server/*_service.cc do, then applied to one core::Scheduler
-// recovered from an empty store with the base files (fuzz/fixture.h). After
-// every call the admission cycle runs, as the scheduler loop runs it after a
-// batch; every mutation is checked to read back unchanged through the
+// request_fuzzer: a session of API calls (tests/fuzz/session.proto), each
+// request message parsed from bytes, converted and validated exactly as the
+// gRPC handlers of server/*_service.cc do, then applied to one core::Scheduler
+// recovered from an empty store with the base files (tests/fuzz/fixture.h).
+// After every call the admission cycle runs, as the scheduler loop runs it
+// after a batch; every mutation is checked to read back unchanged through the
 // storage encoding and committed to a MemoryStore; at the end the scheduler
 // must restore from that store (no GPU held twice, no gang partly placed).
 #include <cstddef>
@@ -17,9 +17,9 @@
 #include "core/check.h"
 #include "core/memory_store.h"
 #include "core/scheduler.h"
-#include "fuzz/fixture.h"
-#include "fuzz/session.pb.h"
 #include "proto/convert.h"
+#include "tests/fuzz/fixture.h"
+#include "tests/fuzz/session.pb.h"
 
 namespace phalanx::fuzz {
 namespace {

@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
 #include "core/scheduler.h"
-#include "fuzz/fixture.h"
 #include "phalanx/storage/v1/records.pb.h"
 #include "phalanx/v1/types.pb.h"
 #include "proto/convert.h"
+#include "tests/fuzz/fixture.h"
 
 namespace phalanx::fuzz {
 namespace {

@@ -4,8 +4,8 @@
 // value, parsed and converted exactly as RocksDbStore::LoadAll and
 // ReadEvents do (proto/convert.h). A record that decodes must encode and
 // decode to the same record again; then it is added to the base state
-// (fuzz/fixture.h) and the scheduler is restored from it, as the daemon does
-// at start: Restore may refuse, naming the broken invariant, but must not
+// (tests/fuzz/fixture.h) and the scheduler is restored from it, as the daemon
+// does at start: Restore may refuse, naming the broken invariant, but must not
 // crash, and a restored scheduler must run a cycle.
 #include <cstddef>
 #include <cstdint>
@@ -13,10 +13,10 @@
 
 #include "core/check.h"
 #include "core/memory_store.h"
-#include "fuzz/fixture.h"
 #include "phalanx/storage/v1/records.pb.h"
 #include "phalanx/v1/types.pb.h"
 #include "proto/convert.h"
+#include "tests/fuzz/fixture.h"
 
 namespace phalanx::fuzz {
 namespace {

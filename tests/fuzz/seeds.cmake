@@ -2,13 +2,13 @@
 file(REMOVE_RECURSE ${OUT})
 foreach(target ${TARGETS})
   file(MAKE_DIRECTORY ${OUT}/${target})
-  file(GLOB files ${SOURCE}/fuzz/corpus/${target}/*)
+  file(GLOB files ${SOURCE}/tests/fuzz/corpus/${target}/*)
   foreach(file ${files})
     get_filename_component(name ${file} NAME)
     if(name MATCHES "\\.txtpb$")
       execute_process(
         COMMAND ${PROTOC} --proto_path=${SOURCE} --proto_path=${SOURCE}/proto
-                --encode=phalanx.fuzz.Session ${SOURCE}/fuzz/session.proto
+                --encode=phalanx.fuzz.Session ${SOURCE}/tests/fuzz/session.proto
         INPUT_FILE ${file} OUTPUT_FILE ${OUT}/${target}/${name}.bin
         RESULT_VARIABLE rc)
       if(NOT rc EQUAL 0)

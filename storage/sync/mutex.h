@@ -28,15 +28,15 @@
 // counter 10^6 times each under the lock took 917 ms with this Mutex, 429 ms
 // with std::mutex (a stand-in's floor) and 275 ms with plain absl::Mutex,
 // which TSan reports as a data race on the counter (sync_lock_cost,
-// sync/README.md).
+// storage/sync/README.md).
 //
 // What TSan does not see: a condition that absl::Mutex evaluates on another
 // thread inside its Unlock (TSan ignores memory accesses between the pre- and
 // post-annotations, as in Abseil's own TSan build). Await evaluates its
 // condition once on the caller's thread first, under the lock, where TSan
 // checks it.
-#ifndef PHALANX_SYNC_MUTEX_H_
-#define PHALANX_SYNC_MUTEX_H_
+#ifndef PHALANX_STORAGE_SYNC_MUTEX_H_
+#define PHALANX_STORAGE_SYNC_MUTEX_H_
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -217,4 +217,4 @@ class Notification {
 
 }  // namespace phalanx
 
-#endif  // PHALANX_SYNC_MUTEX_H_
+#endif  // PHALANX_STORAGE_SYNC_MUTEX_H_

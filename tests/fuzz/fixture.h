@@ -1,9 +1,9 @@
-// What every fuzz target of fuzz/ shares: the small fleet, queues and
+// What every fuzz target of tests/fuzz/ shares: the small fleet, queues and
 // configuration a target starts from (applied through the daemon's own
 // start-up path), and the storage round-trip checks. Test-only; not
 // thread-safe (libFuzzer runs one input at a time).
-#ifndef PHALANX_FUZZ_FIXTURE_H_
-#define PHALANX_FUZZ_FIXTURE_H_
+#ifndef PHALANX_TESTS_FUZZ_FIXTURE_H_
+#define PHALANX_TESTS_FUZZ_FIXTURE_H_
 
 #include <concepts>
 #include <cstdio>
@@ -91,4 +91,4 @@ void CheckStorageRoundTrip(const core::Mutation& mutation);
 
 }  // namespace phalanx::fuzz
 
-#endif  // PHALANX_FUZZ_FIXTURE_H_
+#endif  // PHALANX_TESTS_FUZZ_FIXTURE_H_

@@ -1,4 +1,4 @@
-#include "fuzz/fixture.h"
+#include "tests/fuzz/fixture.h"
 
 #include <cstdio>
 #include <cstdlib>

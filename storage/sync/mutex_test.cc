@@ -2,8 +2,8 @@
 // ThreadSanitizer (scripts/tsan.sh) each test with two threads is also the
 // check that TSan sees their happens-before edges: built against plain
 // absl::Mutex and absl::Notification from Debian's uninstrumented Abseil,
-// every one of them reports a data race and aborts (sync/README.md).
-#include "sync/mutex.h"
+// every one of them reports a data race and aborts (storage/sync/README.md).
+#include "storage/sync/mutex.h"
 
 #include <thread>
 #include <vector>

@@ -1,8 +1,8 @@
 // config_json_fuzzer, fleet_json_fuzzer, queues_json_fuzzer: the daemon's
 // --config, --fleet and --queues files. The input is the file's text,
 // parsed and applied exactly as phalanxd does at start
-// (proto/startup_files.h), with the base files of fuzz/fixture.h standing in
-// for the other two, on a scheduler recovered from an empty store. When the
+// (proto/startup_files.h), with the base files of tests/fuzz/fixture.h standing
+// in for the other two, on a scheduler recovered from an empty store. When the
 // daemon would start, its state must read back unchanged through the
 // storage encoding, and a restart with the same files must start too.
 //
@@ -15,8 +15,8 @@
 
 #include "core/check.h"
 #include "core/memory_store.h"
-#include "fuzz/fixture.h"
 #include "proto/startup_files.h"
+#include "tests/fuzz/fixture.h"
 
 #ifndef PHALANX_FUZZ_FILE
 #error "define PHALANX_FUZZ_FILE (0 config, 1 fleet, 2 queues)"

@@ -5,7 +5,7 @@
 // three runs in milliseconds. Built with -fsanitize=thread, the plain
 // absl::Mutex run is reported by TSan as a data race on the counter (run it
 // with TSAN_OPTIONS=halt_on_error=0 to see all three lines). The figures are
-// in sync/README.md.
+// in storage/sync/README.md.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "sync/mutex.h"
+#include "storage/sync/mutex.h"
 
 namespace {
 
