@@ -202,7 +202,7 @@ TEST_F(SchedulerTest, RestoreRefusesAGpuHeldTwice) {
   EXPECT_THAT(restored.status().message(), HasSubstr("refusing to start"));
 }
 
-// Found by fuzz/record_fuzzer: a damaged node record with 2^30 GPUs made
+// Found by tests/fuzz/record_fuzzer: a damaged node record with 2^30 GPUs made
 // Restore size the free index by it and run out of memory.
 TEST_F(SchedulerTest, RestoreRefusesANodeThatFailsValidation) {
   MemoryStore store;
@@ -215,8 +215,9 @@ TEST_F(SchedulerTest, RestoreRefusesANodeThatFailsValidation) {
   EXPECT_THAT(restored.status().message(), HasSubstr("node.gpu_count"));
 }
 
-// Found by fuzz/record_fuzzer: a stored gang REQUIRED at a level the fleet
-// does not have aborted the first cycle after Restore (placement's check).
+// Found by tests/fuzz/record_fuzzer: a stored gang REQUIRED at a level the
+// fleet does not have aborted the first cycle after Restore (placement's
+// check).
 TEST_F(SchedulerTest, RestoreRefusesAGangAtAnUnknownLevel) {
   MemoryStore store;
   Submit(Spec("llm").Pods(1, 8));
@@ -230,7 +231,7 @@ TEST_F(SchedulerTest, RestoreRefusesAGangAtAnUnknownLevel) {
               HasSubstr("pod_sets[0].topology.level: unknown level"));
 }
 
-// Found by fuzz/record_fuzzer: a damaged meta record with last_revision
+// Found by tests/fuzz/record_fuzzer: a damaged meta record with last_revision
 // 2^63-1 overflowed the retention window's arithmetic in the first cycle.
 TEST_F(SchedulerTest, RestoreRefusesMetaCountersOutOfRange) {
   MemoryStore store;

@@ -120,7 +120,7 @@ TEST(ConvertTest, CheckpointedEventsRoundTrip) {
   EXPECT_EQ(back->type, core::EventType::kCheckpointed);
 }
 
-// Found by fuzz/request_fuzzer: a report's checkpoint time past the year
+// Found by tests/fuzz/request_fuzzer: a report's checkpoint time past the year
 // 2262 was stored as the saturated nanosecond count and read back as
 // another time.
 TEST(ConvertTest, TimesAndDurationsRoundTripExactlyFarOut) {

@@ -1,7 +1,7 @@
 // The daemon's start-up files (--config, --fleet, --queues): parsing their
 // proto3 JSON text into the API's own messages and applying them to a
 // scheduler. Pure functions of their arguments (no file or clock access), so
-// server/startup.cc and the fuzz targets of fuzz/ run the same code.
+// server/startup.cc and the fuzz targets of tests/fuzz/ run the same code.
 // Thread-compatible: the scheduler is the caller's to guard.
 #ifndef PHALANX_PROTO_STARTUP_FILES_H_
 #define PHALANX_PROTO_STARTUP_FILES_H_

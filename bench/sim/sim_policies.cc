@@ -83,9 +83,9 @@ Config SlurmLike(Config c) {
 // between, where bf_interval re-plans every 30 s. The binding plan
 // (planning.binding, `phalanx:plan_bind=1`) stacks starts in time as Slurm
 // does and is as fast on the synthetic cells, but made every 30 s at a
-// depth of 500 on the Philly replay (48 nodes, thousands waiting) it ran
-// for over 10 minutes where slurm-like takes 18 s, so it is not yet this
-// baseline.
+// depth of 500 on the Philly replay (48 nodes, hundreds waiting) it takes
+// 506 s where slurm-like takes 8 s (bench/README.md), so it is not yet
+// this baseline.
 Config SlurmDefault(Config c) {
   c = SlurmLike(c);
   c.reservation.depth = 64;
