@@ -71,6 +71,7 @@ void Fleet::Upsert(const std::vector<Node>& nodes) {
     const int index = Find(node.spec.id);
     if (index >= 0) {
       rebuild |= slots_[index].node.spec.labels != node.spec.labels;
+      if (slots_[index].node.spec != node.spec) ++layout_version_;
       slots_[index].node = node;
       continue;
     }
@@ -186,6 +187,7 @@ std::string Fleet::PathOf(const Node& node, int depth) const {
 
 // Sorts slots into fleet order and rebuilds the index and the domain tree.
 void Fleet::Rebuild() {
+  ++layout_version_;
   const int depth = static_cast<int>(levels_.size());
   std::vector<std::pair<std::string, Slot>> keyed;
   keyed.reserve(slots_.size());

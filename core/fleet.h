@@ -93,6 +93,10 @@ class Fleet {
   // Changes whenever nodes, their specs or states, or the levels change
   // (not when GPUs are allocated or released).
   uint64_t structure_version() const { return structure_version_; }
+  // Changes whenever slots are added, removed or reordered, or a node's
+  // spec changes — not when only a node's state does: while it holds, a
+  // slot index names the same node with the same GPUs and model.
+  uint64_t layout_version() const { return layout_version_; }
   // Changes with every change at all: nodes, levels, and every allocation
   // or release. A cache of what placement finds in this fleet may key on it.
   uint64_t version() const { return version_; }
@@ -129,6 +133,7 @@ class Fleet {
   std::vector<std::vector<int>> domains_by_level_;
   FreeIndex free_index_;
   uint64_t structure_version_ = 0;
+  uint64_t layout_version_ = 0;
   uint64_t version_ = 0;
 };
 

@@ -69,5 +69,27 @@ TEST(FleetTest, EachSlotKnowsItsModelsIndexAcrossUpserts) {
   }
 }
 
+// The layout (what a slot index names) holds while only node states
+// change; adding or removing a node, or changing a spec, moves it.
+TEST(FleetTest, TheLayoutVersionMovesWithSlotsAndSpecsNotStates) {
+  Fleet fleet({"block", "rack"});
+  std::vector<Node> nodes = testing::MakeNodes(1, 1, 3);
+  fleet.Upsert(nodes);
+  const uint64_t layout = fleet.layout_version();
+  const uint64_t structure = fleet.structure_version();
+  Node failed = nodes[1];
+  failed.state = NodeState::kUnhealthy;
+  fleet.Upsert({failed});
+  EXPECT_EQ(fleet.layout_version(), layout);
+  EXPECT_NE(fleet.structure_version(), structure);
+  Node bigger = nodes[1];
+  bigger.spec.gpu_count = 16;
+  fleet.Upsert({bigger});
+  EXPECT_NE(fleet.layout_version(), layout);
+  const uint64_t resized = fleet.layout_version();
+  ASSERT_TRUE(fleet.Remove(nodes[2].spec.id));
+  EXPECT_NE(fleet.layout_version(), resized);
+}
+
 }  // namespace
 }  // namespace phalanx::core

@@ -225,9 +225,11 @@ void Plan::Clear() {
 
 void Plan::Reset(const Fleet& fleet, const std::vector<Running>& running,
                  absl::Time now, const PlanningConfig& config) {
-  // The last plan's entries name slots of the fleet it was made for.
+  // The last plan's entries name slots of the fleet it was made for: the
+  // same nodes while the layout holds (a node that failed meanwhile has no
+  // room, so no entry on it is kept).
   previous_.clear();
-  if (MadeFor(fleet)) {
+  if (made_ && layout_version_ == fleet.layout_version()) {
     for (Entry& entry : entries_) {
       if (!entry.uses.empty()) previous_.emplace(entry.gang, std::move(entry));
     }
@@ -237,6 +239,7 @@ void Plan::Reset(const Fleet& fleet, const std::vector<Running>& running,
   made_ = true;
   made_at_ = now;
   structure_version_ = fleet.structure_version();
+  layout_version_ = fleet.layout_version();
   const size_t slots = fleet.slots().size();
   free_now_.assign(slots, 0);
   events_.assign(slots, {});

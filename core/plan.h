@@ -199,6 +199,7 @@ class Plan {
   bool made_ = false;
   absl::Time made_at_ = absl::InfinitePast();
   uint64_t structure_version_ = 0;
+  uint64_t layout_version_ = 0;             // the fleet's, for previous_
   std::vector<int> free_now_;               // per slot; 0 when not READY
   std::vector<std::vector<Event>> events_;  // per slot, by time
   std::vector<int> avail_;                  // scratch: per slot
