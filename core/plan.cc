@@ -278,10 +278,8 @@ void Plan::AddEvent(int slot, absl::Time time, int delta) {
 }
 
 bool Plan::GainsSince(absl::Time from, absl::Time to, absl::Duration runtime) {
-  auto it =
-      std::upper_bound(release_slots_.begin(), release_slots_.end(),
-                       std::make_pair(from, std::numeric_limits<int>::max()));
-  for (; it != release_slots_.end() && it->first <= to; ++it) {
+  for (auto it = FirstReleaseAfter(from);
+       it != release_slots_.end() && it->first <= to; ++it) {
     const int slot = it->second;
     const int room = std::max(0, LeastFree(slot, to, to + runtime));
     if (room > avail_[slot]) return true;
@@ -299,19 +297,28 @@ void Plan::Relevel(int slot, size_t from) {
   }
 }
 
-int Plan::LeastFree(int slot, absl::Time from, absl::Time until) const {
+template <typename Visit>
+void Plan::ForEachLevel(int slot, absl::Time from, absl::Time until,
+                        Visit visit) const {
   const std::vector<Event>& events = events_[slot];
   auto it =
       std::upper_bound(events.begin(), events.end(), from,
                        [](absl::Time t, const Event& e) { return t < e.time; });
-  int least = it == events.begin() ? free_now_[slot] : std::prev(it)->level;
+  visit(from, it == events.begin() ? free_now_[slot] : std::prev(it)->level);
   for (; it != events.end() && it->time < until; ++it) {
     auto next = std::next(it);
     // The level once every change at this time is in.
     if (next == events.end() || next->time != it->time) {
-      least = std::min(least, it->level);
+      visit(it->time, it->level);
     }
   }
+}
+
+int Plan::LeastFree(int slot, absl::Time from, absl::Time until) const {
+  int least = std::numeric_limits<int>::max();
+  ForEachLevel(slot, from, until, [&least](absl::Time, int level) {
+    least = std::min(least, level);
+  });
   return least;
 }
 
@@ -435,12 +442,10 @@ std::optional<absl::Time> Plan::FirstStartWithRoom(
   return std::nullopt;
 }
 
-bool Plan::ReleasesAfter(absl::Time time) const {
-  auto it = std::upper_bound(
-      total_steps_.begin(), total_steps_.end(), time,
-      [](absl::Time t, const TotalStep& step) { return t < step.time; });
-  return std::any_of(it, total_steps_.end(),
-                     [](const TotalStep& step) { return step.releases > 0; });
+Plan::ReleaseIt Plan::FirstReleaseAfter(absl::Time time) const {
+  return std::upper_bound(
+      release_slots_.begin(), release_slots_.end(),
+      std::make_pair(time, std::numeric_limits<int>::max()));
 }
 
 int64_t Plan::AvailableOver(absl::Time start, absl::Duration runtime) {
@@ -491,8 +496,9 @@ PlannedStart Plan::Add(const Request& request, const Fleet& fleet,
       });
   if (start) return Record(request, fleet, *start, Merged(std::move(uses)));
   if (kept) return Record(request, fleet, kept->start, std::move(kept->uses));
-  result.status =
-      ReleasesAfter(last) ? PlanStatus::kBeyondWindow : PlanStatus::kNeverFits;
+  result.status = FirstReleaseAfter(last) != release_slots_.end()
+                      ? PlanStatus::kBeyondWindow
+                      : PlanStatus::kNeverFits;
   unplaced_[gang.id] = result.status;
   ++tested_;
   return result;
@@ -624,20 +630,10 @@ int Plan::RoomOn(int slot, int rank, int priority, bool behind_too,
     }
     return given;
   };
-  const std::vector<Event>& events = events_[slot];
-  auto it =
-      std::upper_bound(events.begin(), events.end(), now,
-                       [](absl::Time t, const Event& e) { return t < e.time; });
-  const int level =
-      it == events.begin() ? free_now_[slot] : std::prev(it)->level;
-  int room = level + given_back(now);
-  for (; it != events.end() && it->time < end; ++it) {
-    auto next = std::next(it);
-    if (next != events.end() && next->time == it->time) {
-      continue;  // the level once every change at this time is in
-    }
-    room = std::min(room, it->level + given_back(it->time));
-  }
+  int room = std::numeric_limits<int>::max();
+  ForEachLevel(slot, now, end, [&](absl::Time time, int level) {
+    room = std::min(room, level + given_back(time));
+  });
   return room;
 }
 

@@ -170,8 +170,9 @@ class Plan {
   std::optional<absl::Time> FirstStartWithRoom(
       absl::Time now, absl::Time last, absl::Duration runtime, int64_t need,
       absl::FunctionRef<bool(absl::Time)> fits) const;
-  // Whether some node gains GPUs after `time`.
-  bool ReleasesAfter(absl::Time time) const;
+  using ReleaseIt = std::vector<std::pair<absl::Time, int>>::const_iterator;
+  // The first (time, slot) of release_slots_ after `time`.
+  ReleaseIt FirstReleaseAfter(absl::Time time) const;
   // Free GPUs of every slot over [start, start + runtime), into avail_;
   // returns their sum.
   int64_t AvailableOver(absl::Time start, absl::Duration runtime);
@@ -187,8 +188,12 @@ class Plan {
   bool GainsSince(absl::Time from, absl::Time to, absl::Duration runtime);
   // Sets Event::level of the slot's events from index `from` on.
   void Relevel(int slot, size_t from);
-  // The least free GPUs of the slot over [from, until): those free at
-  // `from`, then after each time some event changes them.
+  // Calls visit(time, level) with the slot's free GPUs at `from`, then
+  // after each time in (from, until) at which events change them, in order.
+  template <typename Visit>
+  void ForEachLevel(int slot, absl::Time from, absl::Time until,
+                    Visit visit) const;
+  // The least free GPUs of the slot over [from, until).
   int LeastFree(int slot, absl::Time from, absl::Time until) const;
   void RemoveEvent(int slot, absl::Time time, int delta);
   // Keeps the fleet-wide totals in step with a slot's event: `delta` GPUs

@@ -65,8 +65,9 @@ class EtcdElection : public Election {
   bool leading() const override { return leading_.load(); }
   // Stops renewing and revokes the lease, so the key is deleted and the
   // next candidate wins at once. A revoke no member answered (UNAVAILABLE,
-  // DEADLINE_EXCEEDED) is retried while the lease may still hold in etcd
-  // (until valid_until()); past that it expires by itself. Returns the last
+  // DEADLINE_EXCEEDED) is retried while the lease surely still holds in
+  // etcd (until valid_until()); past that it expires by itself within the
+  // safety margin, revoked or not. Returns the last
   // error when no revoke went through.
   absl::Status Resign() override;
 

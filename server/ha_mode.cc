@@ -134,6 +134,8 @@ absl::Status HaReplica::WaitToLead(
                      campaign_error.c_str());
       }
       absl::SleepFor(absl::Seconds(1));
+    } else {
+      campaign_error.clear();  // etcd answered: another replica leads
     }
     absl::StatusOr<LeaderInfo> leader = election.Leader();
     const std::string address = leader.ok() ? leader->address : "";

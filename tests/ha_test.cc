@@ -92,6 +92,9 @@ TEST_F(HaTest, ACleanShutdownHandsOverAtOnce) {
   const absl::Time stop = absl::Now();
   EXPECT_EQ(a->Terminate(), 0) << a->output();
   const absl::Duration stopped = absl::Now() - stop;
+  // A revoke that did not go through would keep it retrying until the
+  // lease could expire (10 s).
+  EXPECT_LT(stopped, absl::Seconds(5));
   ASSERT_TRUE(Eventually(
       [&] { return HealthStatus(b->channel(), "phalanx.v1.Leader") == 1; },
       100))
