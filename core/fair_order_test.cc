@@ -138,5 +138,24 @@ TEST_F(FairOrderTest, TableTheBoundEndsBeingOvertaken) {
   }
 }
 
+// Explain places a gang where a cycle at the given time would take it: the
+// heavy queue's gang, pending past the bound, is first then; without a time
+// the bound is left out and the lighter queue's gang is first.
+TEST_F(FairOrderTest, ExplainCountsTheBoundFromTheTimeGiven) {
+  now_ = kT0;
+  Init(absl::Hours(2), 2);
+  FillWithHeavyQueue();
+  GangPtr heavy = Submit(Spec("a").Pods(1, 8));
+  now_ += absl::Hours(3);
+  GangPtr light = Submit(Spec("b").Pods(1, 8));
+  auto timeless = scheduler_->Explain(heavy->id);
+  auto at_now = scheduler_->Explain(heavy->id, now_);
+  ASSERT_TRUE(timeless.ok());
+  ASSERT_TRUE(at_now.ok());
+  EXPECT_EQ(timeless->position, 2);
+  EXPECT_EQ(at_now->position, 1);
+  EXPECT_EQ(scheduler_->Explain(light->id, now_)->position, 2);
+}
+
 }  // namespace
 }  // namespace phalanx::core

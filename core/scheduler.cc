@@ -253,7 +253,8 @@ QueueUsage Scheduler::Usage(const QueueName& name) const {
   return usage;
 }
 
-absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
+absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id,
+                                               absl::Time now) const {
   GangPtr gang = FindGang(id);
   if (gang == nullptr) {
     return absl::NotFoundError(
@@ -265,10 +266,10 @@ absl::StatusOr<Explanation> Scheduler::Explain(const GangId& id) const {
   if (gang->state != GangState::kPending) return explanation;
   explanation.reason_code = gang->reason_code;
   explanation.reason = gang->reason;
-  // Where it stands in the order a cycle would consider pending gangs now.
-  // Without a cycle's time, the position leaves aging out.
+  // Where it stands in the order a cycle at `now` would consider pending
+  // gangs.
   CycleOrder order(gangs_, quotas_, config_.admission, capacity_epoch_, nullptr,
-                   absl::InfinitePast());
+                   now);
   for (auto offer = order.Next(); offer.gang != nullptr; offer = order.Next()) {
     ++explanation.position;
     if (offer.gang->spec.queue == gang->spec.queue) {

@@ -117,8 +117,11 @@ class Scheduler : private SchedulerState {
   const absl::btree_map<QueueName, Queue>& queues() const;
   QueueUsage Usage(const QueueName& name) const;
   int64_t revision() const { return log_.revision(); }
-  // Why a gang waits and where it stands. NotFound for an unknown gang.
-  absl::StatusOr<Explanation> Explain(const GangId& id) const;
+  // Why a gang waits and where it stands in the order a cycle at `now`
+  // would take (the wait bound and aging count from `now`; left out when
+  // `now` is InfinitePast). NotFound for an unknown gang.
+  absl::StatusOr<Explanation> Explain(
+      const GangId& id, absl::Time now = absl::InfinitePast()) const;
   // Where `spec` would go now; nothing changes. Errors as Submit.
   absl::StatusOr<PlacementResult> DryRun(GangSpec spec);
   // Held GPUs, borrowing, fair-share scores and the usage ledger.

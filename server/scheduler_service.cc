@@ -505,7 +505,7 @@ grpc::ServerUnaryReactor* SchedulerService::ExplainGang(
       [id = core::GangId(request->gang_id()), response, leading](
           core::Scheduler& s, absl::Time now) -> absl::Status {
         if (leading) s.UpdatePlan(now);
-        ASSIGN_OR_RETURN(core::Explanation explanation, s.Explain(id));
+        ASSIGN_OR_RETURN(core::Explanation explanation, s.Explain(id, now));
         FillExplanation(explanation, leading, response);
         response->set_revision(s.revision());
         return absl::OkStatus();
