@@ -347,7 +347,26 @@ std::optional<std::string> AdmissionCycle::ReserveFor(
   return reserved;
 }
 
+bool AdmissionCycle::KnownUnreservable(const std::string& shape) {
+  Unreservable& memo = unreservable_;
+  const uint64_t version = s_.fleet_.version();
+  const size_t reservations = s_.reservations_.all().size();
+  const uint64_t holds = s_.preemptions_.hold_changes();
+  if (memo.fleet_version != version || memo.reservations != reservations ||
+      memo.hold_changes != holds) {
+    memo = Unreservable{version, reservations, holds, {}};
+  }
+  return memo.shapes.contains(shape);
+}
+
 std::optional<std::string> AdmissionCycle::Reserve(const GangPtr& gang) {
+  // A plan reads the gang's placement shape only, unless the gang holds
+  // nodes of its own (they are not taken for it).
+  std::string shape;
+  if (!s_.preemptions_.HoldsFor(gang->id)) {
+    shape = PlacementShapeKey(gang->spec);
+    if (KnownUnreservable(shape)) return std::nullopt;
+  }
   std::vector<char> taken = s_.reservations_.TakenSlots();
   for (size_t i = 0; i < taken.size(); ++i) {
     taken[i] = taken[i] || s_.preemptions_.HeldForOther(static_cast<int>(i),
@@ -361,6 +380,7 @@ std::optional<std::string> AdmissionCycle::Reserve(const GangPtr& gang) {
       now_, gangs.EarliestEnd(), s_.config_.reservation.choose_by_stranding);
   if (!reservation || !ReservationBook::WithinWindow(s_.config_.reservation,
                                                      *reservation, now_)) {
+    if (!shape.empty()) unreservable_.shapes.insert(std::move(shape));
     return std::nullopt;
   }
   std::string reason = ReservedReason(*reservation);

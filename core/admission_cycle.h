@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "core/cycle_order.h"
 #include "core/node_score.h"
@@ -91,6 +92,10 @@ class AdmissionCycle {
                                         const ReservationBook::Cause& cause);
   // Reserves a domain for `gang`; nothing beyond reservation.window.
   std::optional<std::string> Reserve(const GangPtr& gang);
+  // Whether a gang of placement shape `shape` (holding no nodes of its
+  // own) already failed to reserve in this cycle, with nothing else a
+  // reservation plan reads changed since (unreservable_).
+  bool KnownUnreservable(const std::string& shape);
   // Gives every pending gang of a group the cycle did not reach `reason`.
   void StampUnreached(ReasonCode code, const std::string& reason);
   // Gives gangs that joined a group known to fail the group's reason.
@@ -104,6 +109,18 @@ class AdmissionCycle {
 
   SchedulerState& s_;
   const absl::Time now_;
+  // The placement shapes that failed to reserve in this cycle (no start,
+  // or one beyond the window), while the fleet (its version), the
+  // reservations and the preemptors' holds stayed as they were: what a
+  // reservation plan reads besides the shape. A failed plan is not made
+  // again for the next gang of the same shape.
+  struct Unreservable {
+    uint64_t fleet_version = 0;
+    size_t reservations = 0;
+    uint64_t hold_changes = 0;
+    absl::flat_hash_set<std::string> shapes;
+  };
+  Unreservable unreservable_;
 };
 
 // "RESERVED: <n> nodes in <domain> are held for it until …".

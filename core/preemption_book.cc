@@ -26,11 +26,13 @@ std::string PreemptionBook::RequeuedReason(const GangId& victim) const {
 void PreemptionBook::Hold(const GangId& preemptor, const NodeId& node) {
   held_for_[preemptor].insert(node);
   held_slots_.clear();
+  ++hold_changes_;
 }
 
 bool PreemptionBook::DropHolds(const GangId& preemptor) {
   if (held_for_.erase(preemptor) == 0) return false;
   held_slots_.clear();
+  ++hold_changes_;
   return true;
 }
 

@@ -46,6 +46,8 @@ class PreemptionBook {
   const std::map<GangId, std::set<NodeId>>& held_for() const {
     return held_for_;
   }
+  // Moves whenever a hold is added or dropped.
+  uint64_t hold_changes() const { return hold_changes_; }
   // Preemptors holding nodes none of whose victims is still stopping, in
   // id order.
   std::vector<GangId> ReadyPreemptors() const;
@@ -67,6 +69,7 @@ class PreemptionBook {
   std::map<GangId, std::set<NodeId>> held_for_;
   // held_for_ by fleet slot, rebuilt on demand (empty: stale).
   mutable std::vector<std::vector<GangId>> held_slots_;
+  uint64_t hold_changes_ = 0;
   absl::Time wakeup_ = absl::InfiniteFuture();
 };
 

@@ -4,7 +4,6 @@
 #include <limits>
 #include <tuple>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "core/bits.h"
 #include "core/check.h"
@@ -161,17 +160,20 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
   // Each holder once (a gang spans several nodes), by the handle the
   // fleet stores; the sort below puts them in a total order (by expected
   // end, then id), so the order they are met in does not matter.
-  absl::flat_hash_set<GangHandle> seen;
-  std::vector<std::pair<absl::Time, Projection::Holder>> ends;
+  std::vector<GangHandle> seen;
   for (int i = domain.node_begin; i < domain.node_end; ++i) {
     const Fleet::Slot& slot = fleet.slots()[i];
     if (taken[i] || slot.node.state != NodeState::kReady) continue;
-    for (const Fleet::GangPods& on : slot.gang_pods) {
-      if (!seen.insert(on.gang).second) continue;
-      if (const Gang* holder = find(on.gang)) {
-        ends.emplace_back(ExpectedEnd(*holder, now),
-                          Projection::Holder{holder, on.gang});
-      }
+    for (const Fleet::GangPods& on : slot.gang_pods) seen.push_back(on.gang);
+  }
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  std::vector<std::pair<absl::Time, Projection::Holder>> ends;
+  ends.reserve(seen.size());
+  for (GangHandle handle : seen) {
+    if (const Gang* holder = find(handle)) {
+      ends.emplace_back(ExpectedEnd(*holder, now),
+                        Projection::Holder{holder, handle});
     }
   }
   std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
