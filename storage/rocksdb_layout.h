@@ -7,13 +7,17 @@
 #define PHALANX_STORAGE_ROCKSDB_LAYOUT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/model.h"
+#include "rocksdb/db.h"
+#include "rocksdb/iterator.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/status.h"
 
@@ -61,6 +65,35 @@ inline absl::Status FromRocks(const rocksdb::Status& s,
 inline std::string RequestKey(const core::QueueName& queue,
                               const std::string& id) {
   return absl::StrCat(queue.value(), std::string(1, '\0'), id);
+}
+
+// An open store's column-family handles, indexed by Family. A handle is null
+// for a family the data dir does not have: a read-only open cannot create
+// one, so a data dir written before that family existed is read with it
+// missing, as an empty family.
+using FamilyHandles = std::vector<rocksdb::ColumnFamilyHandle*>;
+
+// An iterator over `family` of `db` as `read` sees it; an empty one when
+// `handles` has no such family.
+inline std::unique_ptr<rocksdb::Iterator> NewFamilyIterator(
+    rocksdb::DB& db, const FamilyHandles& handles, Family family,
+    const rocksdb::ReadOptions& read) {
+  if (handles[family] == nullptr) {
+    return std::unique_ptr<rocksdb::Iterator>(rocksdb::NewEmptyIterator());
+  }
+  return std::unique_ptr<rocksdb::Iterator>(
+      db.NewIterator(read, handles[family]));
+}
+
+// Reads `key` of `family` into `value`; NotFound when `handles` has no
+// such family.
+inline rocksdb::Status GetRecord(rocksdb::DB& db, const FamilyHandles& handles,
+                                 Family family,
+                                 const rocksdb::ReadOptions& read,
+                                 const rocksdb::Slice& key,
+                                 std::string* value) {
+  if (handles[family] == nullptr) return rocksdb::Status::NotFound();
+  return db.Get(read, handles[family], key, value);
 }
 
 // The big-endian seq EventKey wrote; DataLoss on a bad length.

@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -18,6 +19,7 @@
 #include "phalanx/v1/types.pb.h"
 #include "proto/convert.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
 #include "storage/rocksdb_layout.h"
 #include "storage/rocksdb_store.h"
 
@@ -245,8 +247,8 @@ absl::Status CheckRecords(
     rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
     const rocksdb::ReadOptions& read, const core::Meta& meta) {
   for (int family = kDefault; family < kFamilies; ++family) {
-    std::unique_ptr<rocksdb::Iterator> it(
-        db->NewIterator(read, handles[family]));
+    std::unique_ptr<rocksdb::Iterator> it =
+        NewFamilyIterator(*db, handles, static_cast<Family>(family), read);
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       RETURN_IF_ERROR(CheckRecord(static_cast<Family>(family), it->key(),
                                   it->value(), meta));
@@ -318,18 +320,51 @@ absl::Status CheckLoadedState(const core::LoadedState& state) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Takes the data dir's RocksDB lock file (`dir`/LOCK) the way a read-write
+// open takes it (RocksDB's fcntl lock, and its table of the locks this
+// process holds), so no phalanxd opens the store read-write meanwhile;
+// FailedPrecondition when one holds it now.
+absl::StatusOr<rocksdb::FileLock*> LockDataDir(rocksdb::Env& env,
+                                               const std::string& dir) {
+  const std::string path = dir + "/LOCK";
+  rocksdb::FileLock* lock = nullptr;
+  const rocksdb::Status s = env.LockFile(path, &lock);
+  if (s.ok()) return lock;
+  // RocksDB's messages: another process's fcntl lock ("While lock file"),
+  // or this process's ("lock hold by current process").
+  const std::string why = s.ToString();
+  if (absl::StrContains(why, "While lock file") ||
+      absl::StrContains(why, "lock hold by current process")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("in use by a running phalanxd (it holds ", path,
+                     "): stop it first, or check a backup of it"));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("cannot lock ", path, ": ", why));
+}
+
+}  // namespace
+
 absl::Status CheckStoreConsistency(const std::string& dir, rocksdb::Env* env) {
   std::error_code error;
   if (!std::filesystem::is_directory(dir, error)) {
     return absl::NotFoundError(absl::StrCat(
         "data dir ", core::QuoteForError(dir), " is not a directory"));
   }
+  rocksdb::Env& lock_env = env != nullptr ? *env : *rocksdb::Env::Default();
+  ASSIGN_OR_RETURN(rocksdb::FileLock * lock, LockDataDir(lock_env, dir));
   RocksDbStore::Options options;
   options.read_only = true;
   options.env = env;
-  ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store,
-                   RocksDbStore::Open(dir, options));
-  return store->CheckConsistency();
+  absl::StatusOr<std::unique_ptr<RocksDbStore>> store =
+      RocksDbStore::Open(dir, options);
+  const absl::Status checked =
+      store.ok() ? (*store)->CheckConsistency() : store.status();
+  store = nullptr;  // closed before the lock is released
+  lock_env.UnlockFile(lock).PermitUncheckedError();
+  return checked;
 }
 
 }  // namespace phalanx::storage
