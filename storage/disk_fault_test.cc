@@ -16,6 +16,7 @@
 #include "phalanx/storage/v1/log.pb.h"
 #include "storage/fault_fs.h"
 #include "storage/rocksdb_store.h"
+#include "storage/store_check.h"
 #include "storage/store_testing.h"
 
 namespace phalanx::storage {
@@ -115,9 +116,9 @@ TEST_F(DiskFaultTest, FullDiskRefusesTheWriteAndResumesOnceSpaceIsFree) {
 }
 
 // Opened on a full disk, the store is read-only: it loads, freezes and
-// passes its check; writes are refused. The first write once space is free
-// reopens it read-write, and a view frozen before keeps reading the state
-// it was frozen with.
+// passes its check, and holds the data dir's lock; writes are refused. The
+// first write once space is free reopens it read-write, and a view frozen
+// before keeps reading the state it was frozen with.
 TEST_F(DiskFaultTest, AStoreOpenedOnAFullDiskReadsFreezesAndReopens) {
   auto scheduler = Fleet();
   {
@@ -138,10 +139,16 @@ TEST_F(DiskFaultTest, AStoreOpenedOnAFullDiskReadsFreezesAndReopens) {
   EXPECT_EQ(state->gangs.size(), 1u);
   const absl::Status consistent = store->CheckConsistency();
   EXPECT_TRUE(consistent.ok()) << consistent;
+  // It holds the data dir's lock as a writer would: `--check-store` is
+  // refused, before the reopen and after.
+  EXPECT_EQ(CheckStoreConsistency(dir_, env_.get()).code(),
+            absl::StatusCode::kFailedPrecondition);
 
   fs_->SetNoSpace(false);
   ASSERT_TRUE(store->Commit(second).ok());
   ASSERT_TRUE(store->Commit(SubmitAndCycle(*scheduler, "r3")).ok());
+  EXPECT_EQ(CheckStoreConsistency(dir_, env_.get()).code(),
+            absl::StatusCode::kFailedPrecondition);
   state = (*frozen)->Load();
   ASSERT_TRUE(state.ok()) << state.status();
   EXPECT_EQ(state->gangs.size(), 1u);

@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "core/model.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/status.h"
@@ -95,6 +96,16 @@ inline rocksdb::Status GetRecord(rocksdb::DB& db, const FamilyHandles& handles,
   if (handles[family] == nullptr) return rocksdb::Status::NotFound();
   return db.Get(read, handles[family], key, value);
 }
+
+// Takes the data dir's RocksDB lock file (`dir`/LOCK, through `env`) the
+// way a read-write open takes it (RocksDB's fcntl lock, and its table of
+// the locks this process holds), so no process opens the store read-write
+// until it is released (env.UnlockFile); a read-only open takes none.
+// FailedPrecondition "in use by a running phalanxd" when a process holds
+// it, or naming the error when it cannot be taken. Defined in
+// rocksdb_store.cc.
+absl::StatusOr<rocksdb::FileLock*> LockDataDir(rocksdb::Env& env,
+                                               const std::string& dir);
 
 // The big-endian seq EventKey wrote; DataLoss on a bad length.
 inline absl::StatusOr<int64_t> DecodeSeq(const std::string& value) {

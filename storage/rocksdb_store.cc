@@ -20,6 +20,7 @@
 #include "phalanx/v1/types.pb.h"
 #include "proto/convert.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
 #include "rocksdb/statistics.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
@@ -42,6 +43,25 @@ bool OutOfSpace(const rocksdb::Status& s) {
 }
 
 }  // namespace
+
+absl::StatusOr<rocksdb::FileLock*> LockDataDir(rocksdb::Env& env,
+                                               const std::string& dir) {
+  const std::string path = dir + "/LOCK";
+  rocksdb::FileLock* lock = nullptr;
+  const rocksdb::Status s = env.LockFile(path, &lock);
+  if (s.ok()) return lock;
+  // RocksDB's messages: another process's fcntl lock ("While lock file"),
+  // or this process's ("lock hold by current process").
+  const std::string why = s.ToString();
+  if (absl::StrContains(why, "While lock file") ||
+      absl::StrContains(why, "lock hold by current process")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("in use by a running phalanxd (it holds ", path,
+                     "): stop it first"));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("cannot lock ", path, ": ", why));
+}
 
 std::string EventKey(int64_t revision) {
   std::string key(8, '\0');
@@ -157,6 +177,10 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   }
   RETURN_IF_ERROR(FromRocks(opened, absl::StrCat("open ", dir)));
   store->db_ = Own(db, store->handles_, /*flush=*/!store->read_only_);
+  if (store->read_only_ && !options.read_only) {
+    MutexLock lock(&store->write_mu_);
+    RETURN_IF_ERROR(store->LockDir());
+  }
   RETURN_IF_ERROR(store->CheckSchema());
   return store;
 }
@@ -166,6 +190,7 @@ absl::Status RocksDbStore::ReopenWritable() {
   // A frozen view may keep the read-only instance open meanwhile (DbOptions
   // says why that is safe).
   CloseDb();
+  UnlockDir();  // the read-write open takes it
   rocksdb::DB* db = nullptr;
   rocksdb::Status opened =
       rocksdb::DB::Open(DbOptions(), dir_, Families(), &handles_, &db);
@@ -188,12 +213,28 @@ absl::Status RocksDbStore::ReopenWritable() {
                             absl::StrCat("reopen read-only ", dir_)));
   db_ = Own(db, handles_, /*flush=*/false);
   read_only_ = true;
+  RETURN_IF_ERROR(LockDir());
   return WriteError(opened, "reopen read-write");
 }
 
 void RocksDbStore::CloseDb() {
   db_.reset();
   handles_.clear();
+}
+
+rocksdb::Env& RocksDbStore::Env() const {
+  return options_.env != nullptr ? *options_.env : *rocksdb::Env::Default();
+}
+
+absl::Status RocksDbStore::LockDir() {
+  ASSIGN_OR_RETURN(dir_lock_, LockDataDir(Env(), dir_));
+  return absl::OkStatus();
+}
+
+void RocksDbStore::UnlockDir() {
+  if (dir_lock_ == nullptr) return;
+  Env().UnlockFile(dir_lock_).PermitUncheckedError();
+  dir_lock_ = nullptr;
 }
 
 // Migration policy (docs/storage.md): each version step is one function
@@ -298,7 +339,11 @@ absl::StatusOr<int64_t> RocksDbStore::CreateCheckpoint(const std::string& dir) {
   return revision;
 }
 
-RocksDbStore::~RocksDbStore() { CloseDb(); }
+RocksDbStore::~RocksDbStore() {
+  CloseDb();
+  MutexLock lock(&write_mu_);
+  UnlockDir();
+}
 
 uint64_t RocksDbStore::WalSyncs() const {
   return statistics_->getTickerCount(rocksdb::WAL_FILE_SYNCED);

@@ -6,7 +6,8 @@
 // ResourceExhausted and writes nothing; the next write first resumes RocksDB
 // (DB::Resume) and succeeds once space is free. Other I/O errors are
 // Internal. Open on a full disk opens the store read-only (reads and Freeze
-// work) and the first write after space frees reopens it read-write.
+// work; it holds the data dir's LOCK as a writer does) and the first write
+// after space frees reopens it read-write.
 //
 // The data dir carries a schema version (meta column family, key
 // "schema_version"): Open migrates an older one in place and refuses a newer
@@ -36,6 +37,7 @@ class ColumnFamilyHandle;
 class DB;
 struct DBOptions;
 class Env;
+class FileLock;
 class Snapshot;
 class Statistics;
 class Status;
@@ -204,6 +206,12 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
   // Drops the store's share of the database: closed (flushed unless
   // read-only) now, or when the last frozen view of it is destroyed.
   void CloseDb();
+  // Options::env, or RocksDB's default.
+  rocksdb::Env& Env() const;
+  // Takes the data dir's LOCK into dir_lock_ (storage/rocksdb_layout.h).
+  absl::Status LockDir() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Releases dir_lock_, if held.
+  void UnlockDir() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Adds `mutation`'s writes (and its meta) to `batch`.
   void AddToBatch(const core::Mutation& mutation, rocksdb::WriteBatch& batch);
 
@@ -215,6 +223,10 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
   Mutex write_mu_;
   // A write failed for lack of space: DB::Resume before the next one.
   bool resume_needed_ ABSL_GUARDED_BY(write_mu_) = false;
+  // While read-only on a full disk: the data dir's LOCK, held as the
+  // read-write instance holds it (a read-only open takes none), so no
+  // other phalanxd or --check-store opens the store meanwhile.
+  rocksdb::FileLock* dir_lock_ ABSL_GUARDED_BY(write_mu_) = nullptr;
   // Held shared by readers of db_ and handles_, exclusively (after
   // write_mu_) by ReopenWritable, which replaces them.
   Mutex db_mu_ ABSL_ACQUIRED_AFTER(write_mu_);

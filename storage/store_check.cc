@@ -7,7 +7,6 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -19,7 +18,6 @@
 #include "phalanx/v1/types.pb.h"
 #include "proto/convert.h"
 #include "rocksdb/db.h"
-#include "rocksdb/env.h"
 #include "storage/rocksdb_layout.h"
 #include "storage/rocksdb_store.h"
 
@@ -319,33 +317,6 @@ absl::Status CheckLoadedState(const core::LoadedState& state) {
   }
   return absl::OkStatus();
 }
-
-namespace {
-
-// Takes the data dir's RocksDB lock file (`dir`/LOCK) the way a read-write
-// open takes it (RocksDB's fcntl lock, and its table of the locks this
-// process holds), so no phalanxd opens the store read-write meanwhile;
-// FailedPrecondition when one holds it now.
-absl::StatusOr<rocksdb::FileLock*> LockDataDir(rocksdb::Env& env,
-                                               const std::string& dir) {
-  const std::string path = dir + "/LOCK";
-  rocksdb::FileLock* lock = nullptr;
-  const rocksdb::Status s = env.LockFile(path, &lock);
-  if (s.ok()) return lock;
-  // RocksDB's messages: another process's fcntl lock ("While lock file"),
-  // or this process's ("lock hold by current process").
-  const std::string why = s.ToString();
-  if (absl::StrContains(why, "While lock file") ||
-      absl::StrContains(why, "lock hold by current process")) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("in use by a running phalanxd (it holds ", path,
-                     "): stop it first, or check a backup of it"));
-  }
-  return absl::FailedPreconditionError(
-      absl::StrCat("cannot lock ", path, ": ", why));
-}
-
-}  // namespace
 
 absl::Status CheckStoreConsistency(const std::string& dir, rocksdb::Env* env) {
   std::error_code error;
