@@ -55,9 +55,8 @@ absl::StatusOr<rocksdb::FileLock*> LockDataDir(rocksdb::Env& env,
   const std::string why = s.ToString();
   if (absl::StrContains(why, "While lock file") ||
       absl::StrContains(why, "lock hold by current process")) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("in use by a running phalanxd (it holds ", path,
-                     "): stop it first"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "in use by a running phalanxd (it holds ", path, "): stop it first"));
   }
   return absl::FailedPreconditionError(
       absl::StrCat("cannot lock ", path, ": ", why));
