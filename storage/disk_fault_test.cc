@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/scheduler.h"
 #include "core/testing.h"
@@ -159,6 +161,49 @@ TEST_F(DiskFaultTest, AStoreOpenedOnAFullDiskReadsFreezesAndReopens) {
   ASSERT_TRUE(state.ok()) << state.status();
   EXPECT_EQ(state->gangs.size(), 3u);
   EXPECT_EQ(state->meta.last_revision, scheduler->revision());
+}
+
+// A read-only store opens no table file after its open (it opened them all
+// then and replayed its WAL into memory), so the read-write instance that
+// replaces it may delete them under a view frozen before: here every table
+// file is moved away under the read-only store and its view, which read on.
+TEST_F(DiskFaultTest, AReadOnlyStoreReadsOnWithItsTableFilesGone) {
+  auto scheduler = Fleet();
+  core::Mutation fleet = scheduler->TakeMutation();
+  for (const std::string request_id : {"r1", "r2"}) {
+    auto store = OpenStore();  // each close flushes: the state is in tables
+    ASSERT_NE(store, nullptr);
+    if (!fleet.empty()) {
+      ASSERT_TRUE(store->Commit(std::exchange(fleet, {})).ok());
+    }
+    ASSERT_TRUE(store->Commit(SubmitAndCycle(*scheduler, request_id)).ok());
+  }
+  fs_->SetNoSpace(true);
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  auto frozen = store->Freeze();
+  ASSERT_TRUE(frozen.ok()) << frozen.status();
+  const std::string aside = dir_ + "-aside";
+  std::filesystem::create_directory(aside);
+  std::vector<std::string> moved;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (entry.path().extension() == ".sst") {
+      moved.push_back(entry.path().filename());
+      std::filesystem::rename(entry.path(), aside + "/" + moved.back());
+    }
+  }
+  EXPECT_GE(moved.size(), 4u);
+  auto state = (*frozen)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->gangs.size(), 2u);
+  EXPECT_EQ(state->nodes.size(), 4u);
+  state = store->LoadAll();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->gangs.size(), 2u);
+  for (const std::string& name : moved) {
+    std::filesystem::rename(aside + "/" + name, dir_ + "/" + name);
+  }
+  std::filesystem::remove_all(aside);
 }
 
 // A data dir of the schema before the audit family (version 1, no `audit`
