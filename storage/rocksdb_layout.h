@@ -1,6 +1,7 @@
 // The on-disk layout of RocksDbStore (docs/storage.md): its column
-// families, the fixed keys of the config and meta families, and the
-// decoding helpers every reader of the raw families shares. Internal to
+// families, the fixed keys of the config and meta families, the decoding
+// helpers every reader of the raw families shares (a family a data dir
+// lacks reads as empty), and the data dir's lock. Internal to
 // storage/ (rocksdb_store.cc and store_check.cc); nothing here is
 // thread-affine.
 #ifndef PHALANX_STORAGE_ROCKSDB_LAYOUT_H_
