@@ -1,17 +1,25 @@
 // RocksDbStore on a full, failing or slow disk (storage/fault_fs.h): a write
 // refused for lack of space writes nothing and the store resumes once space
-// is free; another I/O error is Internal; a commit waits for its sync.
+// is free; opened on a full disk, the store reads and freezes read-only
+// (also a data dir of the schema before the audit family) and reopens
+// read-write once space is free, its frozen views still valid; another I/O
+// error is Internal; a commit waits for its sync.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/scheduler.h"
 #include "core/testing.h"
 #include "gtest/gtest.h"
+#include "phalanx/storage/v1/log.pb.h"
 #include "storage/fault_fs.h"
 #include "storage/rocksdb_store.h"
+#include "storage/store_check.h"
+#include "storage/store_testing.h"
 
 namespace phalanx::storage {
 namespace {
@@ -107,6 +115,163 @@ TEST_F(DiskFaultTest, FullDiskRefusesTheWriteAndResumesOnceSpaceIsFree) {
   EXPECT_EQ(state->meta.last_revision, scheduler->revision());
   const absl::Status consistent = store->CheckConsistency();
   EXPECT_TRUE(consistent.ok()) << consistent;
+}
+
+// Opened on a full disk, the store is read-only: it loads, freezes and
+// passes its check, and holds the data dir's lock; writes are refused. The
+// first write once space is free reopens it read-write, and a view frozen
+// before keeps reading the state it was frozen with.
+TEST_F(DiskFaultTest, AStoreOpenedOnAFullDiskReadsFreezesAndReopens) {
+  auto scheduler = Fleet();
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Commit(scheduler->TakeMutation()).ok());
+    ASSERT_TRUE(store->Commit(SubmitAndCycle(*scheduler, "r1")).ok());
+  }
+  fs_->SetNoSpace(true);
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const core::Mutation second = SubmitAndCycle(*scheduler, "r2");
+  EXPECT_TRUE(absl::IsResourceExhausted(store->Commit(second)));
+  auto frozen = store->Freeze();
+  ASSERT_TRUE(frozen.ok()) << frozen.status();
+  auto state = (*frozen)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->gangs.size(), 1u);
+  const absl::Status consistent = store->CheckConsistency();
+  EXPECT_TRUE(consistent.ok()) << consistent;
+  // It holds the data dir's lock as a writer would: `--check-store` is
+  // refused, before the reopen and after.
+  EXPECT_EQ(CheckStoreConsistency(dir_, env_.get()).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  fs_->SetNoSpace(false);
+  ASSERT_TRUE(store->Commit(second).ok());
+  ASSERT_TRUE(store->Commit(SubmitAndCycle(*scheduler, "r3")).ok());
+  EXPECT_EQ(CheckStoreConsistency(dir_, env_.get()).code(),
+            absl::StatusCode::kFailedPrecondition);
+  state = (*frozen)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->gangs.size(), 1u);
+  frozen->reset();  // closes the read-only instance
+  auto now = store->Freeze();
+  ASSERT_TRUE(now.ok()) << now.status();
+  state = (*now)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->gangs.size(), 3u);
+  EXPECT_EQ(state->meta.last_revision, scheduler->revision());
+}
+
+// A read-only store opens no table file after its open (it opened them all
+// then and replayed its WAL into memory), so the read-write instance that
+// replaces it may delete them under a view frozen before: here every table
+// file is moved away under the read-only store and its view, which read on.
+TEST_F(DiskFaultTest, AReadOnlyStoreReadsOnWithItsTableFilesGone) {
+  auto scheduler = Fleet();
+  core::Mutation fleet = scheduler->TakeMutation();
+  for (const std::string request_id : {"r1", "r2"}) {
+    auto store = OpenStore();  // each close flushes: the state is in tables
+    ASSERT_NE(store, nullptr);
+    if (!fleet.empty()) {
+      ASSERT_TRUE(store->Commit(std::exchange(fleet, {})).ok());
+    }
+    ASSERT_TRUE(store->Commit(SubmitAndCycle(*scheduler, request_id)).ok());
+  }
+  fs_->SetNoSpace(true);
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  auto frozen = store->Freeze();
+  ASSERT_TRUE(frozen.ok()) << frozen.status();
+  const std::string aside = dir_ + "-aside";
+  std::filesystem::create_directory(aside);
+  std::vector<std::string> moved;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (entry.path().extension() == ".sst") {
+      moved.push_back(entry.path().filename());
+      std::filesystem::rename(entry.path(), aside + "/" + moved.back());
+    }
+  }
+  EXPECT_GE(moved.size(), 4u);
+  auto state = (*frozen)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->gangs.size(), 2u);
+  EXPECT_EQ(state->nodes.size(), 4u);
+  state = store->LoadAll();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->gangs.size(), 2u);
+  for (const std::string& name : moved) {
+    std::filesystem::rename(aside + "/" + name, dir_ + "/" + name);
+  }
+  std::filesystem::remove_all(aside);
+}
+
+// A data dir of the schema before the audit family (version 1, no `audit`
+// column family) opened on a full disk: read-only with the audit family
+// read as empty; once space is free the first write creates the family,
+// lands its audit record there and records the current schema version.
+TEST_F(DiskFaultTest, AnOlderSchemaOpenedOnAFullDiskReadsAndMigratesLater) {
+  auto scheduler = Fleet();
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Commit(scheduler->TakeMutation()).ok());
+    ASSERT_TRUE(store->Commit(SubmitAndCycle(*scheduler, "r1")).ok());
+  }
+  ASSERT_TRUE(testing::SetRawSchemaVersion(dir_, "").ok());
+  ASSERT_TRUE(testing::DropRawFamily(dir_, "audit").ok());
+
+  fs_->SetNoSpace(true);
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->opened_schema_version(), 1);
+  auto state = store->LoadAll();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->gangs.size(), 1u);
+  auto audit = store->ReadAudit(0, 10);
+  ASSERT_TRUE(audit.ok()) << audit.status();
+  EXPECT_TRUE(audit->empty());
+  EXPECT_EQ(store->LastAuditSequence().value_or(-1), 0);
+  auto frozen = store->Freeze();
+  ASSERT_TRUE(frozen.ok()) << frozen.status();
+  int parts = 0;
+  EXPECT_TRUE((*frozen)
+                  ->Export(1 << 20,
+                           [&](v1::LogBatch&) {
+                             ++parts;
+                             return absl::OkStatus();
+                           })
+                  .ok());
+  EXPECT_EQ(parts, 1);
+  const absl::Status consistent = store->CheckConsistency();
+  EXPECT_TRUE(consistent.ok()) << consistent;
+
+  fs_->SetNoSpace(false);
+  core::Mutation audited = SubmitAndCycle(*scheduler, "r2");
+  core::AuditRecord record;
+  record.sequence = 1;
+  record.time = kT0;
+  record.principal = "admin";
+  record.method = "SubmitGang";
+  record.outcome = "OK";
+  audited.audit_put.push_back(record);
+  ASSERT_TRUE(store->Commit(audited).ok());
+  audit = store->ReadAudit(0, 10);
+  ASSERT_TRUE(audit.ok()) << audit.status();
+  EXPECT_EQ(*audit, audited.audit_put);
+  frozen->reset();
+  store.reset();
+
+  store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->opened_schema_version(), RocksDbStore::kSchemaVersion);
+  EXPECT_EQ(store->LastAuditSequence().value_or(-1), 1);
+  state = store->LoadAll();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->gangs.size(), 2u);
+  // Every record in its family (none in the default one).
+  const absl::Status checked = store->CheckConsistency();
+  EXPECT_TRUE(checked.ok()) << checked;
 }
 
 TEST_F(DiskFaultTest, AnotherIoErrorIsInternal) {

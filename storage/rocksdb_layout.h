@@ -1,19 +1,25 @@
 // The on-disk layout of RocksDbStore (docs/storage.md): its column
-// families, the fixed keys of the config and meta families, and the
-// decoding helpers every reader of the raw families shares. Internal to
+// families, the fixed keys of the config and meta families, the decoding
+// helpers every reader of the raw families shares (a family a data dir
+// lacks reads as empty), and the data dir's lock. Internal to
 // storage/ (rocksdb_store.cc and store_check.cc); nothing here is
 // thread-affine.
 #ifndef PHALANX_STORAGE_ROCKSDB_LAYOUT_H_
 #define PHALANX_STORAGE_ROCKSDB_LAYOUT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/model.h"
+#include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/iterator.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/status.h"
 
@@ -62,6 +68,45 @@ inline std::string RequestKey(const core::QueueName& queue,
                               const std::string& id) {
   return absl::StrCat(queue.value(), std::string(1, '\0'), id);
 }
+
+// An open store's column-family handles, indexed by Family. A handle is null
+// for a family the data dir does not have: a read-only open cannot create
+// one, so a data dir written before that family existed is read with it
+// missing, as an empty family.
+using FamilyHandles = std::vector<rocksdb::ColumnFamilyHandle*>;
+
+// An iterator over `family` of `db` as `read` sees it; an empty one when
+// `handles` has no such family.
+inline std::unique_ptr<rocksdb::Iterator> NewFamilyIterator(
+    rocksdb::DB& db, const FamilyHandles& handles, Family family,
+    const rocksdb::ReadOptions& read) {
+  if (handles[family] == nullptr) {
+    return std::unique_ptr<rocksdb::Iterator>(rocksdb::NewEmptyIterator());
+  }
+  return std::unique_ptr<rocksdb::Iterator>(
+      db.NewIterator(read, handles[family]));
+}
+
+// Reads `key` of `family` into `value`; NotFound when `handles` has no
+// such family.
+inline rocksdb::Status GetRecord(rocksdb::DB& db, const FamilyHandles& handles,
+                                 Family family,
+                                 const rocksdb::ReadOptions& read,
+                                 const rocksdb::Slice& key,
+                                 std::string* value) {
+  if (handles[family] == nullptr) return rocksdb::Status::NotFound();
+  return db.Get(read, handles[family], key, value);
+}
+
+// Takes the data dir's RocksDB lock file (`dir`/LOCK, through `env`) the
+// way a read-write open takes it (RocksDB's fcntl lock, and its table of
+// the locks this process holds), so no process opens the store read-write
+// until it is released (env.UnlockFile); a read-only open takes none.
+// FailedPrecondition "in use by a running phalanxd" when a process holds
+// it, or naming the error when it cannot be taken. Defined in
+// rocksdb_store.cc.
+absl::StatusOr<rocksdb::FileLock*> LockDataDir(rocksdb::Env& env,
+                                               const std::string& dir);
 
 // The big-endian seq EventKey wrote; DataLoss on a bad length.
 inline absl::StatusOr<int64_t> DecodeSeq(const std::string& value) {

@@ -1,5 +1,6 @@
 #include "storage/rocksdb_store.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "phalanx/v1/types.pb.h"
 #include "proto/convert.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
 #include "rocksdb/statistics.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
@@ -42,6 +44,24 @@ bool OutOfSpace(const rocksdb::Status& s) {
 
 }  // namespace
 
+absl::StatusOr<rocksdb::FileLock*> LockDataDir(rocksdb::Env& env,
+                                               const std::string& dir) {
+  const std::string path = dir + "/LOCK";
+  rocksdb::FileLock* lock = nullptr;
+  const rocksdb::Status s = env.LockFile(path, &lock);
+  if (s.ok()) return lock;
+  // RocksDB's messages: another process's fcntl lock ("While lock file"),
+  // or this process's ("lock hold by current process").
+  const std::string why = s.ToString();
+  if (absl::StrContains(why, "While lock file") ||
+      absl::StrContains(why, "lock hold by current process")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "in use by a running phalanxd (it holds ", path, "): stop it first"));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("cannot lock ", path, ": ", why));
+}
+
 std::string EventKey(int64_t revision) {
   std::string key(8, '\0');
   for (int i = 7; i >= 0; --i) {
@@ -56,6 +76,12 @@ rocksdb::DBOptions RocksDbStore::DbOptions() const {
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.max_total_wal_size = options_.max_total_wal_size;
+  // Every table file open from the start (RocksDB's default, pinned here):
+  // a read-only instance then opens no file after Open (it replays the WAL
+  // into memory and keeps each table open for its life), so it stays
+  // readable while the read-write instance that replaces it
+  // (ReopenWritable) deletes files; a frozen view may still hold it.
+  db_options.max_open_files = -1;
   if (options_.env != nullptr) db_options.env = options_.env;
   db_options.statistics = statistics_;
   return db_options;
@@ -71,6 +97,57 @@ std::vector<rocksdb::ColumnFamilyDescriptor> Families() {
   return families;
 }
 
+// `db` owning its column-family `handles`: when the last owner drops it,
+// the handles are destroyed and the instance closed, its memtables flushed
+// first when `flush` (otherwise the next Open replays them from the WAL
+// before LoadAll can start: a third of a restart with 100k gangs;
+// bench/perf).
+std::shared_ptr<rocksdb::DB> Own(rocksdb::DB* db, FamilyHandles handles,
+                                 bool flush) {
+  return std::shared_ptr<rocksdb::DB>(
+      db, [handles = std::move(handles), flush](rocksdb::DB* db) {
+        FamilyHandles open;
+        for (rocksdb::ColumnFamilyHandle* handle : handles) {
+          if (handle != nullptr) open.push_back(handle);
+        }
+        // A failed flush (a full disk) only costs that replay.
+        if (flush) db->Flush(rocksdb::FlushOptions(), open);
+        for (rocksdb::ColumnFamilyHandle* handle : open) {
+          db->DestroyColumnFamilyHandle(handle);
+        }
+        db->Close();
+        delete db;
+      });
+}
+
+// Opens `dir` read-only with the families it has, in `handles` by Family
+// (null for a family it lacks: a read-only open cannot create one).
+rocksdb::Status OpenReadOnly(const rocksdb::DBOptions& options,
+                             const std::string& dir, FamilyHandles& handles,
+                             rocksdb::DB** db) {
+  std::vector<std::string> names;
+  rocksdb::Status listed =
+      rocksdb::DB::ListColumnFamilies(options, dir, &names);
+  if (!listed.ok()) return listed;
+  std::vector<rocksdb::ColumnFamilyDescriptor> present;
+  std::vector<int> families;
+  for (int family = kDefault; family < kFamilies; ++family) {
+    if (std::find(names.begin(), names.end(), kFamilyNames[family]) !=
+        names.end()) {
+      present.emplace_back(kFamilyNames[family],
+                           rocksdb::ColumnFamilyOptions());
+      families.push_back(family);
+    }
+  }
+  FamilyHandles opened;
+  rocksdb::Status s =
+      rocksdb::DB::OpenForReadOnly(options, dir, present, &opened, db);
+  if (!s.ok()) return s;
+  handles.assign(kFamilies, nullptr);
+  for (size_t i = 0; i < opened.size(); ++i) handles[families[i]] = opened[i];
+  return s;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
@@ -83,8 +160,7 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   store->read_only_ = options.read_only;
   rocksdb::Status opened =
       options.read_only
-          ? rocksdb::DB::OpenForReadOnly(store->DbOptions(), dir, Families(),
-                                         &store->handles_, &db)
+          ? OpenReadOnly(store->DbOptions(), dir, store->handles_, &db)
           : rocksdb::DB::Open(store->DbOptions(), dir, Families(),
                               &store->handles_, &db);
   if (!options.read_only && OutOfSpace(opened)) {
@@ -96,49 +172,68 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
                  dir.c_str(), opened.ToString().c_str());
     store->handles_.clear();
     store->read_only_ = true;
-    opened = rocksdb::DB::OpenForReadOnly(store->DbOptions(), dir, Families(),
-                                          &store->handles_, &db);
+    opened = OpenReadOnly(store->DbOptions(), dir, store->handles_, &db);
   }
   RETURN_IF_ERROR(FromRocks(opened, absl::StrCat("open ", dir)));
-  store->db_.reset(db);
+  store->db_ = Own(db, store->handles_, /*flush=*/!store->read_only_);
+  if (store->read_only_ && !options.read_only) {
+    MutexLock lock(&store->write_mu_);
+    RETURN_IF_ERROR(store->LockDir());
+  }
   RETURN_IF_ERROR(store->CheckSchema());
   return store;
 }
 
 absl::Status RocksDbStore::ReopenWritable() {
   WriterMutexLock lock(&db_mu_);
+  // A frozen view may keep the read-only instance open meanwhile (DbOptions
+  // says why that is safe).
   CloseDb();
+  UnlockDir();  // the read-write open takes it
   rocksdb::DB* db = nullptr;
   rocksdb::Status opened =
       rocksdb::DB::Open(DbOptions(), dir_, Families(), &handles_, &db);
   if (opened.ok()) {
-    db_.reset(db);
+    db_ = Own(db, handles_, /*flush=*/true);
     read_only_ = false;
-    std::fprintf(stderr, "phalanxd: data dir %s reopened read-write\n",
-                 dir_.c_str());
-    return absl::OkStatus();
+    resume_needed_ = false;
+    // A data dir of an older schema is migrated now: the read-only open
+    // could not.
+    opened = MigrateSchema();
+    if (opened.ok()) {
+      std::fprintf(stderr, "phalanxd: data dir %s reopened read-write\n",
+                   dir_.c_str());
+      return absl::OkStatus();
+    }
+    CloseDb();
   }
   handles_.clear();
-  RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenForReadOnly(
-                                DbOptions(), dir_, Families(), &handles_, &db),
+  RETURN_IF_ERROR(FromRocks(OpenReadOnly(DbOptions(), dir_, handles_, &db),
                             absl::StrCat("reopen read-only ", dir_)));
-  db_.reset(db);
+  db_ = Own(db, handles_, /*flush=*/false);
+  read_only_ = true;
+  RETURN_IF_ERROR(LockDir());
   return WriteError(opened, "reopen read-write");
 }
 
 void RocksDbStore::CloseDb() {
-  if (db_ == nullptr) return;
-  // Flush the memtables on a clean close: otherwise RocksDB keeps them only
-  // in the WAL, and the next Open replays it before LoadAll can start (a
-  // third of a restart with 100k gangs; bench/perf). A failed flush (a
-  // read-only or full store) only costs that replay.
-  if (!read_only_) db_->Flush(rocksdb::FlushOptions(), handles_);
-  for (rocksdb::ColumnFamilyHandle* handle : handles_) {
-    db_->DestroyColumnFamilyHandle(handle);
-  }
-  handles_.clear();
-  db_->Close();
   db_.reset();
+  handles_.clear();
+}
+
+rocksdb::Env& RocksDbStore::Env() const {
+  return options_.env != nullptr ? *options_.env : *rocksdb::Env::Default();
+}
+
+absl::Status RocksDbStore::LockDir() {
+  ASSIGN_OR_RETURN(dir_lock_, LockDataDir(Env(), dir_));
+  return absl::OkStatus();
+}
+
+void RocksDbStore::UnlockDir() {
+  if (dir_lock_ == nullptr) return;
+  Env().UnlockFile(dir_lock_).PermitUncheckedError();
+  dir_lock_ = nullptr;
 }
 
 // Migration policy (docs/storage.md): each version step is one function
@@ -147,7 +242,8 @@ void RocksDbStore::CloseDb() {
 // to 2 only records the version (the layout did not change).
 absl::Status RocksDbStore::CheckSchema() {
   std::string value;
-  rocksdb::Status s = db_->Get({}, handles_[kMeta], kSchemaVersionKey, &value);
+  rocksdb::Status s =
+      GetRecord(*db_, handles_, kMeta, {}, kSchemaVersionKey, &value);
   int version = 0;
   if (s.ok()) {
     if (!absl::SimpleAtoi(value, &version) || version < 1) {
@@ -159,7 +255,7 @@ absl::Status RocksDbStore::CheckSchema() {
     // No version: a data dir of the release before versions (1) when it
     // holds state, else a new one.
     std::string meta;
-    s = db_->Get({}, handles_[kMeta], kMetaKey, &meta);
+    s = GetRecord(*db_, handles_, kMeta, {}, kMetaKey, &meta);
     if (s.ok()) {
       version = 1;
     } else if (!s.IsNotFound()) {
@@ -175,13 +271,18 @@ absl::Status RocksDbStore::CheckSchema() {
                      " is newer than this phalanxd supports (", kSchemaVersion,
                      "); upgrade phalanxd"));
   }
-  if (version == kSchemaVersion || options_.read_only) return absl::OkStatus();
+  if (read_only_) return absl::OkStatus();  // migrated once writable
+  return FromRocks(MigrateSchema(), "write schema version");
+}
+
+rocksdb::Status RocksDbStore::MigrateSchema() {
+  if (opened_schema_version_ == kSchemaVersion) return rocksdb::Status::OK();
   // Version 0 (new) and 1 -> 2: record the version.
   rocksdb::WriteBatch batch;
   batch.Put(handles_[kMeta], kSchemaVersionKey, std::to_string(kSchemaVersion));
   rocksdb::WriteOptions write_options;
   write_options.sync = true;
-  return FromRocks(db_->Write(write_options, &batch), "write schema version");
+  return db_->Write(write_options, &batch);
 }
 
 absl::StatusOr<int64_t> RocksDbStore::CreateCheckpoint(const std::string& dir) {
@@ -218,7 +319,7 @@ absl::StatusOr<int64_t> RocksDbStore::CreateCheckpoint(const std::string& dir) {
   MutexLock lock(&write_mu_);
   int64_t revision = 0;
   std::string value;
-  rocksdb::Status s = db_->Get({}, handles_[kMeta], kMetaKey, &value);
+  rocksdb::Status s = GetRecord(*db_, handles_, kMeta, {}, kMetaKey, &value);
   if (s.ok()) {
     storage::v1::MetaRecord meta;
     RETURN_IF_ERROR(ParseInto(value, &meta, "meta"));
@@ -237,7 +338,11 @@ absl::StatusOr<int64_t> RocksDbStore::CreateCheckpoint(const std::string& dir) {
   return revision;
 }
 
-RocksDbStore::~RocksDbStore() { CloseDb(); }
+RocksDbStore::~RocksDbStore() {
+  CloseDb();
+  MutexLock lock(&write_mu_);
+  UnlockDir();
+}
 
 uint64_t RocksDbStore::WalSyncs() const {
   return statistics_->getTickerCount(rocksdb::WAL_FILE_SYNCED);
@@ -246,9 +351,9 @@ uint64_t RocksDbStore::WalSyncs() const {
 namespace {
 
 // The whole state as `read` sees it (a snapshot's, or the latest).
-absl::StatusOr<core::LoadedState> ReadState(
-    rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
-    const rocksdb::ReadOptions& read);
+absl::StatusOr<core::LoadedState> ReadState(rocksdb::DB* db,
+                                            const FamilyHandles& handles,
+                                            const rocksdb::ReadOptions& read);
 
 }  // namespace
 
@@ -263,17 +368,18 @@ absl::StatusOr<core::LoadedState> RocksDbStore::LoadAll() {
 absl::StatusOr<core::LoadedState> FrozenState::Load() const {
   rocksdb::ReadOptions read;
   read.snapshot = snapshot_;
-  return ReadState(db_, handles_, read);
+  return ReadState(db_.get(), handles_, read);
 }
 
 namespace {
 
-absl::StatusOr<core::LoadedState> ReadState(
-    rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
-    const rocksdb::ReadOptions& read) {
+absl::StatusOr<core::LoadedState> ReadState(rocksdb::DB* db,
+                                            const FamilyHandles& handles,
+                                            const rocksdb::ReadOptions& read) {
   core::LoadedState state;
   std::string value;
-  rocksdb::Status s = db->Get(read, handles[kConfig], kConfigKey, &value);
+  rocksdb::Status s =
+      GetRecord(*db, handles, kConfig, read, kConfigKey, &value);
   if (s.ok()) {
     pb::Config config;
     RETURN_IF_ERROR(ParseInto(value, &config, "config"));
@@ -281,7 +387,7 @@ absl::StatusOr<core::LoadedState> ReadState(
   } else if (!s.IsNotFound()) {
     return FromRocks(s, "read config");
   }
-  s = db->Get(read, handles[kMeta], kMetaKey, &value);
+  s = GetRecord(*db, handles, kMeta, read, kMetaKey, &value);
   if (s.ok()) {
     storage::v1::MetaRecord meta;
     RETURN_IF_ERROR(ParseInto(value, &meta, "meta"));
@@ -289,7 +395,7 @@ absl::StatusOr<core::LoadedState> ReadState(
   } else if (!s.IsNotFound()) {
     return FromRocks(s, "read meta");
   }
-  s = db->Get(read, handles[kMeta], kStartupFilesKey, &value);
+  s = GetRecord(*db, handles, kMeta, read, kStartupFilesKey, &value);
   if (s.ok()) {
     storage::v1::StartupFilesRecord record;
     RETURN_IF_ERROR(ParseInto(value, &record, "startup files"));
@@ -299,8 +405,8 @@ absl::StatusOr<core::LoadedState> ReadState(
   }
 
   auto scan = [&](Family family, auto&& each) -> absl::Status {
-    std::unique_ptr<rocksdb::Iterator> it(
-        db->NewIterator(read, handles[family]));
+    std::unique_ptr<rocksdb::Iterator> it =
+        NewFamilyIterator(*db, handles, family, read);
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       RETURN_IF_ERROR(each(it->key(), it->value()));
     }
@@ -356,24 +462,20 @@ absl::StatusOr<core::LoadedState> ReadState(
 }  // namespace
 
 absl::Status RocksDbStore::CheckConsistency() {
-  ReaderMutexLock db_lock(&db_mu_);
-  // A read-write store may commit meanwhile: read one snapshot of it.
-  const rocksdb::Snapshot* snapshot = read_only_ ? nullptr : db_->GetSnapshot();
+  // One consistent view, read without the store's locks: commits go on.
+  // (Not Freeze: a bad log seq is for the record checks to name.)
+  const std::unique_ptr<FrozenState> frozen = Pin();
+  absl::StatusOr<core::LoadedState> state = frozen->Load();
+  // A record that does not load is named by the record checks (with no
+  // meta to bound the events by, when the meta is the one).
+  core::Meta meta = state.ok() ? state->meta : core::Meta{};
+  if (!state.ok()) meta.last_revision = INT64_MAX;
   rocksdb::ReadOptions read;
-  read.snapshot = snapshot;
-  absl::Status checked = [&]() -> absl::Status {
-    absl::StatusOr<core::LoadedState> state =
-        ReadState(db_.get(), handles_, read);
-    // A record that does not load is named by the record checks (with no
-    // meta to bound the events by, when the meta is the one).
-    core::Meta meta = state.ok() ? state->meta : core::Meta{};
-    if (!state.ok()) meta.last_revision = INT64_MAX;
-    RETURN_IF_ERROR(CheckRecords(db_.get(), handles_, read, meta));
-    RETURN_IF_ERROR(state.status());
-    return CheckLoadedState(*state);
-  }();
-  if (snapshot != nullptr) db_->ReleaseSnapshot(snapshot);
-  return checked;
+  read.snapshot = frozen->snapshot_;
+  RETURN_IF_ERROR(
+      CheckRecords(frozen->db_.get(), frozen->handles_, read, meta));
+  RETURN_IF_ERROR(state.status());
+  return CheckLoadedState(*state);
 }
 
 absl::Status RocksDbStore::Commit(const core::Mutation& m) {
@@ -387,26 +489,30 @@ absl::Status RocksDbStore::ApplyLogBatch(const core::Mutation& m, int64_t seq) {
 absl::StatusOr<int64_t> RocksDbStore::LogSeq() {
   ReaderMutexLock db_lock(&db_mu_);
   std::string value;
-  rocksdb::Status s = db_->Get({}, handles_[kMeta], kLogSeqKey, &value);
+  rocksdb::Status s = GetRecord(*db_, handles_, kMeta, {}, kLogSeqKey, &value);
   if (s.IsNotFound()) return 0;
   RETURN_IF_ERROR(FromRocks(s, "read log seq"));
   return DecodeSeq(value);
 }
 
-absl::StatusOr<std::unique_ptr<FrozenState>> RocksDbStore::Freeze() {
+std::unique_ptr<FrozenState> RocksDbStore::Pin() {
   ReaderMutexLock db_lock(&db_mu_);
-  if (read_only_) {
-    return absl::FailedPreconditionError(
-        "freeze: the store is open read-only (its disk was full)");
-  }
   std::unique_ptr<FrozenState> frozen(new FrozenState());
-  frozen->db_ = db_.get();
+  // Shared: the view keeps this instance open should ReopenWritable
+  // replace it meanwhile.
+  frozen->db_ = db_;
   frozen->handles_ = handles_;
   frozen->snapshot_ = db_->GetSnapshot();
+  return frozen;
+}
+
+absl::StatusOr<std::unique_ptr<FrozenState>> RocksDbStore::Freeze() {
+  std::unique_ptr<FrozenState> frozen = Pin();
   rocksdb::ReadOptions read;
   read.snapshot = frozen->snapshot_;
   std::string value;
-  rocksdb::Status s = db_->Get(read, handles_[kMeta], kLogSeqKey, &value);
+  rocksdb::Status s = GetRecord(*frozen->db_, frozen->handles_, kMeta, read,
+                                kLogSeqKey, &value);
   if (s.ok()) {
     ASSIGN_OR_RETURN(frozen->log_seq_, DecodeSeq(value));
   } else if (!s.IsNotFound()) {
@@ -426,14 +532,14 @@ absl::Status FrozenState::Export(
   read.snapshot = snapshot_;
   storage::v1::MetaRecord meta;
   std::string value;
-  rocksdb::Status s = db_->Get(read, handles_[kMeta], kMetaKey, &value);
+  rocksdb::Status s = GetRecord(*db_, handles_, kMeta, read, kMetaKey, &value);
   if (s.ok()) {
     RETURN_IF_ERROR(ParseInto(value, &meta, "meta"));
   } else if (!s.IsNotFound()) {
     return FromRocks(s, "read meta");
   }
   std::optional<storage::v1::StartupFilesRecord> startup_files;
-  s = db_->Get(read, handles_[kMeta], kStartupFilesKey, &value);
+  s = GetRecord(*db_, handles_, kMeta, read, kStartupFilesKey, &value);
   if (s.ok()) {
     RETURN_IF_ERROR(
         ParseInto(value, &startup_files.emplace(), "startup files"));
@@ -462,8 +568,8 @@ absl::Status FrozenState::Export(
   };
   for (int family = kNodes; family < kFamilies; ++family) {
     if (family == kMeta) continue;  // carried by every part
-    std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator(read, handles_[family]));
+    std::unique_ptr<rocksdb::Iterator> it =
+        NewFamilyIterator(*db_, handles_, static_cast<Family>(family), read);
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       const rocksdb::Slice v = it->value();
       RETURN_IF_ERROR(room(it->key().size() + v.size()));
@@ -517,13 +623,14 @@ absl::Status FrozenState::Export(
 
 absl::Status RocksDbStore::ReplaceAll(const PartSource& next, int64_t seq) {
   MutexLock lock(&write_mu_);
+  RETURN_IF_ERROR(Writable("replace"));
   rocksdb::WriteBatch batch;
   // First delete every record (the single writer holds write_mu_, so the
   // keys read here are the ones the batch replaces).
   for (int family = kNodes; family < kFamilies; ++family) {
     if (family == kMeta) continue;
-    std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator({}, handles_[family]));
+    std::unique_ptr<rocksdb::Iterator> it =
+        NewFamilyIterator(*db_, handles_, static_cast<Family>(family), {});
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       batch.Delete(handles_[family], it->key());
     }
@@ -684,19 +791,25 @@ void RocksDbStore::AddToBatch(const core::Mutation& m,
   }
 }
 
+absl::Status RocksDbStore::Writable(absl::string_view what) {
+  if (options_.read_only) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": data dir ", dir_, " was opened read-only"));
+  }
+  if (read_only_) return ReopenWritable();
+  return absl::OkStatus();
+}
+
 absl::Status RocksDbStore::Write(const core::Mutation& m, int64_t log_seq) {
+  MutexLock lock(&write_mu_);
+  RETURN_IF_ERROR(Writable("commit"));
+  // Encoded after the reopen: a batch names its families by the handles of
+  // the instance it is written to.
   rocksdb::WriteBatch batch;
   AddToBatch(m, batch);
   if (log_seq > 0) batch.Put(handles_[kMeta], kLogSeqKey, EventKey(log_seq));
-
   rocksdb::WriteOptions write_options;
   write_options.sync = options_.sync;
-  MutexLock lock(&write_mu_);
-  if (options_.read_only) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("commit: data dir ", dir_, " was opened read-only"));
-  }
-  if (read_only_) RETURN_IF_ERROR(ReopenWritable());
   if (resume_needed_) {
     // A write refused for lack of space left RocksDB read-only (a
     // background error): resume it before writing again.
@@ -738,8 +851,8 @@ absl::StatusOr<std::vector<core::Event>> RocksDbStore::ReadEvents(
   }
   std::vector<core::Event> events;
   size_t bytes = 0;
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->NewIterator({}, handles_[kEvents]));
+  std::unique_ptr<rocksdb::Iterator> it =
+      NewFamilyIterator(*db_, handles_, kEvents, {});
   for (it->Seek(EventKey(after + 1));
        it->Valid() && static_cast<int>(events.size()) < limit &&
        bytes < max_bytes;
@@ -758,7 +871,8 @@ absl::StatusOr<std::vector<core::AuditRecord>> RocksDbStore::ReadAudit(
     int64_t after, int limit) {
   ReaderMutexLock db_lock(&db_mu_);
   std::vector<core::AuditRecord> records;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kAudit]));
+  std::unique_ptr<rocksdb::Iterator> it =
+      NewFamilyIterator(*db_, handles_, kAudit, {});
   for (it->Seek(EventKey(after + 1));
        it->Valid() && static_cast<int>(records.size()) < limit; it->Next()) {
     pb::AuditRecord proto;
@@ -771,7 +885,8 @@ absl::StatusOr<std::vector<core::AuditRecord>> RocksDbStore::ReadAudit(
 
 absl::StatusOr<int64_t> RocksDbStore::LastAuditSequence() {
   ReaderMutexLock db_lock(&db_mu_);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}, handles_[kAudit]));
+  std::unique_ptr<rocksdb::Iterator> it =
+      NewFamilyIterator(*db_, handles_, kAudit, {});
   it->SeekToLast();
   RETURN_IF_ERROR(FromRocks(it->status(), "read audit"));
   if (!it->Valid()) return 0;

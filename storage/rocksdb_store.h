@@ -5,9 +5,9 @@
 // A write the file system refuses for lack of space or quota fails with
 // ResourceExhausted and writes nothing; the next write first resumes RocksDB
 // (DB::Resume) and succeeds once space is free. Other I/O errors are
-// Internal. Open on a full disk opens the store read-only (reads work,
-// Freeze does not) and the first write after space frees reopens it
-// read-write.
+// Internal. Open on a full disk opens the store read-only (reads and Freeze
+// work; it holds the data dir's LOCK as a writer does) and the first write
+// after space frees reopens it read-write.
 //
 // The data dir carries a schema version (meta column family, key
 // "schema_version"): Open migrates an older one in place and refuses a newer
@@ -37,6 +37,7 @@ class ColumnFamilyHandle;
 class DB;
 struct DBOptions;
 class Env;
+class FileLock;
 class Snapshot;
 class Statistics;
 class Status;
@@ -50,8 +51,10 @@ class LogBatch;
 
 // A consistent read-only view of a RocksDbStore at one instant (a RocksDB
 // snapshot), made by RocksDbStore::Freeze: the HA mode's snapshots are
-// written from it while commits go on (docs/ha.md). Holds the store's
-// snapshot until destroyed; must not outlive the store. Thread-compatible.
+// written from it while commits go on (docs/ha.md). Holds the snapshot, and
+// shares the RocksDB instance it was taken from, until destroyed: a view
+// frozen while the store was read-only (a full disk) stays valid after the
+// store reopens read-write. Must not outlive the store. Thread-compatible.
 class FrozenState {
  public:
   ~FrozenState();
@@ -76,8 +79,9 @@ class FrozenState {
  private:
   friend class RocksDbStore;
   FrozenState() = default;
-  rocksdb::DB* db_ = nullptr;
+  std::shared_ptr<rocksdb::DB> db_;
   const rocksdb::Snapshot* snapshot_ = nullptr;
+  // By Family; null for a family the instance lacks (rocksdb_layout.h).
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   int64_t log_seq_ = 0;
 };
@@ -95,9 +99,11 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
     // simulate power loss. Not owned; must outlive the store.
     rocksdb::Env* env = nullptr;
     // Open without writing anything, and refuse every write
-    // (FailedPrecondition): for reading a data dir another process may
-    // hold (phalanxd --check-store). An older schema version is read as
-    // it is, not migrated.
+    // (FailedPrecondition). Such an open does not take the data dir's lock:
+    // its caller must keep writers out (phalanxd --check-store holds the
+    // lock itself; storage/store_check.h), as a writer's compactions
+    // remove files under a reader. An older schema version is read as it
+    // is, not migrated; a column family it lacks reads as empty.
     bool read_only = false;
   };
 
@@ -130,7 +136,8 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
   // The last log seq applied; 0 when none.
   absl::StatusOr<int64_t> LogSeq();
   // Pins the store's current state (cheap: a RocksDB snapshot; no copy).
-  // Commits may go on while the view is read. Thread-safe.
+  // Commits may go on while the view is read, also the first one after a
+  // full disk, which reopens the store. Thread-safe.
   absl::StatusOr<std::unique_ptr<FrozenState>> Freeze();
   // Replaces the whole state, atomically and durably, by the parts `next`
   // returns (until it returns nullopt; Mutations of puts, as a snapshot's
@@ -167,8 +174,19 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
 
  private:
   RocksDbStore() = default;
-  // Reads the schema version, migrates it to kSchemaVersion or refuses it.
+  // Reads the schema version, migrates it to kSchemaVersion (unless
+  // read-only) or refuses it.
   absl::Status CheckSchema();
+  // Records kSchemaVersion over the opened_schema_version_ CheckSchema read
+  // (nothing when equal): RocksDB's status of that write.
+  rocksdb::Status MigrateSchema();
+  // OK when a write may go on, reopening a store that a full disk left
+  // read-only (ResourceExhausted while still full); FailedPrecondition
+  // naming `what` when opened with Options::read_only.
+  absl::Status Writable(absl::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // A view of the store's current state (Freeze without its log seq).
+  std::unique_ptr<FrozenState> Pin();
   // Commit, also recording `log_seq` when it is > 0.
   absl::Status Write(const core::Mutation& mutation, int64_t log_seq);
   // The status of a failed write: ResourceExhausted (and a resume before
@@ -181,11 +199,19 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // The options every open of the data dir uses.
   rocksdb::DBOptions DbOptions() const;
-  // Replaces the read-only instance by a read-write one; on a disk still
-  // full, opens it read-only again and fails with ResourceExhausted.
+  // Replaces the read-only instance by a read-write one and migrates an
+  // older schema; on a disk still full, opens it read-only again and fails
+  // with ResourceExhausted.
   absl::Status ReopenWritable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // Flushes (unless read-only) and closes the database.
+  // Drops the store's share of the database: closed (flushed unless
+  // read-only) now, or when the last frozen view of it is destroyed.
   void CloseDb();
+  // Options::env, or RocksDB's default.
+  rocksdb::Env& Env() const;
+  // Takes the data dir's LOCK into dir_lock_ (storage/rocksdb_layout.h).
+  absl::Status LockDir() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Releases dir_lock_, if held.
+  void UnlockDir() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Adds `mutation`'s writes (and its meta) to `batch`.
   void AddToBatch(const core::Mutation& mutation, rocksdb::WriteBatch& batch);
 
@@ -197,13 +223,19 @@ class RocksDbStore : public core::StateStore, public core::AuditStore {
   Mutex write_mu_;
   // A write failed for lack of space: DB::Resume before the next one.
   bool resume_needed_ ABSL_GUARDED_BY(write_mu_) = false;
+  // While read-only on a full disk: the data dir's LOCK, held as the
+  // read-write instance holds it (a read-only open takes none), so no
+  // other phalanxd or --check-store opens the store meanwhile.
+  rocksdb::FileLock* dir_lock_ ABSL_GUARDED_BY(write_mu_) = nullptr;
   // Held shared by readers of db_ and handles_, exclusively (after
   // write_mu_) by ReopenWritable, which replaces them.
   Mutex db_mu_ ABSL_ACQUIRED_AFTER(write_mu_);
   // Opened read-only on a full disk, until ReopenWritable succeeds. Written
   // under write_mu_ and db_mu_; read under either.
   std::atomic<bool> read_only_{false};
-  std::unique_ptr<rocksdb::DB> db_;
+  // Shared with the frozen views taken from it; the handles are owned by
+  // db_'s deleter, by Family, null for a family a read-only open lacks.
+  std::shared_ptr<rocksdb::DB> db_;
   std::shared_ptr<rocksdb::Statistics> statistics_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   std::atomic<int64_t> first_retained_{1};

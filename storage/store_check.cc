@@ -245,8 +245,8 @@ absl::Status CheckRecords(
     rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
     const rocksdb::ReadOptions& read, const core::Meta& meta) {
   for (int family = kDefault; family < kFamilies; ++family) {
-    std::unique_ptr<rocksdb::Iterator> it(
-        db->NewIterator(read, handles[family]));
+    std::unique_ptr<rocksdb::Iterator> it =
+        NewFamilyIterator(*db, handles, static_cast<Family>(family), read);
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       RETURN_IF_ERROR(CheckRecord(static_cast<Family>(family), it->key(),
                                   it->value(), meta));
@@ -324,12 +324,18 @@ absl::Status CheckStoreConsistency(const std::string& dir, rocksdb::Env* env) {
     return absl::NotFoundError(absl::StrCat(
         "data dir ", core::QuoteForError(dir), " is not a directory"));
   }
+  rocksdb::Env& lock_env = env != nullptr ? *env : *rocksdb::Env::Default();
+  ASSIGN_OR_RETURN(rocksdb::FileLock * lock, LockDataDir(lock_env, dir));
   RocksDbStore::Options options;
   options.read_only = true;
   options.env = env;
-  ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store,
-                   RocksDbStore::Open(dir, options));
-  return store->CheckConsistency();
+  absl::StatusOr<std::unique_ptr<RocksDbStore>> store =
+      RocksDbStore::Open(dir, options);
+  const absl::Status checked =
+      store.ok() ? (*store)->CheckConsistency() : store.status();
+  store = nullptr;  // closed before the lock is released
+  lock_env.UnlockFile(lock).PermitUncheckedError();
+  return checked;
 }
 
 }  // namespace phalanx::storage

@@ -25,11 +25,14 @@ struct ReadOptions;
 namespace phalanx::storage {
 
 // Opens the data dir `dir` read-only (through `env`; null = RocksDB's
-// default) and runs RocksDbStore::CheckConsistency on it, writing nothing.
-// `dir` must be a store no process has open (a stopped daemon's data dir,
-// or a backup): a writer's compactions remove files under a read-only
-// reader. Fails with NotFound when `dir` is no directory, the open's error
-// when it is no store, DataLoss naming the first inconsistency.
+// default) and runs RocksDbStore::CheckConsistency on it, writing nothing
+// but RocksDB's lock file `dir`/LOCK (created when missing). Holds that
+// lock meanwhile, as a read-write open does, so no phalanxd opens the store
+// during the check. Fails with FailedPrecondition when a process holds it
+// (a running phalanxd: a writer's compactions would remove files under the
+// check) or it cannot be taken, NotFound when `dir` is no directory, the
+// open's error when it is no store, DataLoss naming the first
+// inconsistency.
 absl::Status CheckStoreConsistency(const std::string& dir,
                                    rocksdb::Env* env = nullptr);
 
@@ -40,7 +43,8 @@ absl::Status CheckStoreConsistency(const std::string& dir,
 // audit record's sequence, a request's queue and id), a gang's state is a
 // known one, events lie within [meta.first_retained_revision,
 // meta.last_revision], the meta and config families hold only their known
-// keys and the default family nothing.
+// keys and the default family nothing. `handles` is indexed by family; a
+// null handle is a family the data dir lacks, read as empty.
 absl::Status CheckRecords(
     rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
     const rocksdb::ReadOptions& read, const core::Meta& meta);

@@ -109,6 +109,39 @@ TEST_F(StoreCheckTest, ReadOnlyOpenRefusesCommits) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// A running phalanxd holds the data dir (here a store open for writing in
+// this process; tests/crash_test.cc runs the check against another
+// process): the check refuses it, and passes once it is closed.
+TEST_F(StoreCheckTest, RefusesADataDirOpenForWriting) {
+  auto store = RocksDbStore::Open(dir_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const absl::Status refused = CheckStoreConsistency(dir_);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(refused.message(),
+              HasSubstr("in use by a running phalanxd (it holds " + dir_ +
+                        "/LOCK): stop it first"));
+  // The writer keeps its lock: a second writer is still refused.
+  EXPECT_FALSE(RocksDbStore::Open(dir_).ok());
+  store->reset();
+  EXPECT_TRUE(CheckStoreConsistency(dir_).ok()) << CheckStoreConsistency(dir_);
+}
+
+// A data dir of the schema before the audit family (version 1, no `audit`
+// column family) passes, read as it is (not migrated).
+TEST_F(StoreCheckTest, AStoreOfTheSchemaBeforeTheAuditFamilyPasses) {
+  ASSERT_TRUE(testing::SetRawSchemaVersion(dir_, "").ok());
+  ASSERT_TRUE(testing::DropRawFamily(dir_, "audit").ok());
+  EXPECT_TRUE(CheckStoreConsistency(dir_).ok()) << CheckStoreConsistency(dir_);
+  RocksDbStore::Options options;
+  options.read_only = true;
+  auto store = RocksDbStore::Open(dir_, options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->opened_schema_version(), 1);
+  auto audit = (*store)->ReadAudit(0, 10);
+  ASSERT_TRUE(audit.ok()) << audit.status();
+  EXPECT_TRUE(audit->empty());
+}
+
 TEST_F(StoreCheckTest, NamesAMissingDataDir) {
   EXPECT_EQ(CheckStoreConsistency(dir_ + "/nothing").code(),
             absl::StatusCode::kNotFound);

@@ -23,6 +23,10 @@ absl::Status WriteRawRecord(const std::string& dir, const std::string& family,
                             const std::string& key,
                             const std::optional<std::string>& value);
 
+// Drops column family `family` (and its records) from the (closed) data
+// dir `dir`: a data dir of a release before that family existed.
+absl::Status DropRawFamily(const std::string& dir, const std::string& family);
+
 }  // namespace phalanx::storage::testing
 
 #endif  // PHALANX_STORAGE_STORE_TESTING_H_

@@ -1,6 +1,7 @@
 // kill -9 while clients submit, restart, and check that nothing acknowledged
-// was lost and that the store passes `phalanxd --check-store`; determinism
-// across two fresh daemons.
+// was lost and that the store passes `phalanxd --check-store` (which
+// refuses a running daemon's data dir); determinism across two fresh
+// daemons.
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -110,6 +111,27 @@ TEST(CrashTest, Kill9LosesNoAcknowledgedGangAndHoldsNoGpuTwice) {
                           "is in the store"),
       std::string::npos)
       << damaged.output;
+}
+
+// `phalanxd --check-store` on a running daemon's data dir exits 1 saying it
+// is in use, twice (the first refusal left the daemon's lock in place), and
+// the daemon still commits; once the daemon stopped, the check passes.
+TEST(CheckStoreTest, RefusesARunningDaemonsDataDir) {
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const DaemonProcess::CheckedStore refused = daemon->CheckStore();
+    EXPECT_EQ(refused.exit_code, 1) << refused.output;
+    EXPECT_NE(refused.output.find(
+                  "FAILED_PRECONDITION: --check-store: " + daemon->data_dir() +
+                  ": in use by a running phalanxd"),
+              std::string::npos)
+        << refused.output;
+  }
+  EXPECT_EQ(SubmitUntilFailure(*daemon, 0, 1).size(), 1u);
+  EXPECT_EQ(daemon->Terminate(), 0);
+  const DaemonProcess::CheckedStore checked = daemon->CheckStore();
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
 }
 
 // Runs the same commands on a fresh daemon; returns id -> placement text.

@@ -60,8 +60,9 @@ class DaemonProcess {
   // `wait_ms` for more); appends it to output().
   void ReadOutput(int wait_ms = 100);
 
-  // `phalanxd --check-store` on this daemon's data dir (stopped): its exit
-  // code (-1 when it ran over 30 s and was killed) and its output.
+  // `phalanxd --check-store` on this daemon's data dir (which it refuses
+  // while the daemon runs): its exit code (-1 when it ran over 30 s and was
+  // killed) and its output.
   struct CheckedStore {
     int exit_code = -1;
     std::string output;

@@ -239,11 +239,13 @@ TEST_F(DiskFullTest, WritesAreRefusedWhileFullAndResumeWhenSpaceFrees) {
 
 // What the reads served through the loop (ListNodes, GetTopology,
 // ListQueues, GetConfig, ExplainGang, DryRunGang) answer: their revisions,
-// the GPUs the nodes and queue "a" hold, and the config's version.
+// the GPUs the nodes and queue "a" hold, the queues' names and the config's
+// version.
 struct LoopReads {
   std::vector<int64_t> revisions;
   int node_gpus_used = 0;
   int queue_a_active_gangs = -1;
+  std::vector<std::string> queues;
   int64_t config_version = -1;
 };
 
@@ -281,6 +283,7 @@ LoopReads ReadThroughTheLoop(const std::shared_ptr<grpc::Channel>& channel,
   });
   reads.revisions.push_back(queues.revision());
   for (const v1::Queue& queue : queues.queues()) {
+    reads.queues.push_back(queue.name());
     if (queue.name() == "a") {
       reads.queue_a_active_gangs = queue.status().active_gangs();
     }
@@ -364,8 +367,10 @@ TEST_F(DiskFullTest, LoopReadsServeTheLastDurableStateWhileRefused) {
 }
 
 // A restart on a disk still full: the store opens read-only, the start-up
-// batch (here: an edited queues file) is held, reads are served and writes
-// refused; once space frees the batch commits and writes resume.
+// batch (here: an edited queues file adding queue "c") is held, reads are
+// served (also those through the loop, from the read-only store: without
+// "c") and writes refused; once space frees the batch commits, writes
+// resume and the loop's reads see them.
 TEST_F(DiskFullTest, AStartOnAFullDiskRefusesWritesAndResumes) {
   ASSERT_TRUE(daemon_.Start(Options()).ok());
   {
@@ -374,6 +379,13 @@ TEST_F(DiskFullTest, AStartOnAFullDiskRefusesWritesAndResumes) {
       ASSERT_TRUE(Submit(*stub, absl::StrCat("before-", i)).ok());
     }
   }
+  std::string durable_gang;
+  {
+    MutexLock lock(&mu_);
+    durable_gang = acked_["before-0"];
+  }
+  const LoopReads before = ReadThroughTheLoop(Channel(), durable_gang);
+  EXPECT_EQ(before.queues, (std::vector<std::string>{"a", "b"}));
   daemon_.Shutdown();
 
   fs_->SetNoSpace(true);
@@ -393,6 +405,15 @@ TEST_F(DiskFullTest, AStartOnAFullDiskRefusesWritesAndResumes) {
     }
   }
   EXPECT_EQ(HealthStatus(Channel(), ""), 1);
+  // Twice: the first read restores the durable state, the second reuses it.
+  for (int round = 0; round < 2; ++round) {
+    const LoopReads refused = ReadThroughTheLoop(Channel(), durable_gang);
+    EXPECT_EQ(refused.revisions, before.revisions) << "round " << round;
+    EXPECT_EQ(refused.node_gpus_used, 3) << "round " << round;
+    EXPECT_EQ(refused.queue_a_active_gangs, 3) << "round " << round;
+    EXPECT_EQ(refused.queues, before.queues) << "round " << round;
+    EXPECT_EQ(refused.config_version, before.config_version);
+  }
   const grpc::Status refused = Submit(*stub, "refused");
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE)
       << refused.error_message();
@@ -400,11 +421,13 @@ TEST_F(DiskFullTest, AStartOnAFullDiskRefusesWritesAndResumes) {
   fs_->SetNoSpace(false);
   ASSERT_TRUE(AwaitMetric(kAcceptedGauge));
   ASSERT_TRUE(Submit(*stub, "after").ok());
-  auto admin = v1::Admin::NewStub(Channel());
-  grpc::ClientContext context;
-  v1::ListQueuesResponse queues;
-  ASSERT_TRUE(admin->ListQueues(&context, {}, &queues).ok());
-  EXPECT_EQ(queues.queues_size(), 3);
+  const LoopReads after = ReadThroughTheLoop(Channel(), durable_gang);
+  for (int64_t revision : after.revisions) {
+    EXPECT_GT(revision, before.revisions.front());
+  }
+  EXPECT_EQ(after.node_gpus_used, 4);
+  EXPECT_EQ(after.queue_a_active_gangs, 4);
+  EXPECT_EQ(after.queues, (std::vector<std::string>{"a", "b", "c"}));
 
   ExpectAckedOnceAndGpusHeldOnce();
   ExpectStoreRestores();
