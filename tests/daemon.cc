@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
@@ -109,7 +111,17 @@ void DaemonProcess::ReadOutput(int wait_ms) {
     absl::SleepFor(absl::Milliseconds(10));
     text = process_.ReadNewOutput();
   }
+  // The marker may straddle two reads: look again at its length's worth of
+  // what was already checked.
+  constexpr absl::string_view kReport = "WARNING: ThreadSanitizer:";
+  const size_t from =
+      output_.size() - std::min(output_.size(), kReport.size() - 1);
   output_ += text;
+  const size_t report = output_.find(kReport, from);
+  if (report != std::string::npos) {
+    ADD_FAILURE() << "phalanxd (" << root_ << "/phalanxd.log):\n"
+                  << output_.substr(report, 8000);
+  }
 }
 
 int DaemonProcess::Terminate() {
