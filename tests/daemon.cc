@@ -10,11 +10,11 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
@@ -113,7 +113,7 @@ void DaemonProcess::ReadOutput(int wait_ms) {
   }
   // The marker may straddle two reads: look again at its length's worth of
   // what was already checked.
-  constexpr absl::string_view kReport = "WARNING: ThreadSanitizer:";
+  constexpr std::string_view kReport = "WARNING: ThreadSanitizer:";
   const size_t from =
       output_.size() - std::min(output_.size(), kReport.size() - 1);
   output_ += text;
