@@ -12,9 +12,11 @@
 # it (halt_on_error=1; a report of phalanxd fails the test through
 # tests/daemon.h). Extra arguments are passed to ctest.
 #
-# Left out (tests/README.md, "ThreadSanitizer"): ha_follow_test, whose
-# runs gave two reports no rule here may suppress; ctl_test, ctl_run_test,
-# disk_full_test and partition_test, not yet run under TSan.
+# Left out (tests/README.md, "ThreadSanitizer"): ha_follow_test and
+# security_test's ServerLimitsTest.UnknownMethodsDoNotGrowTheMetrics, whose
+# test clients give reports inside gRPC that no rule here may suppress;
+# ctl_test, ctl_run_test, disk_full_test and partition_test, not yet run
+# under TSan.
 #
 # Environment: TSAN_BUILD_JOBS (default nproc), TSAN_BUILD_DIR (default
 # build-thread).
@@ -28,7 +30,14 @@ suites=(sync_test server_test daemon_test daemon_ha_test storage_test
   startup_files_test storage_it_test node_agent_integration_test
   ha_integration_test ha_nospace_test)
 # The suites' binaries run at build time too (test discovery).
-export TSAN_OPTIONS="${TSAN_OPTIONS:-suppressions=$PWD/scripts/tsan.supp:halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1}"
+# history_size=4 (512K accesses per thread, 4 times the default): enough
+# for TSan to restore the earlier access's stack in phalanxd's busy gRPC
+# threads, which the `race:` rules of scripts/tsan.supp need to match it.
+export TSAN_OPTIONS="${TSAN_OPTIONS:-suppressions=$PWD/scripts/tsan.supp:halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:history_size=4}"
+# A client's callback call with its ClientContext on the stack: see
+# tests/README.md, "ThreadSanitizer".
+unjudged='^ServerLimitsTest\.UnknownMethodsDoNotGrowTheMetrics$'
+
 if [ ! -f "$build/CMakeCache.txt" ]; then
   generator=()
   if command -v ninja >/dev/null; then generator=(-G Ninja); fi
@@ -43,4 +52,4 @@ cmake --build "$build" -j "${TSAN_BUILD_JOBS:-$(nproc)}" --target "${suites[@]}"
 # (phalanx_test in CMakeLists.txt).
 labels="^($(IFS='|'; echo "${suites[*]}"))\$"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 600 \
-  -L "$labels" "$@"
+  -L "$labels" -E "$unjudged" "$@"
