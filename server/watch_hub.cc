@@ -60,7 +60,8 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
         next_(next),
         last_write_(absl::Now()) {
     // The handler returns this reactor to gRPC, which then runs its
-    // reactions on its own threads, ordered inside libgrpc.
+    // reactions on its own threads, ordered inside libgrpc
+    // (storage/sync/handoff.h).
     HandoffRelease(this);
   }
 
