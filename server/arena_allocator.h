@@ -13,6 +13,7 @@
 
 #include "google/protobuf/arena.h"
 #include "grpcpp/support/message_allocator.h"
+#include "storage/sync/handoff.h"
 
 namespace phalanx::server {
 
@@ -43,7 +44,13 @@ class ArenaAllocator final : public grpc::MessageAllocator<Request, Response> {
       this->set_response(
           google::protobuf::Arena::CreateMessage<Response>(&arena_));
     }
-    void Release() override { delete this; }
+    // gRPC calls this once the call is done, on one of its threads: it
+    // acquires what the thread that finished the call released (rpc.cc's
+    // FinishCall; storage/sync/handoff.h), the response's fill among it.
+    void Release() override {
+      HandoffAcquire(static_cast<grpc::RpcAllocatorState*>(this));
+      delete this;
+    }
 
    private:
     alignas(8) char block_[kInlineBytes];

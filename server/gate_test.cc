@@ -15,6 +15,7 @@
 #include "phalanx/v1/scheduler.grpc.pb.h"
 #include "server/auth.h"
 #include "server/status.h"
+#include "storage/sync/handoff.h"
 #include "storage/sync/mutex.h"
 
 namespace phalanx::server {
@@ -68,6 +69,8 @@ class AdmitService : public grpc::CallbackGenericService {
       absl::StatusOr<Caller> caller = gate_->Admit(*context, *method, "tgt");
       status = caller.ok() ? grpc::Status::OK : ToGrpc(caller.status());
     }
+    // For Answered: gRPC answers the call only after this returns.
+    HandoffRelease(this);
     return new Answer(status);
   }
 
@@ -76,15 +79,21 @@ class AdmitService : public grpc::CallbackGenericService {
   class Answer : public grpc::ServerGenericBidiReactor {
    public:
     explicit Answer(const grpc::Status& status) {
-      if (!status.ok()) {
+      if (status.ok()) {
+        grpc::Slice empty("");
+        response_ = grpc::ByteBuffer(&empty, 1);
+        StartWriteAndFinish(&response_, grpc::WriteOptions(), status);
+      } else {
         Finish(status);
-        return;
       }
-      grpc::Slice empty("");
-      response_ = grpc::ByteBuffer(&empty, 1);
-      StartWriteAndFinish(&response_, grpc::WriteOptions(), status);
+      // CreateReactor returns this reactor to gRPC, which runs OnDone on
+      // another thread (ordered inside libgrpc): storage/sync/handoff.h.
+      HandoffRelease(this);
     }
-    void OnDone() override { delete this; }
+    void OnDone() override {
+      HandoffAcquire(this);
+      delete this;
+    }
 
    private:
     grpc::ByteBuffer response_;
@@ -136,6 +145,7 @@ class GateAdmitTest : public ::testing::Test {
     v1::GetGangRequest request;
     v1::GetGangResponse response;
     grpc::Status status = stub_->GetGang(&context, request, &response);
+    Answered();
     if (leader != nullptr) {
       auto [first, last] =
           context.GetServerTrailingMetadata().equal_range(kLeaderMetadataKey);
@@ -152,8 +162,15 @@ class GateAdmitTest : public ::testing::Test {
     context.AddMetadata("authorization", "Bearer " + token);
     v1::SubmitGangRequest request;
     v1::SubmitGangResponse response;
-    return stub_->SubmitGang(&context, request, &response);
+    grpc::Status status = stub_->SubmitGang(&context, request, &response);
+    Answered();
+    return status;
   }
+  // A blocking call returned, so the handler that answered it has returned
+  // (ordered by gRPC, through the connection): what it did, such as reading
+  // a test's ReplicaRole, happens before the test goes on (storage/sync/
+  // handoff.h).
+  void Answered() { HandoffAcquire(service_.get()); }
 
   Recorder recorder_;
   std::unique_ptr<Authenticator> authenticator_;

@@ -18,6 +18,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "storage/sync/handoff.h"
 #include "storage/sync/mutex.h"
 
 namespace phalanx::server {
@@ -159,8 +160,16 @@ class Unimplemented : public grpc::CallbackGenericService {
       grpc::GenericCallbackServerContext*) override {
     class Answer : public grpc::ServerGenericBidiReactor {
      public:
-      Answer() { Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "")); }
-      void OnDone() override { delete this; }
+      Answer() {
+        Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, ""));
+        // CreateReactor returns this reactor to gRPC, which runs OnDone on
+        // another thread (ordered inside libgrpc): storage/sync/handoff.h.
+        HandoffRelease(this);
+      }
+      void OnDone() override {
+        HandoffAcquire(this);
+        delete this;
+      }
     };
     return new Answer();
   }
@@ -176,8 +185,12 @@ grpc::StatusCode Call(grpc::GenericStub& stub, const std::string& method) {
   grpc::ByteBuffer request(&empty, 1), response;
   Notification done;
   std::atomic<int> code{static_cast<int>(grpc::StatusCode::DEADLINE_EXCEEDED)};
+  // gRPC runs the callback on its own thread after UnaryCall started the
+  // call (ordered inside libgrpc): storage/sync/handoff.h.
+  HandoffRelease(&done);
   stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
                  [&](grpc::Status status) {
+                   HandoffAcquire(&done);
                    code = static_cast<int>(status.error_code());
                    done.Notify();
                  });

@@ -5,10 +5,24 @@
 #include "absl/strings/str_cat.h"
 #include "core/validate.h"
 #include "server/status.h"
+#include "storage/sync/handoff.h"
 
 namespace phalanx::server {
 
 namespace {
+
+// Finishes the call of `context`, whose reactor is `reactor`, with `status`.
+// gRPC then frees the call's messages (ArenaAllocator's Holder::Release) on
+// one of its threads once the call is done, ordered inside libgrpc: what
+// this thread wrote into the response happens before it (storage/sync/
+// handoff.h).
+void FinishCall(grpc::CallbackServerContext* context,
+                grpc::ServerUnaryReactor* reactor, const grpc::Status& status) {
+  if (const void* messages = context->GetRpcAllocatorState()) {
+    HandoffRelease(messages);
+  }
+  reactor->Finish(status);
+}
 
 // One call's state across its three loop callbacks, allocated once: each
 // callback captures only its address, which std::function holds inline
@@ -20,6 +34,7 @@ struct LoopCall {
   LoopRespond respond;
   LoopFill fill;
   std::shared_ptr<const void> keep_alive;
+  grpc::CallbackServerContext* context;
   grpc::ServerUnaryReactor* reactor;
   absl::Status status;
 };
@@ -47,7 +62,8 @@ grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto* call = new LoopCall{std::move(body), std::move(respond),
                             std::move(fill), std::move(keep_alive),
-                            reactor,         absl::OkStatus()};
+                            context,         reactor,
+                            absl::OkStatus()};
   const bool queued = loop.Enqueue(
       [call](core::Scheduler& s, absl::Time now) {
         call->status = call->body(s, now);
@@ -59,12 +75,13 @@ grpc::ServerUnaryReactor* RunOnLoop(SchedulerLoop& loop,
         std::unique_ptr<LoopCall> owned(call);
         if (!committed.ok()) owned->status = committed;
         if (owned->status.ok() && owned->fill) owned->fill();
-        owned->reactor->Finish(ToGrpc(owned->status));
+        FinishCall(owned->context, owned->reactor, ToGrpc(owned->status));
       },
       mutates);
   if (!queued) {
     delete call;
-    reactor->Finish(
+    FinishCall(
+        context, reactor,
         grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down"));
   }
   return reactor;
@@ -84,7 +101,7 @@ LoopBody Audited(Gate* gate, const Caller& caller, const RpcMethod& method,
 grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
                                     const absl::Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpc(status));
+  FinishCall(context, reactor, ToGrpc(status));
   return reactor;
 }
 

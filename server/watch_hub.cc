@@ -13,6 +13,7 @@
 #include "phalanx/v1/scheduler.pb.h"
 #include "proto/convert.h"
 #include "server/status.h"
+#include "storage/sync/handoff.h"
 #include "storage/sync/mutex.h"
 
 namespace phalanx::server {
@@ -57,7 +58,12 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
         queues_(request.queues().begin(), request.queues().end()),
         gang_ids_(request.gang_ids().begin(), request.gang_ids().end()),
         next_(next),
-        last_write_(absl::Now()) {}
+        last_write_(absl::Now()) {
+    // The handler returns this reactor to gRPC, which then runs its
+    // reactions on its own threads, ordered inside libgrpc
+    // (storage/sync/handoff.h).
+    HandoffRelease(this);
+  }
 
   ~Watcher() override { hub_->Release(reserved_); }
 
@@ -123,7 +129,11 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     PumpLocked();  // now, or when the write in flight completes
   }
 
+  // Each reaction acquires what the handler and the earlier reactions
+  // released, and releases for OnDone, which gRPC runs after every other
+  // reaction has returned.
   void OnWriteDone(bool ok) override {
+    HandoffScope handoff(this);
     MutexLock lock(&mu_);
     writing_ = false;
     hub_->Release(in_flight_bytes_);
@@ -144,10 +154,14 @@ class WatchHub::Watcher : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
 
   void OnCancel() override {
+    HandoffScope handoff(this);
     End(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
   }
 
-  void OnDone() override { hub_->Remove(this); }
+  void OnDone() override {
+    HandoffAcquire(this);
+    hub_->Remove(this);
+  }
 
  private:
   // Whether the stream shows `event`. `scoped` remembers the scope's answer

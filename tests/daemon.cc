@@ -5,10 +5,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -109,7 +111,17 @@ void DaemonProcess::ReadOutput(int wait_ms) {
     absl::SleepFor(absl::Milliseconds(10));
     text = process_.ReadNewOutput();
   }
+  // The marker may straddle two reads: look again at its length's worth of
+  // what was already checked.
+  constexpr std::string_view kReport = "WARNING: ThreadSanitizer:";
+  const size_t from =
+      output_.size() - std::min(output_.size(), kReport.size() - 1);
   output_ += text;
+  const size_t report = output_.find(kReport, from);
+  if (report != std::string::npos) {
+    ADD_FAILURE() << "phalanxd (" << root_ << "/phalanxd.log):\n"
+                  << output_.substr(report, 8000);
+  }
 }
 
 int DaemonProcess::Terminate() {

@@ -57,7 +57,9 @@ class DaemonProcess {
   // request sent right after the signal may still be served).
   void Pause();
   // Reads what the daemon printed since the last read (waits up to
-  // `wait_ms` for more); appends it to output().
+  // `wait_ms` for more); appends it to output(). A ThreadSanitizer report
+  // in it (a TSan build of phalanxd: scripts/tsan.sh) fails the test, with
+  // the report. Every start, stop and kill reads.
   void ReadOutput(int wait_ms = 100);
 
   // `phalanxd --check-store` on this daemon's data dir (which it refuses

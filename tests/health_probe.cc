@@ -6,6 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "grpcpp/generic/generic_stub.h"
+#include "storage/sync/handoff.h"
 #include "storage/sync/mutex.h"
 
 namespace phalanx::testing {
@@ -23,8 +24,12 @@ int HealthStatus(const std::shared_ptr<grpc::Channel>& channel,
   grpc::GenericStub stub(channel);
   Notification done;
   grpc::Status status;
+  // gRPC runs the callback on its own thread after UnaryCall started the
+  // call (ordered inside libgrpc): storage/sync/handoff.h.
+  HandoffRelease(&done);
   stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
                  &request, &response, [&](grpc::Status s) {
+                   HandoffAcquire(&done);
                    status = std::move(s);
                    done.Notify();
                  });
