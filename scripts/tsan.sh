@@ -8,13 +8,13 @@
 # (etcd_test); the etcd election (ha_test); and the suites of tests/ that
 # drive a TSan-built phalanxd over gRPC (integration_test, security_test,
 # startup_files_test, storage_it_test, node_agent_integration_test,
-# ha_integration_test, ha_nospace_test). Any report fails the test that hit
-# it (halt_on_error=1; a report of phalanxd fails the test through
-# tests/daemon.h). Extra arguments are passed to ctest.
+# ha_integration_test, ha_nospace_test, ha_follow_test). Any report fails
+# the test that hit it (halt_on_error=1; a report of phalanxd fails the
+# test through tests/daemon.h). Extra arguments are passed to ctest.
 #
-# Left out (tests/README.md, "ThreadSanitizer"): ha_follow_test and
-# security_test's ServerLimitsTest.UnknownMethodsDoNotGrowTheMetrics, whose
-# test clients give reports inside gRPC that no rule here may suppress;
+# Left out (tests/README.md, "ThreadSanitizer"): security_test's
+# ServerLimitsTest.UnknownMethodsDoNotGrowTheMetrics, whose test client
+# gives reports inside gRPC that no rule here may suppress;
 # ctl_test, ctl_run_test, disk_full_test and partition_test, not yet run
 # under TSan.
 #
@@ -28,7 +28,7 @@ build="${TSAN_BUILD_DIR:-build-thread}"
 suites=(sync_test server_test daemon_test daemon_ha_test storage_test
   disk_fault_test etcd_test ha_test integration_test security_test
   startup_files_test storage_it_test node_agent_integration_test
-  ha_integration_test ha_nospace_test)
+  ha_integration_test ha_nospace_test ha_follow_test)
 # The suites' binaries run at build time too (test discovery).
 # history_size=4 (512K accesses per thread, 4 times the default): enough
 # for TSan to restore the earlier access's stack in phalanxd's busy gRPC
