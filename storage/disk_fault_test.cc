@@ -65,6 +65,15 @@ class DiskFaultTest : public ::testing::Test {
     return s.TakeMutation();
   }
 
+  // Stores `s`'s state and its first gang ("r1") with space to spare, and
+  // closes the store.
+  void StoreFleetAndFirstGang(core::Scheduler& s) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Commit(s.TakeMutation()).ok());
+    ASSERT_TRUE(store->Commit(SubmitAndCycle(s, "r1")).ok());
+  }
+
   std::shared_ptr<FaultFs> fs_;
   std::unique_ptr<rocksdb::Env> env_;
   std::string dir_;
@@ -123,12 +132,7 @@ TEST_F(DiskFaultTest, FullDiskRefusesTheWriteAndResumesOnceSpaceIsFree) {
 // before keeps reading the state it was frozen with.
 TEST_F(DiskFaultTest, AStoreOpenedOnAFullDiskReadsFreezesAndReopens) {
   auto scheduler = Fleet();
-  {
-    auto store = OpenStore();
-    ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store->Commit(scheduler->TakeMutation()).ok());
-    ASSERT_TRUE(store->Commit(SubmitAndCycle(*scheduler, "r1")).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(StoreFleetAndFirstGang(*scheduler));
   fs_->SetNoSpace(true);
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
@@ -212,12 +216,7 @@ TEST_F(DiskFaultTest, AReadOnlyStoreReadsOnWithItsTableFilesGone) {
 // lands its audit record there and records the current schema version.
 TEST_F(DiskFaultTest, AnOlderSchemaOpenedOnAFullDiskReadsAndMigratesLater) {
   auto scheduler = Fleet();
-  {
-    auto store = OpenStore();
-    ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store->Commit(scheduler->TakeMutation()).ok());
-    ASSERT_TRUE(store->Commit(SubmitAndCycle(*scheduler, "r1")).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(StoreFleetAndFirstGang(*scheduler));
   ASSERT_TRUE(testing::SetRawSchemaVersion(dir_, "").ok());
   ASSERT_TRUE(testing::DropRawFamily(dir_, "audit").ok());
 
