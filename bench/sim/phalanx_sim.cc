@@ -474,8 +474,9 @@ absl::Status WriteAndPrint(const std::string& out, absl::string_view file,
   return absl::OkStatus();
 }
 
-// plan-accuracy.md (with --plan-accuracy), start-accuracy.md (when the
-// trace recorded first starts), queues.md and queues.csv.
+// plan-accuracy.md (with --plan-accuracy), start-accuracy.md and
+// starts.csv (when the trace recorded first starts), queues.md and
+// queues.csv.
 absl::Status WriteJobReports(const std::string& out, const SimFleet& fleet,
                              const Workload& workload,
                              const std::vector<PolicyOutcome>& outcomes) {
@@ -501,6 +502,9 @@ absl::Status WriteJobReports(const std::string& out, const SimFleet& fleet,
         out, "start-accuracy.md",
         AbsErrorBySizeMarkdown(outcomes, errors, gpus,
                                "jobs started in the history and the replay"));
+    if (!s.ok()) return s;
+    s = WriteFile(absl::StrCat(out, "/starts.csv"),
+                  StartsCsv(workload.jobs, outcomes));
     if (!s.ok()) return s;
   }
   if (absl::Status s = WriteFile(absl::StrCat(out, "/queues.csv"),

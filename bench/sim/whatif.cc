@@ -112,6 +112,17 @@ std::vector<std::vector<std::string>> QueueRows(
   return rows;
 }
 
+// `fields` as one CSV line, quoted where needed.
+std::string CsvLine(std::vector<std::string> fields) {
+  for (std::string& field : fields) {
+    if (field.find_first_of(",\"\n") != std::string::npos) {
+      field = absl::StrCat("\"", absl::StrReplaceAll(field, {{"\"", "\"\""}}),
+                           "\"");
+    }
+  }
+  return absl::StrJoin(fields, ",") + "\n";
+}
+
 constexpr const char* kQueueColumns[] = {
     "queue",       "policy",           "finished",  "wait_p50_h",
     "wait_p95_h",  "large_p95_h",      "gpu_hours", "preemptions",
@@ -160,6 +171,33 @@ std::vector<std::optional<absl::Duration>> StartErrors(
   return errors;
 }
 
+std::string StartsCsv(const std::vector<TraceJob>& jobs,
+                      const std::vector<PolicyOutcome>& outcomes) {
+  std::vector<std::string> header = {"gang", "queue", "gpus", "recorded"};
+  for (const PolicyOutcome& outcome : outcomes) header.push_back(outcome.name);
+  std::string csv = CsvLine(header);
+  auto seconds = [](const std::optional<absl::Time>& t) {
+    return t ? absl::StrFormat("%.3f",
+                               absl::ToDoubleSeconds(*t - absl::UnixEpoch()))
+             : std::string();
+  };
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!jobs[i].recorded_start) continue;
+    std::vector<std::string> row = {jobs[i].gang_id.empty()
+                                        ? absl::StrCat("line ", jobs[i].line)
+                                        : jobs[i].gang_id,
+                                    jobs[i].team, absl::StrCat(jobs[i].gpus),
+                                    seconds(jobs[i].recorded_start)};
+    for (const PolicyOutcome& outcome : outcomes) {
+      row.push_back(i < outcome.first_starts.size()
+                        ? seconds(outcome.first_starts[i])
+                        : std::string());
+    }
+    csv += CsvLine(row);
+  }
+  return csv;
+}
+
 std::string QueuesMarkdown(const std::vector<TraceJob>& jobs,
                            const std::vector<PolicyOutcome>& outcomes) {
   std::string md =
@@ -179,14 +217,7 @@ std::string QueuesCsv(const std::vector<TraceJob>& jobs,
                       const std::vector<PolicyOutcome>& outcomes) {
   std::string csv = absl::StrJoin(kQueueColumns, ",") + "\n";
   for (const std::vector<std::string>& row : QueueRows(jobs, outcomes)) {
-    std::vector<std::string> fields = row;
-    for (std::string& field : fields) {
-      if (field.find_first_of(",\"\n") != std::string::npos) {
-        field = absl::StrCat("\"", absl::StrReplaceAll(field, {{"\"", "\"\""}}),
-                             "\"");
-      }
-    }
-    csv += absl::StrJoin(fields, ",") + "\n";
+    csv += CsvLine(row);
   }
   return csv;
 }

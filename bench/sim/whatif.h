@@ -42,6 +42,12 @@ absl::StatusOr<std::vector<core::Queue>> ReadQueuesFile(
 std::vector<std::optional<absl::Duration>> StartErrors(
     const std::vector<TraceJob>& jobs, const PolicyOutcome& outcome);
 
+// One row a job with a recorded start: gang_id (else the trace line),
+// queue, GPUs, the recorded start and each policy's first start, in
+// seconds since the epoch (empty where the job never started).
+std::string StartsCsv(const std::vector<TraceJob>& jobs,
+                      const std::vector<PolicyOutcome>& outcomes);
+
 // One row a queue (the jobs' `cluster`), one column group a policy: jobs
 // finished, wait p50 and p95 in hours, the p95 wait of gangs of >= 64 GPUs,
 // GPU-hours of finished work, preemptions; every policy after the first

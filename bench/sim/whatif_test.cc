@@ -116,6 +116,10 @@ TEST(WhatIfReplayTest, ReplaysAHistoryOnItsQueuesAndComparesStarts) {
   EXPECT_THAT(md, HasSubstr("| `b` | `current` | 2 |"));
   EXPECT_THAT(QueuesCsv(r.workload.jobs, {outcome}),
               HasSubstr("queue,policy,finished,wait_p50_h"));
+  EXPECT_EQ(StartsCsv(r.workload.jobs, {outcome}),
+            "gang,queue,gpus,recorded,current\n"
+            "line 2,a,16,0.000,0.000\n"
+            "line 3,b,8,3600.000,3600.000\n");
 }
 
 TEST(WhatIfReplayTest, AJobOfAQueueNotGivenIsRefusedByName) {
