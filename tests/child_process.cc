@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +41,29 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
   return pointers;
 }
 
+// In the child, between fork and exec (async-signal-safe calls only): dies
+// with the thread that forked it, even when a crash or a SIGKILL ends it
+// before its ChildProcess could stop the child; keeps of the parent's open
+// files only stdout and stderr, both to `output_fd`; execs `argv` or exits
+// 127. The SIGKILL on the parent's death survives execve (phalanxd and etcd
+// are no set-user-ID programs).
+[[noreturn]] void ExecChild(pid_t parent, int output_fd,
+                            const std::vector<char*>& argv,
+                            const std::vector<char*>& envp) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) _exit(127);
+  // The parent may have died before prctl: nothing would kill this child
+  // then, and the init process it was handed to is its parent now.
+  if (getppid() != parent) _exit(127);
+  dup2(output_fd, STDOUT_FILENO);
+  dup2(output_fd, STDERR_FILENO);
+  // Every other file the test process holds open (a lock's file, a
+  // listening socket, a pipe) stays with the test: a child that outlives
+  // its test must not keep them.
+  close_range(STDERR_FILENO + 1, ~0U, 0);
+  execve(argv[0], argv.data(), envp.data());
+  _exit(127);
+}
+
 }  // namespace
 
 ChildProcess::~ChildProcess() { Kill9(); }
@@ -54,18 +78,14 @@ bool ChildProcess::Start(const ChildOptions& options) {
   read_offset_ =
       options.append_output ? static_cast<int64_t>(Output().size()) : 0;
   // Everything the child needs is built before fork: after it, only
-  // async-signal-safe calls (dup2, execve, _exit).
+  // async-signal-safe calls (ExecChild's).
   std::vector<std::string> args = options.args;
   std::vector<std::string> env = Environment(options.env);
   std::vector<char*> argv = Pointers(args);
   std::vector<char*> envp = Pointers(env);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
-  }
+  if (pid == 0) ExecChild(parent, fd, argv, envp);
   close(fd);
   if (pid < 0) return false;
   pid_ = pid;

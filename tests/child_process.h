@@ -2,8 +2,12 @@
 // execve with the given arguments and extra environment), its stdout and
 // stderr sent to a file, bounded waits for a ready condition, and stops by
 // its own PID only (SIGTERM then SIGKILL after a bound; SIGKILL for crash
-// tests). The daemon launchers of tests/ and bench/perf/ and the etcd
-// cluster build on it. Owned by its launcher; not thread-safe.
+// tests). The child dies with its test: the kernel SIGKILLs it when the
+// thread that started it ends, even when a crash, a sanitizer's halt or a
+// timeout's SIGKILL ends the test before this object could stop it; and it
+// inherits none of the test's open files but its stdout and stderr. The
+// daemon launchers of tests/ and bench/perf/ and the etcd cluster build on
+// it. Owned by its launcher; not thread-safe.
 #ifndef PHALANX_TESTS_CHILD_PROCESS_H_
 #define PHALANX_TESTS_CHILD_PROCESS_H_
 
@@ -42,7 +46,9 @@ class ChildProcess {
 
   // Forks and execs `options.args`. Returns false when a child of this
   // object still runs, the output file cannot be opened or fork fails. An
-  // exec failure shows as the child exiting with 127.
+  // exec failure shows as the child exiting with 127. The child is
+  // SIGKILLed when the calling thread ends (PR_SET_PDEATHSIG): call it from
+  // a thread that outlives the child, such as the test's main thread.
   bool Start(const ChildOptions& options);
   // Polls `ready` every `poll` until it returns true (then true), the child
   // exits or `timeout` passes (then false).

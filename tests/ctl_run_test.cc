@@ -2,10 +2,7 @@
 // script) that records its environment rank by rank: the environment
 // against the placement, failure exit codes, preemption (SIGTERM, then the
 // acknowledgement, then exit 75) and Ctrl-C (the gang is cancelled).
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +22,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/child_process.h"
 #include "tests/daemon.h"
 #include "tests/etcd_cluster.h"
 
@@ -115,16 +113,7 @@ class CtlRunTest : public ::testing::Test {
 
   // A phalanxctl still running gets SIGTERM first (it stops its ranks,
   // which are in process groups of their own), SIGKILL 20 s later.
-  void TearDown() override {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    for (int i = 0; i < 200; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
+  void TearDown() override { phalanxctl_.Stop(absl::Seconds(20)); }
 
   // Starts `phalanxctl --server … ARGS` with stdout and stderr to a file.
   void Start(const std::vector<std::string>& args) {
@@ -132,29 +121,19 @@ class CtlRunTest : public ::testing::Test {
                                      daemon_->address()};
     argv.insert(argv.end(), args.begin(), args.end());
     log_ = (out_ / "phalanxctl.log").string();
-    std::vector<char*> c_argv;  // built before fork: no malloc in the child
-    for (std::string& arg : argv) c_argv.push_back(arg.data());
-    c_argv.push_back(nullptr);
-    const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-      execv(c_argv[0], c_argv.data());
-      _exit(127);
-    }
-    close(fd);
+    ASSERT_TRUE(phalanxctl_.Start({.args = argv,
+                                   .env = {},
+                                   .output_path = log_,
+                                   .append_output = false}));
   }
 
   // Waits (at most 120 s) for phalanxctl to exit; returns its exit code.
   int Finish() {
-    for (int i = 0; i < 1200; ++i) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      absl::SleepFor(absl::Milliseconds(100));
+    phalanxctl_.WaitUntil([] { return false; }, absl::Seconds(120),
+                          absl::Milliseconds(100));
+    if (!phalanxctl_.Running()) {
+      ExpectNoTsanReport("phalanxctl (" + log_ + ")", ReadFile(log_));
+      return phalanxctl_.exit_code();
     }
     ADD_FAILURE() << "phalanxctl did not exit:\n" << ReadFile(log_);
     return -1;
@@ -280,7 +259,7 @@ class CtlRunTest : public ::testing::Test {
   std::filesystem::path out_;
   std::string torchrun_, ssh_, log_;
   std::map<std::string, std::string> addresses_;
-  pid_t pid_ = -1;
+  ChildProcess phalanxctl_;
 };
 
 TEST_F(CtlRunTest, LocalRanksGetTheirPlacementAndTheGangSucceeds) {
@@ -440,7 +419,7 @@ TEST_F(CtlRunTest, CtrlCStopsTheRanksAndCancelsTheGang) {
          "--", "/bin/sh", torchrun_, out_.string(), "sleep"});
   const std::string id = GangId();
   WaitRunning(id, 2);
-  kill(pid_, SIGINT);
+  phalanxctl_.Signal(SIGINT);
   EXPECT_EQ(Finish(), 130) << ReadFile(log_);
   for (int r = 0; r < 2; ++r) {
     EXPECT_TRUE(std::filesystem::exists(out_ / absl::StrCat("term-", r)));
@@ -458,7 +437,7 @@ TEST_F(CtlRunTest, CtrlCWhilePendingCancelsTheGang) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_THAT(ReadFile(log_), HasSubstr(id + " pending: "));
-  kill(pid_, SIGINT);
+  phalanxctl_.Signal(SIGINT);
   EXPECT_EQ(Finish(), 130) << ReadFile(log_);
   EXPECT_EQ(GetOk(*scheduler_, id).state(), v1::GANG_STATE_CANCELLED);
 }

@@ -1,8 +1,6 @@
 // phalanxctl against a real daemon: output and exit codes.
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -26,10 +24,7 @@ using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct CtlResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
+using CtlResult = ShellResult;
 
 // Runs phalanxctl with `args` (shell words) against `server` (no --server
 // when empty); `env` goes before the command, e.g. "PHALANX_TOKEN=t". The
@@ -37,20 +32,9 @@ struct CtlResult {
 // PHALANX_CONFIG).
 CtlResult Ctl(const std::string& server, const std::string& args,
               const std::string& env = "") {
-  const std::string command =
-      absl::StrCat("PHALANX_CONFIG=/dev/null ", env, " ", PHALANXCTL_PATH,
-                   server.empty() ? "" : " --server " + server, " --timeout 5 ",
-                   args, " 2>&1");
-  CtlResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0)
-    result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return RunShell(absl::StrCat(
+      "PHALANX_CONFIG=/dev/null ", env, " ", PHALANXCTL_PATH,
+      server.empty() ? "" : " --server " + server, " --timeout 5 ", args));
 }
 
 TEST(CtlTest, SubmitGetListAndErrorsThroughTheCli) {
@@ -634,12 +618,9 @@ namespace phalanx::testing {
 namespace {
 
 TEST(CtlTest, VersionQueuesSetAndNodeAddresses) {
-  FILE* pipe = popen(PHALANXCTL_PATH " --version", "r");
-  ASSERT_NE(pipe, nullptr);
-  char buffer[256] = {};
-  const size_t n = fread(buffer, 1, sizeof(buffer) - 1, pipe);
-  EXPECT_EQ(pclose(pipe), 0);
-  EXPECT_THAT(std::string(buffer, n), ::testing::StartsWith("phalanxctl 0."));
+  const ShellResult version = RunShell(PHALANXCTL_PATH " --version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_THAT(version.output, ::testing::StartsWith("phalanxctl 0."));
 
   auto daemon = StartDemoDaemon();
   ASSERT_TRUE(daemon->Start()) << daemon->output();

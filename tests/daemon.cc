@@ -3,9 +3,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,6 +22,12 @@
 #include "gtest/gtest.h"
 
 namespace phalanx::testing {
+namespace {
+
+// How a ThreadSanitizer report begins.
+constexpr std::string_view kTsanReport = "WARNING: ThreadSanitizer:";
+
+}  // namespace
 
 DaemonProcess::DaemonProcess(std::vector<std::string> extra_args)
     : extra_args_(std::move(extra_args)) {
@@ -113,15 +121,11 @@ void DaemonProcess::ReadOutput(int wait_ms) {
   }
   // The marker may straddle two reads: look again at its length's worth of
   // what was already checked.
-  constexpr std::string_view kReport = "WARNING: ThreadSanitizer:";
   const size_t from =
-      output_.size() - std::min(output_.size(), kReport.size() - 1);
+      output_.size() - std::min(output_.size(), kTsanReport.size() - 1);
   output_ += text;
-  const size_t report = output_.find(kReport, from);
-  if (report != std::string::npos) {
-    ADD_FAILURE() << "phalanxd (" << root_ << "/phalanxd.log):\n"
-                  << output_.substr(report, 8000);
-  }
+  ExpectNoTsanReport(absl::StrCat("phalanxd (", root_, "/phalanxd.log)"),
+                     std::string_view(output_).substr(from));
 }
 
 int DaemonProcess::Terminate() {
@@ -309,6 +313,28 @@ std::string HttpGet(int port, const std::string& path) {
   while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
   close(fd);
   return response;
+}
+
+void ExpectNoTsanReport(const std::string& program, std::string_view output) {
+  const size_t report = output.find(kTsanReport);
+  if (report != std::string_view::npos) {
+    ADD_FAILURE() << program << ":\n" << output.substr(report, 8000);
+  }
+}
+
+ShellResult RunShell(const std::string& command) {
+  ShellResult result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
+    result.output.append(buffer, n);
+  }
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  ExpectNoTsanReport(command, result.output);
+  return result;
 }
 
 }  // namespace phalanx::testing

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grpcpp/grpcpp.h"
@@ -133,6 +134,23 @@ std::vector<std::string> GpuHoldingProblems(v1::Scheduler::Stub& scheduler,
 
 // An HTTP GET of http://127.0.0.1:port/path; returns the body ("" on error).
 std::string HttpGet(int port, const std::string& path);
+
+// Fails the test (ADD_FAILURE), with the report, when `output` of `program`
+// holds a ThreadSanitizer report (a TSan build: scripts/tsan.sh).
+void ExpectNoTsanReport(const std::string& program, std::string_view output);
+
+// What a shell command printed and how it ended.
+struct ShellResult {
+  // The exit code; -1 when a signal ended it or it could not start.
+  int exit_code = -1;
+  // stdout and stderr.
+  std::string output;
+};
+// Runs `command` through /bin/sh (popen) and waits for it to end; a
+// ThreadSanitizer report in its output (a TSan build of phalanxctl) fails
+// the test (ExpectNoTsanReport). Bound the command's own time (phalanxctl's
+// --timeout): the wait has no bound of its own.
+ShellResult RunShell(const std::string& command);
 
 }  // namespace phalanx::testing
 

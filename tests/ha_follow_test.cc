@@ -11,7 +11,6 @@
 // Every wait is bounded; nothing asserts a duration (the times seen are
 // printed).
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
@@ -43,25 +42,6 @@ namespace {
 
 constexpr int kServing = 1, kNotServing = 2;
 const char kLeader[] = "phalanx.v1.Leader";
-
-// The output and exit code of a shell command.
-struct Ran {
-  int exit_code = -1;
-  std::string output;
-};
-Ran RunShell(const std::string& command) {
-  Ran ran;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return ran;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
-    ran.output.append(buffer, n);
-  }
-  const int status = pclose(pipe);
-  ran.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return ran;
-}
 
 // The revision a replica's reads are at; -1 when it does not answer.
 int64_t ReadRevision(v1::Scheduler::Stub& stub) {
@@ -306,23 +286,23 @@ TEST_F(HaFollowTest, AWriteToAFollowerNamesTheLeaderAndClientsFollowIt) {
   EXPECT_EQ(ListAll(*stub).gangs_size(), 0);  // refused before anything
 
   // phalanxctl, given the follower first, lands the submit on the leader.
-  const Ran ctl = RunShell(absl::StrCat(
+  const ShellResult ctl = RunShell(absl::StrCat(
       PHALANXCTL_PATH, " --server ", follower.address(), ",", leader.address(),
       " submit --queue a --pods 1 --gpus 8 --request-id ctl-1 -o json"));
   ASSERT_EQ(ctl.exit_code, 0) << ctl.output;
   // And only the follower: the hint is the only way to the leader.
-  const Ran only_follower = RunShell(absl::StrCat(
+  const ShellResult only_follower = RunShell(absl::StrCat(
       PHALANXCTL_PATH, " --server ", follower.address(),
       " submit --queue a --pods 1 --gpus 8 --request-id ctl-2 -o json"));
   ASSERT_EQ(only_follower.exit_code, 0) << only_follower.output;
   // Reads stay on the follower.
-  const Ran get = RunShell(absl::StrCat(PHALANXCTL_PATH, " --server ",
-                                        follower.address(), " list -o json"));
+  const ShellResult get = RunShell(absl::StrCat(
+      PHALANXCTL_PATH, " --server ", follower.address(), " list -o json"));
   EXPECT_EQ(get.exit_code, 0) << get.output;
 
   // The Python client, given only the follower, likewise.
   if (std::string gen = PHALANX_PYTHON_GEN; !gen.empty()) {
-    const Ran py = RunShell(absl::StrCat(
+    const ShellResult py = RunShell(absl::StrCat(
         "PYTHONPATH=", gen, ":", PHALANX_PYTHON_SRC,
         " /usr/bin/python3 -c '"
         "import phalanx; c = phalanx.Client([\"",

@@ -9,11 +9,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
-#include "storage/sync/mutex.h"
 #include "tests/auth_client.h"
 #include "tests/daemon.h"
+#include "tests/health_probe.h"
 
 namespace phalanx::testing {
 namespace {
@@ -172,25 +171,11 @@ TEST(ServerLimitsTest, StalledWatchStreamsOverALargeHistoryStayBounded) {
 TEST(ServerLimitsTest, UnknownMethodsDoNotGrowTheMetrics) {
   auto daemon = StartDemoDaemon();
   ASSERT_TRUE(daemon->Start()) << daemon->output();
-  grpc::GenericStub generic(daemon->channel());
   for (int i = 0; i < 300; ++i) {
-    grpc::ClientContext context;
-    grpc::ByteBuffer request, response;
-    grpc::Slice slice(std::string("x"));
-    request = grpc::ByteBuffer(&slice, 1);
-    grpc::Status status;
-    bool done = false;
-    Mutex mu;
-    generic.UnaryCall(&context, absl::StrCat("/phalanx.v1.Admin/Made", i),
-                      grpc::StubOptions(), &request, &response,
-                      [&](grpc::Status s) {
-                        MutexLock lock(&mu);
-                        status = s;
-                        done = true;
-                      });
-    MutexLock lock(&mu);
-    mu.Await(absl::Condition(&done));
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    const UnaryReply reply = UnaryBytesCall(
+        daemon->channel(), absl::StrCat("/phalanx.v1.Admin/Made", i), "x",
+        absl::Seconds(30));
+    EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   }
   const std::string metrics = HttpGet(daemon->metrics_port(), "/metrics");
   EXPECT_FALSE(absl::StrContains(metrics, "Made"));
