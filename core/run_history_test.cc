@@ -89,6 +89,22 @@ TEST_F(RunHistoryTest, APreemptedGangKeepsItsFirstAdmitAndAddsEachAttempt) {
   EXPECT_EQ(Get(low)->preemptions, 1);
 }
 
+TEST_F(RunHistoryTest, AnAcknowledgedPreemptionCountsToo) {
+  GangPtr low = Submit(Spec("q").Pods(2, 8));
+  CycleAt(kT0 + absl::Seconds(1));
+  Submit(Spec("q").Pods(2, 8).Priority(1));
+  CycleAt(kT0 + absl::Minutes(12));
+  ASSERT_EQ(StateOf(low), GangState::kPreempting);
+  now_ = kT0 + absl::Minutes(13);
+  GangReport ack;
+  ack.gang_id = low->id;
+  ack.preemption_acknowledged = true;
+  ASSERT_TRUE(scheduler_->Report(ack, now_).ok());
+  ASSERT_EQ(StateOf(low), GangState::kPending);
+  EXPECT_EQ(Get(low)->preemptions, 1);
+  EXPECT_EQ(Get(low)->previous_run_time, absl::Minutes(13) - absl::Seconds(1));
+}
+
 TEST_F(RunHistoryTest, AnEvictionAddsItsRunButIsNoPreemption) {
   GangPtr gang = Submit(Spec("q").Pods(2, 8));  // both nodes: no repair
   CycleAt(kT0 + absl::Seconds(1));

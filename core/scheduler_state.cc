@@ -108,12 +108,16 @@ void SchedulerState::SetReason(const GangPtr& gang, ReasonCode code,
   Put(std::move(copy));
 }
 
-void SchedulerState::FinishPreemption(Gang victim, absl::Time now) {
+void SchedulerState::RequeueVictim(Gang& victim, absl::Time now) {
   victim.reason_code = ReasonCode::kRequeued;
   victim.reason = preemptions_.RequeuedReason(victim.id);
   ++victim.preemptions;
   ReleaseCapacity(victim, now);
   victim.state = GangState::kPending;
+}
+
+void SchedulerState::FinishPreemption(Gang victim, absl::Time now) {
+  RequeueVictim(victim, now);
   Transition(std::move(victim), EventType::kRequeued, now);
 }
 

@@ -57,7 +57,10 @@ class SchedulerState {
              absl::Time now);
   // Sets a gang's pending reason (no event, no revision).
   void SetReason(const GangPtr& gang, ReasonCode code, std::string reason);
-  // Requeues a preemption victim (counted in its `preemptions`).
+  // Makes `victim` (PREEMPTING) PENDING, its GPUs released and the
+  // requeue counted in its `preemptions`; stores nothing.
+  void RequeueVictim(Gang& victim, absl::Time now);
+  // RequeueVictim, then stores the victim with a REQUEUED event.
   void FinishPreemption(Gang victim, absl::Time now);
   void DeleteGang(const GangId& id);
   // Moves the capacity epoch: pending gangs may newly fit.
