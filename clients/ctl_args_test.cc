@@ -242,7 +242,7 @@ TEST(TypedOptionsTest, AGlobalFlagRepeatedTakesTheLastValue) {
   EXPECT_THAT(
       std::string(
           Parse({"topology", "-o", "xml", "-o", "json"}).error.message()),
-      HasSubstr("--output: want table, json, yaml or wide"));
+      HasSubstr("--output: want table, json, yaml, wide or csv"));
 }
 
 TEST(TypedOptionsTest, OnlyDashSpellingsAreFlags) {
@@ -324,7 +324,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "config set"},
         ErrorCase{"BadOutput",
                   {"topology", "-o", "xml"},
-                  "--output: want table, json, yaml or wide, got \"xml\"",
+                  "--output: want table, json, yaml, wide or csv, got \"xml\"",
                   "topology"},
         ErrorCase{"BadTimeout",
                   {"topology", "--timeout", "0"},
