@@ -294,4 +294,28 @@ PlannedStart Scheduler::PlanOf(const GangId& id) const {
   return plan_.Of(id);
 }
 
+absl::Status PutQueuesParentsFirst(Scheduler& scheduler,
+                                   std::vector<Queue> queues) {
+  while (!queues.empty()) {
+    std::vector<Queue> retry;
+    absl::Status last;
+    for (Queue& queue : queues) {
+      auto held = scheduler.queues().find(queue.name);
+      if (held != scheduler.queues().end() && held->second == queue) continue;
+      absl::Status status = scheduler.PutQueue(queue).status();
+      if (absl::IsNotFound(status)) {
+        last = status;
+        retry.push_back(std::move(queue));
+      } else if (!status.ok()) {
+        return absl::Status(status.code(),
+                            absl::StrCat("queue \"", queue.name.value(),
+                                         "\": ", status.message()));
+      }
+    }
+    if (retry.size() == queues.size()) return last;
+    queues = std::move(retry);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace phalanx::core

@@ -139,6 +139,14 @@ class Scheduler : private SchedulerState {
   const GangTable::Counts& gang_counts() const { return gangs_.counts(); }
 };
 
+// Puts `queues` into `scheduler` in any order, parents before children: a
+// queue whose parent is not there yet is retried after the others, until a
+// pass puts nothing. A queue equal to the one held is skipped. Fails with
+// the first refusal, prefixed `queue "NAME": `, or NotFound when some
+// parent is never given.
+absl::Status PutQueuesParentsFirst(Scheduler& scheduler,
+                                   std::vector<Queue> queues);
+
 }  // namespace phalanx::core
 
 #endif  // PHALANX_CORE_SCHEDULER_H_

@@ -400,5 +400,35 @@ TEST_F(SchedulerTest, RestoreRefusesAWaitingGangOfNoPods) {
   EXPECT_THAT(restored.status().message(), HasSubstr("gang g-000001"));
 }
 
+Queue NamedQueue(const char* name, const char* parent) {
+  Queue q;
+  q.name = QueueName(name);
+  q.parent = QueueName(parent);
+  return q;
+}
+
+TEST(PutQueuesParentsFirstTest, PutsChildrenGivenBeforeTheirParents) {
+  Scheduler s(LevelsConfig());
+  ASSERT_TRUE(PutQueuesParentsFirst(
+                  s, {NamedQueue("leaf", "mid"), NamedQueue("mid", "root"),
+                      NamedQueue("root", "")})
+                  .ok());
+  EXPECT_EQ(s.queues().size(), 3u);
+  EXPECT_EQ(s.queues().at(QueueName("leaf")).parent, QueueName("mid"));
+  // Putting the same queues again changes nothing and succeeds.
+  EXPECT_TRUE(PutQueuesParentsFirst(s, {NamedQueue("leaf", "mid")}).ok());
+}
+
+TEST(PutQueuesParentsFirstTest, AMissingParentIsNotFoundAndARefusalNamed) {
+  Scheduler s(LevelsConfig());
+  EXPECT_TRUE(absl::IsNotFound(
+      PutQueuesParentsFirst(s, {NamedQueue("orphan", "nowhere")})));
+  Queue bad = NamedQueue("bad", "");
+  bad.weight = -1;
+  absl::Status refused = PutQueuesParentsFirst(s, {bad});
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(refused.message(), HasSubstr("queue \"bad\": "));
+}
+
 }  // namespace
 }  // namespace phalanx::core

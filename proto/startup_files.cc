@@ -48,35 +48,11 @@ absl::Status ApplyFleet(core::Scheduler& s, const v1::UpsertNodesRequest& fleet,
   return s.UpsertNodes(std::move(nodes), now).status();
 }
 
-// Parents before children: retry the rest until a pass makes no progress.
 absl::Status ApplyQueues(core::Scheduler& s,
                          const v1::ListQueuesResponse& queues) {
-  std::vector<core::Queue> left;
-  for (const v1::Queue& q : queues.queues()) {
-    left.push_back(QueueFromProto(q));
-  }
-  while (!left.empty()) {
-    std::vector<core::Queue> retry;
-    absl::Status last;
-    for (const core::Queue& queue : left) {
-      if (s.queues().contains(queue.name) &&
-          s.queues().at(queue.name) == queue) {
-        continue;
-      }
-      absl::Status status = s.PutQueue(queue).status();
-      if (absl::IsNotFound(status)) {
-        retry.push_back(queue);
-        last = status;
-      } else if (!status.ok()) {
-        return absl::Status(status.code(),
-                            absl::StrCat("queue \"", queue.name.value(),
-                                         "\": ", status.message()));
-      }
-    }
-    if (retry.size() == left.size()) return last;
-    left = std::move(retry);
-  }
-  return absl::OkStatus();
+  std::vector<core::Queue> all;
+  for (const v1::Queue& q : queues.queues()) all.push_back(QueueFromProto(q));
+  return core::PutQueuesParentsFirst(s, std::move(all));
 }
 
 }  // namespace

@@ -206,7 +206,8 @@ class PackageTest(unittest.TestCase):
 
     def test_holds_the_programs_units_and_client(self):
         expected = [
-            "/usr/bin/phalanxd", "/usr/bin/phalanxctl", "/usr/sbin/phalanx-bootstrap",
+            "/usr/bin/phalanxd", "/usr/bin/phalanxctl", "/usr/bin/phalanx-sim",
+            "/usr/sbin/phalanx-bootstrap",
             "/usr/lib/systemd/system/phalanxd.service",
             "/usr/lib/systemd/system/phalanxd@.service",
             "/usr/lib/systemd/system/etcd-phalanx@.service",

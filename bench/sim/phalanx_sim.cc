@@ -31,6 +31,7 @@
 #include "bench/sim/sim_policies.h"
 #include "bench/sim/synthetic.h"
 #include "bench/sim/trace.h"
+#include "bench/sim/whatif.h"
 
 ABSL_FLAG(std::string, trace, "",
           "CSV trace: timestamp,duration,num_gpus,cluster[,priority]");
@@ -53,9 +54,17 @@ ABSL_FLAG(std::string, gpu_model, "H100", "GPU model of every node");
 ABSL_FLAG(std::string, fleet, "",
           "fleet file (proto3 JSON of phalanx.v1.UpsertNodesRequest) instead "
           "of --nodes etc.");
-ABSL_FLAG(std::string, policies,
-          "fifo,kueue-like,slurm-like,slurm-default,phalanx",
-          "comma list of policies to compare");
+constexpr char kDefaultPolicies[] =
+    "fifo,kueue-like,slurm-like,slurm-default,phalanx";
+ABSL_FLAG(std::string, policies, kDefaultPolicies,
+          "comma list of policies to compare (with --config: none unless "
+          "given)");
+ABSL_FLAG(std::string, config, "",
+          "comma list of daemon configuration files (`phalanxctl config get` "
+          "output), each replayed as a policy named by its file's base name");
+ABSL_FLAG(std::string, queues, "",
+          "the daemon's queues (`phalanxctl queues list -o json` output): "
+          "every job's cluster names a leaf queue; default one queue a team");
 ABSL_FLAG(std::string, out, "sim-out", "output directory");
 ABSL_FLAG(int, jobs, 2,
           "policies replayed at once, each on its own thread with its own "
@@ -228,19 +237,16 @@ absl::StatusOr<ReplayResult> ReplayWithProgress(
 }
 
 // Runs one policy: unavailable, not finished, or its metrics and series.
-absl::StatusOr<PolicyOutcome> RunPolicy(const std::string& name,
+absl::StatusOr<PolicyOutcome> RunPolicy(const NamedConfig& policy,
                                         const SimFleet& fleet,
                                         const Workload& workload,
                                         const RunMeta& meta) {
-  core::Config base;
-  base.topology_levels = fleet.levels;
-  absl::StatusOr<core::Config> config = PolicyConfig(name, base);
-  if (!config.ok()) return config.status();
+  const std::string& name = policy.name;
   PolicyOutcome outcome;
   outcome.name = name;
   const absl::Time start = absl::Now();
   absl::StatusOr<ReplayResult> result =
-      ReplayWithProgress(name, *config, fleet, workload, meta, start);
+      ReplayWithProgress(name, policy.config, fleet, workload, meta, start);
   if (absl::IsCancelled(result.status())) {
     outcome.not_finished = true;
     outcome.unavailable_reason = absl::StrFormat(
@@ -259,6 +265,8 @@ absl::StatusOr<PolicyOutcome> RunPolicy(const std::string& name,
   outcome.series = std::move(result->series);
   outcome.waits = std::move(result->waits);
   outcome.plan_errors = std::move(result->plan_errors);
+  outcome.first_starts = std::move(result->first_starts);
+  outcome.preemptions = std::move(result->preemptions);
   if (!result->events.empty()) {
     outcome.events_csv =
         EventsCsv(result->events, workload.jobs, meta.first_submit);
@@ -274,14 +282,11 @@ absl::StatusOr<PolicyOutcome> RunPolicy(const std::string& name,
 // Replays `outcome`'s policy again gathering the holders of `jobs`, and
 // checks that it decided alike (the same waits).
 absl::StatusOr<std::vector<HoldReport>> HoldersUnder(
-    const PolicyOutcome& outcome, const std::vector<int>& jobs,
-    const SimFleet& fleet, const Workload& workload, const RunMeta& meta) {
-  core::Config base;
-  base.topology_levels = fleet.levels;
-  absl::StatusOr<core::Config> config = PolicyConfig(outcome.name, base);
-  if (!config.ok()) return config.status();
+    const PolicyOutcome& outcome, const core::Config& config,
+    const std::vector<int>& jobs, const SimFleet& fleet,
+    const Workload& workload, const RunMeta& meta) {
   absl::StatusOr<ReplayResult> again =
-      ReplayWithProgress(outcome.name + " (holders)", *config, fleet, workload,
+      ReplayWithProgress(outcome.name + " (holders)", config, fleet, workload,
                          meta, absl::Now(), jobs);
   if (!again.ok()) return again.status();
   if (again->waits != outcome.waits) {
@@ -297,6 +302,7 @@ absl::StatusOr<std::vector<HoldReport>> HoldersUnder(
 // compare.md into `out`.
 absl::Status WriteComparison(const std::string& out, const SimFleet& fleet,
                              const Workload& workload, const RunMeta& meta,
+                             const std::vector<NamedConfig>& policies,
                              const std::vector<PolicyOutcome>& outcomes) {
   const PolicyOutcome& a = outcomes[0];
   const PolicyOutcome& b = outcomes[1];
@@ -307,10 +313,10 @@ absl::Status WriteComparison(const std::string& out, const SimFleet& fleet,
   const std::vector<int> worse = WaitedLongerUnderA(
       a.waits, b.waits, std::max(0, absl::GetFlag(FLAGS_compare_top)));
   absl::StatusOr<std::vector<HoldReport>> under_a =
-      HoldersUnder(a, worse, fleet, workload, meta);
+      HoldersUnder(a, policies[0].config, worse, fleet, workload, meta);
   if (!under_a.ok()) return under_a.status();
   absl::StatusOr<std::vector<HoldReport>> under_b =
-      HoldersUnder(b, worse, fleet, workload, meta);
+      HoldersUnder(b, policies[1].config, worse, fleet, workload, meta);
   if (!under_b.ok()) return under_b.status();
   if (absl::Status s =
           WriteFile(absl::StrCat(out, "/compare.csv"),
@@ -324,12 +330,17 @@ absl::Status WriteComparison(const std::string& out, const SimFleet& fleet,
                                    b.waits, *under_a, *under_b, /*top=*/8));
 }
 
-// The policies to replay: --compare's two, else --policies.
+// The policy names to replay: --compare's two, else --policies (none when
+// --config is given and --policies is left at its default).
 absl::StatusOr<std::vector<std::string>> PolicyList() {
   const std::string compare = absl::GetFlag(FLAGS_compare);
   if (compare.empty()) {
+    const std::string policies = absl::GetFlag(FLAGS_policies);
+    if (!absl::GetFlag(FLAGS_config).empty() && policies == kDefaultPolicies) {
+      return std::vector<std::string>();
+    }
     return std::vector<std::string>(
-        absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty()));
+        absl::StrSplit(policies, ',', absl::SkipEmpty()));
   }
   std::vector<std::string> names = absl::StrSplit(compare, ',');
   if (names.size() != 2 || names[0].empty() || names[1].empty()) {
@@ -339,51 +350,108 @@ absl::StatusOr<std::vector<std::string>> PolicyList() {
   return names;
 }
 
-absl::Status Main() {
-  absl::StatusOr<std::vector<std::string>> listed = PolicyList();
-  if (!listed.ok()) return listed.status();
-  const std::vector<std::string> names = *std::move(listed);
-  for (const std::string& name : names) {
-    if (absl::StatusOr<core::Config> c = PolicyConfig(name, {}); !c.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--policies: ", c.status().message()));
+// The --config files, by name.
+absl::StatusOr<std::vector<NamedConfig>> ConfigFiles() {
+  std::vector<NamedConfig> configs;
+  for (absl::string_view path :
+       absl::StrSplit(absl::GetFlag(FLAGS_config), ',', absl::SkipEmpty())) {
+    absl::StatusOr<NamedConfig> config = ReadConfigFile(std::string(path));
+    if (!config.ok()) {
+      return absl::Status(
+          config.status().code(),
+          absl::StrCat("--config: ", config.status().message()));
     }
+    for (const NamedConfig& other : configs) {
+      if (other.name == config->name) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--config: two files are named \"", config->name, "\""));
+      }
+    }
+    configs.push_back(*std::move(config));
   }
-  if (absl::GetFlag(FLAGS_checkpoint_interval) < absl::ZeroDuration() ||
-      absl::GetFlag(FLAGS_node_mtbf_hours) < 0 ||
-      absl::GetFlag(FLAGS_node_repair_hours) <= 0) {
-    return absl::InvalidArgumentError(
-        "--checkpoint-interval and --node-mtbf-hours must be >= 0, "
-        "--node-repair-hours > 0");
+  return configs;
+}
+
+// The configurations to replay, in report order: with --compare its two
+// (each a --config file's name or a policy), else the --config files, then
+// the --policies.
+absl::StatusOr<std::vector<NamedConfig>> Candidates(const SimFleet& fleet) {
+  absl::StatusOr<std::vector<NamedConfig>> files = ConfigFiles();
+  if (!files.ok()) return files.status();
+  absl::StatusOr<std::vector<std::string>> names = PolicyList();
+  if (!names.ok()) return names.status();
+  std::vector<NamedConfig> candidates;
+  if (absl::GetFlag(FLAGS_compare).empty()) candidates = *files;
+  core::Config base;
+  base.topology_levels = fleet.levels;
+  for (const std::string& name : *names) {
+    auto file =
+        std::find_if(files->begin(), files->end(),
+                     [&](const NamedConfig& c) { return c.name == name; });
+    if (file != files->end()) {
+      candidates.push_back(*file);
+      continue;
+    }
+    absl::StatusOr<core::Config> config = PolicyConfig(name, base);
+    if (!config.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policies: ", config.status().message()));
+    }
+    candidates.push_back(NamedConfig{name, *std::move(config)});
   }
-  absl::StatusOr<SimFleet> fleet = LoadFleet();
-  if (!fleet.ok()) return fleet.status();
-  RunMeta meta;
-  absl::StatusOr<std::vector<TraceJob>> jobs = LoadJobs(*fleet, meta);
+  if (candidates.empty()) {
+    return absl::InvalidArgumentError("no policy or --config to replay");
+  }
+  return candidates;
+}
+
+// The fleet and the workload, with the queues of --queues when given.
+absl::Status LoadWorkload(const SimFleet& fleet, Workload& workload,
+                          RunMeta& meta,
+                          const std::vector<NamedConfig>& candidates) {
+  if (!absl::GetFlag(FLAGS_queues).empty()) {
+    absl::StatusOr<std::vector<core::Queue>> queues =
+        ReadQueuesFile(absl::GetFlag(FLAGS_queues));
+    if (!queues.ok()) {
+      return absl::Status(
+          queues.status().code(),
+          absl::StrCat("--queues: ", queues.status().message()));
+    }
+    workload.queues = *std::move(queues);
+  }
+  absl::StatusOr<std::vector<TraceJob>> jobs = LoadJobs(fleet, meta);
   if (!jobs.ok()) return jobs.status();
-  Workload workload;
   workload.jobs = *std::move(jobs);
+  // An exported history's runs still open run as long as the daemon's plan
+  // expects (the first candidate's planning.default_runtime).
+  ResolveOpenRuns(workload.jobs,
+                  candidates.front().config.planning.default_runtime);
   workload.estimates = DrawEstimates(workload.jobs, absl::GetFlag(FLAGS_seed));
   if (absl::GetFlag(FLAGS_exact_estimates)) {
     for (size_t i = 0; i < workload.jobs.size(); ++i) {
       workload.estimates[i] = workload.jobs[i].duration;
     }
   }
-  DescribeRun(*fleet, workload, meta);
+  DescribeRun(fleet, workload, meta);
+  return absl::OkStatus();
+}
 
-  // Each policy replays on its own core::Scheduler and shares only the
-  // read-only fleet, workload and meta, so policies run on `jobs` threads
-  // and are reported in the order given.
+// Each candidate replays on its own core::Scheduler and shares only the
+// read-only fleet, workload and meta, so candidates run on --jobs threads
+// and are reported in the order given.
+absl::StatusOr<std::vector<PolicyOutcome>> RunAll(
+    const std::vector<NamedConfig>& candidates, const SimFleet& fleet,
+    const Workload& workload, const RunMeta& meta) {
   std::vector<std::optional<absl::StatusOr<PolicyOutcome>>> results(
-      names.size());
+      candidates.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i = next++; i < names.size(); i = next++) {
-      results[i] = RunPolicy(names[i], *fleet, workload, meta);
+    for (size_t i = next++; i < candidates.size(); i = next++) {
+      results[i] = RunPolicy(candidates[i], fleet, workload, meta);
     }
   };
-  const int threads_wanted = std::clamp<int>(absl::GetFlag(FLAGS_jobs), 1,
-                                             static_cast<int>(names.size()));
+  const int threads_wanted = std::clamp<int>(
+      absl::GetFlag(FLAGS_jobs), 1, static_cast<int>(candidates.size()));
   std::vector<std::thread> threads;
   for (int t = 1; t < threads_wanted; ++t) threads.emplace_back(worker);
   worker();
@@ -393,24 +461,96 @@ absl::Status Main() {
     if (!result->ok()) return result->status();
     outcomes.push_back(**std::move(result));
   }
-  const std::string out = absl::GetFlag(FLAGS_out);
-  if (absl::Status s = WriteReports(out, meta, outcomes); !s.ok()) return s;
+  return outcomes;
+}
+
+// Writes `md` to out/`file` and prints it.
+absl::Status WriteAndPrint(const std::string& out, absl::string_view file,
+                           const std::string& md) {
+  if (absl::Status s = WriteFile(absl::StrCat(out, "/", file), md); !s.ok()) {
+    return s;
+  }
+  std::fputs(md.c_str(), stdout);
+  return absl::OkStatus();
+}
+
+// plan-accuracy.md (with --plan-accuracy), start-accuracy.md and
+// starts.csv (when the trace recorded first starts), queues.md and
+// queues.csv.
+absl::Status WriteJobReports(const std::string& out, const SimFleet& fleet,
+                             const Workload& workload,
+                             const std::vector<PolicyOutcome>& outcomes) {
+  std::vector<int64_t> gpus;
+  bool recorded_starts = false;
+  for (const TraceJob& job : workload.jobs) {
+    gpus.push_back(
+        JobSpec(job, absl::ZeroDuration(), fleet, core::QueueName("q"))
+            .TotalGpus());
+    recorded_starts = recorded_starts || job.recorded_start.has_value();
+  }
   if (absl::GetFlag(FLAGS_plan_accuracy)) {
-    std::vector<int64_t> gpus;
-    for (const TraceJob& job : workload.jobs) {
-      gpus.push_back(
-          JobSpec(job, absl::ZeroDuration(), *fleet, core::QueueName("q"))
-              .TotalGpus());
+    absl::Status s = WriteAndPrint(out, "plan-accuracy.md",
+                                   PlanAccuracyMarkdown(outcomes, gpus));
+    if (!s.ok()) return s;
+  }
+  if (recorded_starts) {
+    std::vector<std::vector<std::optional<absl::Duration>>> errors;
+    for (const PolicyOutcome& outcome : outcomes) {
+      errors.push_back(StartErrors(workload.jobs, outcome));
     }
-    const std::string md = PlanAccuracyMarkdown(outcomes, gpus);
-    if (absl::Status s = WriteFile(absl::StrCat(out, "/plan-accuracy.md"), md);
-        !s.ok()) {
-      return s;
-    }
-    std::fputs(md.c_str(), stdout);
+    absl::Status s = WriteAndPrint(
+        out, "start-accuracy.md",
+        AbsErrorBySizeMarkdown(outcomes, errors, gpus,
+                               "jobs started in the history and the replay"));
+    if (!s.ok()) return s;
+    s = WriteFile(absl::StrCat(out, "/starts.csv"),
+                  StartsCsv(workload.jobs, outcomes));
+    if (!s.ok()) return s;
+  }
+  if (absl::Status s = WriteFile(absl::StrCat(out, "/queues.csv"),
+                                 QueuesCsv(workload.jobs, outcomes));
+      !s.ok()) {
+    return s;
+  }
+  return WriteFile(absl::StrCat(out, "/queues.md"),
+                   QueuesMarkdown(workload.jobs, outcomes));
+}
+
+absl::Status CheckReplayFlags() {
+  if (absl::GetFlag(FLAGS_checkpoint_interval) < absl::ZeroDuration() ||
+      absl::GetFlag(FLAGS_node_mtbf_hours) < 0 ||
+      absl::GetFlag(FLAGS_node_repair_hours) <= 0) {
+    return absl::InvalidArgumentError(
+        "--checkpoint-interval and --node-mtbf-hours must be >= 0, "
+        "--node-repair-hours > 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Main() {
+  if (absl::Status s = CheckReplayFlags(); !s.ok()) return s;
+  absl::StatusOr<SimFleet> fleet = LoadFleet();
+  if (!fleet.ok()) return fleet.status();
+  absl::StatusOr<std::vector<NamedConfig>> candidates = Candidates(*fleet);
+  if (!candidates.ok()) return candidates.status();
+  RunMeta meta;
+  Workload workload;
+  if (absl::Status s = LoadWorkload(*fleet, workload, meta, *candidates);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::vector<PolicyOutcome>> outcomes =
+      RunAll(*candidates, *fleet, workload, meta);
+  if (!outcomes.ok()) return outcomes.status();
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (absl::Status s = WriteReports(out, meta, *outcomes); !s.ok()) return s;
+  if (absl::Status s = WriteJobReports(out, *fleet, workload, *outcomes);
+      !s.ok()) {
+    return s;
   }
   if (!absl::GetFlag(FLAGS_compare).empty()) {
-    absl::Status s = WriteComparison(out, *fleet, workload, meta, outcomes);
+    absl::Status s =
+        WriteComparison(out, *fleet, workload, meta, *candidates, *outcomes);
     if (!s.ok()) return s;
   }
   std::string plot;
@@ -423,9 +563,10 @@ absl::Status Main() {
       std::fprintf(stderr, "no plot: %s\n", std::string(s.message()).c_str());
     }
   }
-  std::fputs(SummaryMarkdown(meta, outcomes).c_str(), stdout);
+  std::fputs(SummaryMarkdown(meta, *outcomes).c_str(), stdout);
   std::fprintf(stderr,
-               "wrote %s/: summary.json, summary.md, timeseries-*.csv%s\n",
+               "wrote %s/: summary.json, summary.md, queues.md, "
+               "timeseries-*.csv%s\n",
                out.c_str(), plot.c_str());
   return absl::OkStatus();
 }

@@ -96,6 +96,8 @@ class Engine {
 
  private:
   absl::Status Setup();
+  // ReplayOptions::queues, or TeamQueues; sets queue_of_team_.
+  absl::Status PutQueues();
   std::optional<absl::Time> NextTime() const;
   // Returns whether an admission cycle ran (not for checkpoints only).
   absl::StatusOr<bool> Step(absl::Time now);
@@ -157,6 +159,8 @@ class Engine {
   MetricsAccumulator metrics_;
   std::vector<EventRecord> events_;
   std::vector<std::optional<absl::Duration>> waits_;
+  std::vector<std::optional<absl::Time>> first_starts_;
+  std::vector<int> preemptions_;
   HoldTracker holds_;
 };
 
@@ -192,6 +196,8 @@ Engine::Engine(const core::Config& config, const SimFleet& fleet,
                SubmitAt(workload, arrival_order_, true), fleet.TotalGpus(),
                static_cast<int>(teams_.size()), options.bucket_width),
       waits_(workload.jobs.size()),
+      first_starts_(workload.jobs.size()),
+      preemptions_(workload.jobs.size()),
       holds_(options.explain_jobs) {}
 
 absl::Status Engine::Setup() {
@@ -201,11 +207,7 @@ absl::Status Engine::Setup() {
   absl::StatusOr<std::vector<core::Node>> nodes =
       scheduler_.UpsertNodes(fleet_.nodes);
   if (!nodes.ok()) return nodes.status();
-  for (const core::Queue& queue : TeamQueues(teams_, fleet_)) {
-    absl::StatusOr<core::Queue> put = scheduler_.PutQueue(queue);
-    if (!put.ok()) return put.status();
-    if (!queue.parent.empty()) queue_of_team_.push_back(queue.name);
-  }
+  if (absl::Status s = PutQueues(); !s.ok()) return s;
   std::map<std::string, int> team_index;
   for (size_t i = 0; i < teams_.size(); ++i) team_index[teams_[i]] = i;
   for (size_t i = 0; i < jobs_.size(); ++i) {
@@ -227,6 +229,36 @@ absl::Status Engine::Setup() {
     }
   }
   scheduler_.TakeMutation();
+  return absl::OkStatus();
+}
+
+absl::Status Engine::PutQueues() {
+  if (workload_.queues.empty()) {
+    for (const core::Queue& queue : TeamQueues(teams_, fleet_)) {
+      absl::StatusOr<core::Queue> put = scheduler_.PutQueue(queue);
+      if (!put.ok()) return put.status();
+      if (!queue.parent.empty()) queue_of_team_.push_back(queue.name);
+    }
+    return absl::OkStatus();
+  }
+  if (absl::Status s =
+          core::PutQueuesParentsFirst(scheduler_, workload_.queues);
+      !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("--queues: ", s.message()));
+  }
+  std::set<std::string> parents;
+  for (const core::Queue& queue : workload_.queues) {
+    parents.insert(queue.parent.value());
+  }
+  for (const std::string& team : teams_) {
+    const bool known = scheduler_.queues().contains(core::QueueName(team));
+    if (!known || parents.contains(team)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster: \"", team.substr(0, 64), "\" is not ",
+                       known ? "a leaf queue" : "a queue", " of --queues"));
+    }
+    queue_of_team_.push_back(core::QueueName(team));
+  }
   return absl::OkStatus();
 }
 
@@ -282,6 +314,8 @@ absl::StatusOr<ReplayResult> Engine::Run() {
   result.series = metrics_.Series();
   result.events = std::move(events_);
   result.waits = std::move(waits_);
+  result.first_starts = std::move(first_starts_);
+  result.preemptions = std::move(preemptions_);
   result.holds = holds_.Finish();
   plan_errors_.resize(jobs_.size());
   result.plan_errors = std::move(plan_errors_);
@@ -472,6 +506,7 @@ void Engine::HandleEvent(const core::Event& event) {
       break;
     case core::EventType::kPreempting:
       if (holds_.Tracks(index)) NotePreempted(index, *event.gang);
+      ++preemptions_[index];
       OnPreempting(job, index, event.time);
       break;
     case core::EventType::kRepaired:
@@ -543,6 +578,7 @@ void Engine::OnAdmitted(JobRun& job, int index, const core::Gang& gang,
     plan_errors_[index] = now - *planned_start_[index];
   }
   job.waited += now - job.since;
+  if (!first_starts_[index]) first_starts_[index] = now;
   job.since = now;
   job.phase = Phase::kRunning;
   job.held_gpus = 0;
@@ -825,8 +861,10 @@ std::vector<absl::Duration> DrawEstimates(const std::vector<TraceJob>& jobs,
   std::vector<absl::Duration> estimates;
   estimates.reserve(jobs.size());
   for (const TraceJob& job : jobs) {
-    estimates.push_back(job.duration *
-                        random.Uniform(kMinEstimateFactor, kMaxEstimateFactor));
+    const absl::Duration drawn =
+        job.duration * random.Uniform(kMinEstimateFactor, kMaxEstimateFactor);
+    estimates.push_back(job.declared_estimate.value_or(
+        job.declared_max_runtime.value_or(drawn)));
   }
   return estimates;
 }
@@ -863,33 +901,69 @@ std::vector<core::Queue> TeamQueues(const std::vector<std::string>& teams,
   return queues;
 }
 
+namespace {
+
+// The pod set a job of the plain trace format asks for: up to G GPUs = one
+// pod; more = ceil(n / G) pods of G GPUs in the narrowest level they fit.
+core::PodSetSpec DerivedPods(const TraceJob& job, const SimFleet& fleet) {
+  core::PodSetSpec pods;
+  const int g = fleet.gpus_per_node;
+  if (job.gpus <= g) {
+    pods.count = 1;
+    pods.gpus = job.gpus;
+    return pods;
+  }
+  pods.count = (job.gpus + g - 1) / g;
+  pods.gpus = g;
+  const auto& levels = fleet.levels;
+  auto has = [&](const char* level) {
+    return std::find(levels.begin(), levels.end(), level) != levels.end();
+  };
+  if (has("rack") && pods.count <= fleet.nodes_per_rack) {
+    pods.topology = {core::TopologyMode::kRequired, "rack"};
+  } else if (has("block") && pods.count <= fleet.nodes_per_block) {
+    pods.topology = {core::TopologyMode::kRequired, "block"};
+  } else if (has("block")) {
+    pods.topology = {core::TopologyMode::kPreferred, "block"};
+  }
+  return pods;
+}
+
+// The pod sets of a job whose shape the trace gives (an exported history).
+std::vector<core::PodSetSpec> RecordedPods(const TraceJob& job) {
+  std::vector<core::PodSetSpec> sets;
+  for (const TracePodSet& recorded : job.pod_sets) {
+    core::PodSetSpec pods;
+    pods.name = absl::StrCat("pods-", sets.size());
+    pods.count = recorded.count;
+    pods.gpus = recorded.gpus;
+    pods.gpu_models = recorded.gpu_models;
+    if (!recorded.topology.empty()) {
+      const size_t colon = recorded.topology.find(':');
+      pods.topology = {recorded.topology.substr(0, colon) == "required"
+                           ? core::TopologyMode::kRequired
+                           : core::TopologyMode::kPreferred,
+                       recorded.topology.substr(colon + 1)};
+    }
+    sets.push_back(std::move(pods));
+  }
+  return sets;
+}
+
+}  // namespace
+
 core::GangSpec JobSpec(const TraceJob& job, absl::Duration estimate,
                        const SimFleet& fleet, const core::QueueName& queue) {
   core::GangSpec spec;
   spec.queue = queue;
   spec.priority = job.priority;
   spec.estimated_runtime = estimate;
-  core::PodSetSpec pods;
-  pods.name = "pods";
-  const int g = fleet.gpus_per_node;
-  if (job.gpus <= g) {
-    pods.count = 1;
-    pods.gpus = job.gpus;
-  } else {
-    pods.count = (job.gpus + g - 1) / g;
-    pods.gpus = g;
-    const auto& levels = fleet.levels;
-    auto has = [&](const char* level) {
-      return std::find(levels.begin(), levels.end(), level) != levels.end();
-    };
-    if (has("rack") && pods.count <= fleet.nodes_per_rack) {
-      pods.topology = {core::TopologyMode::kRequired, "rack"};
-    } else if (has("block") && pods.count <= fleet.nodes_per_block) {
-      pods.topology = {core::TopologyMode::kRequired, "block"};
-    } else if (has("block")) {
-      pods.topology = {core::TopologyMode::kPreferred, "block"};
-    }
+  if (!job.pod_sets.empty()) {
+    spec.pod_sets = RecordedPods(job);
+    return spec;
   }
+  core::PodSetSpec pods = DerivedPods(job, fleet);
+  pods.name = "pods";
   spec.pod_sets.push_back(std::move(pods));
   return spec;
 }

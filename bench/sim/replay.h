@@ -44,10 +44,16 @@ namespace phalanx::bench {
 struct Workload {
   std::vector<TraceJob> jobs;             // file order
   std::vector<absl::Duration> estimates;  // estimated_runtime, per job
+  // The queues the jobs go to (a daemon's, from `phalanxctl queues list -o
+  // json`): every job's team must name a leaf queue among them. Empty = one
+  // queue a team (TeamQueues).
+  std::vector<core::Queue> queues;
 };
 
-// Returns actual × f per job, f uniform in [0.5, 3] drawn once per job in
-// file order from `seed`.
+// Returns per job its declared estimate (TraceJob::declared_estimate, else
+// declared_max_runtime) when the trace has one, else actual × f, f uniform
+// in [0.5, 3] drawn once per job in file order from `seed` (a draw is made
+// for every job, so the draws do not depend on which jobs declared one).
 std::vector<absl::Duration> DrawEstimates(const std::vector<TraceJob>& jobs,
                                           uint64_t seed);
 
@@ -63,9 +69,13 @@ std::vector<std::string> TeamNames(const std::vector<TraceJob>& jobs);
 std::vector<core::Queue> TeamQueues(const std::vector<std::string>& teams,
                                     const SimFleet& fleet);
 
-// The gang of `job`: up to G GPUs = one pod of that many GPUs; more =
-// ceil(n / G) pods of G GPUs, REQUIRED rack when that many nodes fit in a
-// rack, else REQUIRED block when they fit in a block, else PREFERRED block.
+// The gang of `job`: the shape the trace gives (TraceJob::pods,
+// gpus_per_pod, gpu_model, topology); else up to G GPUs = one pod of that
+// many GPUs; more = ceil(n / G) pods of G GPUs, REQUIRED rack when that
+// many nodes fit in a rack, else REQUIRED block when they fit in a block,
+// else PREFERRED block. `estimate` is its estimated_runtime; a declared max
+// runtime is not set (the replay runs a job its recorded time, and core
+// would end it at max_runtime counted from its last start).
 core::GangSpec JobSpec(const TraceJob& job, absl::Duration estimate,
                        const SimFleet& fleet, const core::QueueName& queue);
 
@@ -86,6 +96,9 @@ struct ReplayResult {
   // Per job (Workload::jobs order): its total wait when it finished, else
   // nullopt (refused, failed, cancelled).
   std::vector<std::optional<absl::Duration>> waits;
+  // Per job: its first admission, if any, and how often it was preempted.
+  std::vector<std::optional<absl::Time>> first_starts;
+  std::vector<int> preemptions;
   // What held each of ReplayOptions::explain_jobs, in that order.
   std::vector<HoldReport> holds;
   // With ReplayOptions::plan_accuracy, per job: its first start minus the

@@ -406,17 +406,20 @@ absl::Status RunPlot(const std::string& python, const std::string& script,
   return absl::OkStatus();
 }
 
-std::string PlanAccuracyMarkdown(const std::vector<PolicyOutcome>& outcomes,
-                                 const std::vector<int64_t>& job_gpus) {
+std::string AbsErrorBySizeMarkdown(
+    const std::vector<PolicyOutcome>& outcomes,
+    const std::vector<std::vector<std::optional<absl::Duration>>>& errors,
+    const std::vector<int64_t>& job_gpus, absl::string_view counted) {
   std::string md =
-      "| policy | GPUs | jobs planned at submit | median \\|error\\| h | "
-      "p90 \\|error\\| h |\n| --- | --- | --- | --- | --- |\n";
-  for (const PolicyOutcome& outcome : outcomes) {
+      absl::StrCat("| policy | GPUs | ", counted,
+                   " | median \\|error\\| h | p90 \\|error\\| h |\n"
+                   "| --- | --- | --- | --- | --- |\n");
+  for (size_t p = 0; p < outcomes.size() && p < errors.size(); ++p) {
     std::vector<std::vector<double>> hours(kSizeClassCount);
-    for (size_t i = 0; i < outcome.plan_errors.size(); ++i) {
-      if (!outcome.plan_errors[i] || i >= job_gpus.size()) continue;
+    for (size_t i = 0; i < errors[p].size() && i < job_gpus.size(); ++i) {
+      if (!errors[p][i]) continue;
       hours[SizeClassOf(static_cast<int>(job_gpus[i]))].push_back(
-          absl::ToDoubleHours(absl::AbsDuration(*outcome.plan_errors[i])));
+          absl::ToDoubleHours(absl::AbsDuration(*errors[p][i])));
     }
     for (int c = 0; c < kSizeClassCount; ++c) {
       std::vector<double>& h = hours[c];
@@ -426,11 +429,21 @@ std::string PlanAccuracyMarkdown(const std::vector<PolicyOutcome>& outcomes,
         return h[std::min(h.size() - 1, static_cast<size_t>(q * h.size()))];
       };
       absl::StrAppendFormat(&md, "| `%s` | %s | %d | %.2f | %.2f |\n",
-                            outcome.name, kSizeClasses[c].name,
+                            outcomes[p].name, kSizeClasses[c].name,
                             static_cast<int>(h.size()), at(0.5), at(0.9));
     }
   }
   return md;
+}
+
+std::string PlanAccuracyMarkdown(const std::vector<PolicyOutcome>& outcomes,
+                                 const std::vector<int64_t>& job_gpus) {
+  std::vector<std::vector<std::optional<absl::Duration>>> errors;
+  for (const PolicyOutcome& outcome : outcomes) {
+    errors.push_back(outcome.plan_errors);
+  }
+  return AbsErrorBySizeMarkdown(outcomes, errors, job_gpus,
+                                "jobs planned at submit");
 }
 
 }  // namespace phalanx::bench

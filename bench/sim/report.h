@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "bench/sim/replay.h"
 #include "bench/sim/sim_metrics.h"
@@ -58,11 +59,21 @@ struct PolicyOutcome {
   // Per job, first start minus the start planned at its submit (with
   // --plan-accuracy; ReplayResult::plan_errors).
   std::vector<std::optional<absl::Duration>> plan_errors;
+  // Per job: its first start, if any, and how often it was preempted.
+  std::vector<std::optional<absl::Time>> first_starts;
+  std::vector<int> preemptions;
 };
 
+// Per policy and size class, the median and p90 of the absolute value of
+// per-job errors (`errors[p][job]`, nullopt = no figure for that job), in
+// hours, as a Markdown table whose count column is headed `counted`.
+std::string AbsErrorBySizeMarkdown(
+    const std::vector<PolicyOutcome>& outcomes,
+    const std::vector<std::vector<std::optional<absl::Duration>>>& errors,
+    const std::vector<int64_t>& job_gpus, absl::string_view counted);
+
 // With --plan-accuracy: per policy and size class, how far the start the
-// plan gave a job at its submit was from its first start (median and p90
-// of the absolute difference, in hours), as a Markdown table.
+// plan gave a job at its submit was from its first start.
 std::string PlanAccuracyMarkdown(const std::vector<PolicyOutcome>& outcomes,
                                  const std::vector<int64_t>& job_gpus);
 

@@ -92,11 +92,26 @@ PY
     status=1
   fi
   rm -f "$work/base/$name/summary.json" "$work/candidate/$name/summary.json"
-  if diff -r -q "$work/base/$name" "$work/candidate/$name"; then
+  # Every file the revision wrote must be byte-identical; files only this
+  # tree writes (new reports) are listed, not compared.
+  same_files=1
+  while IFS= read -r file; do
+    if ! cmp -s "$work/base/$name/$file" "$work/candidate/$name/$file"; then
+      echo "$name: $file DIFFERS" >&2
+      same_files=0
+    fi
+  done < <(cd "$work/base/$name" && find . -type f | sort)
+  new_files=$(cd "$work/candidate/$name" && find . -type f | sort |
+    while IFS= read -r file; do
+      [ -e "$work/base/$name/$file" ] || printf ' %s' "${file#./}"
+    done)
+  if [ -n "$new_files" ]; then
+    echo "  files only the candidate writes:$new_files"
+  fi
+  if [ "$same_files" = 1 ]; then
     files=$(($(find "$work/base/$name" -type f | wc -l) + 1))
     echo "$name: $files files identical (summary.json field by field)"
   else
-    echo "$name: DIFFERS" >&2
     status=1
   fi
 done

@@ -1,5 +1,6 @@
 #include "bench/sim/trace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -16,8 +17,8 @@
 namespace phalanx::bench {
 namespace {
 
-// Column indices of the header; -1 = absent (only priority and
-// checkpoint_interval_s may be absent).
+// Column indices of the header; -1 = absent (every column but the four
+// required ones may be absent).
 struct Columns {
   int timestamp = -1;
   int duration = -1;
@@ -25,6 +26,16 @@ struct Columns {
   int cluster = -1;
   int priority = -1;
   int checkpoint_interval = -1;
+  int gang_id = -1;
+  int state = -1;
+  int pods = -1;
+  int gpus_per_pod = -1;
+  int gpu_model = -1;
+  int topology = -1;
+  int start = -1;
+  int complete = -1;
+  int estimated_runtime = -1;
+  int max_runtime = -1;
   size_t required_fields = 0;  // fields a row must have
 };
 
@@ -52,11 +63,21 @@ absl::StatusOr<Columns> ParseHeader(absl::string_view line) {
     columns.required_fields =
         std::max(columns.required_fields, static_cast<size_t>(*field) + 1);
   }
-  if (auto it = index.find("priority"); it != index.end()) {
-    columns.priority = it->second;
-  }
-  if (auto it = index.find("checkpoint_interval_s"); it != index.end()) {
-    columns.checkpoint_interval = it->second;
+  std::pair<const char*, int*> optional[] = {
+      {"priority", &columns.priority},
+      {"checkpoint_interval_s", &columns.checkpoint_interval},
+      {"gang_id", &columns.gang_id},
+      {"state", &columns.state},
+      {"pods", &columns.pods},
+      {"gpus_per_pod", &columns.gpus_per_pod},
+      {"gpu_model", &columns.gpu_model},
+      {"topology", &columns.topology},
+      {"start", &columns.start},
+      {"complete", &columns.complete},
+      {"estimated_runtime_s", &columns.estimated_runtime},
+      {"max_runtime_s", &columns.max_runtime}};
+  for (auto& [name, field] : optional) {
+    if (auto it = index.find(name); it != index.end()) *field = it->second;
   }
   return columns;
 }
@@ -94,62 +115,235 @@ std::optional<int64_t> ParseInteger(absl::string_view text) {
   return std::nullopt;
 }
 
-absl::StatusOr<TraceJob> ParseRow(const std::vector<std::string>& raw,
-                                  const Columns& columns, int64_t line) {
+// The fields of one row, by column; empty text for an absent column.
+class Row {
+ public:
+  Row(const std::vector<std::string>& raw, int64_t line)
+      : raw_(raw), line_(line) {}
+
+  absl::string_view Text(int column) const {
+    if (column < 0 || static_cast<size_t>(column) >= raw_.size()) return "";
+    return absl::StripAsciiWhitespace(raw_[column]);
+  }
+  // A number of seconds >= 0 (> 0 when `positive`); nullopt when empty.
+  absl::StatusOr<std::optional<absl::Duration>> Seconds(int column,
+                                                        absl::string_view name,
+                                                        bool positive) const {
+    const absl::string_view text = Text(column);
+    if (text.empty()) return std::nullopt;
+    double seconds = 0;
+    if (!absl::SimpleAtod(text, &seconds) || !std::isfinite(seconds) ||
+        seconds < 0 || (positive && seconds == 0)) {
+      return Bad(line_, name, text,
+                 positive ? "is not a positive number of seconds"
+                          : "is not a number of seconds >= 0");
+    }
+    return absl::Seconds(seconds);
+  }
+  // An integer in [lo, hi]; `fallback` when empty.
+  absl::StatusOr<int64_t> Integer(int column, absl::string_view name,
+                                  int64_t lo, int64_t hi,
+                                  int64_t fallback) const {
+    const absl::string_view text = Text(column);
+    if (text.empty()) return fallback;
+    std::optional<int64_t> n = ParseInteger(text);
+    if (!n || *n < lo || *n > hi) {
+      return Bad(line_, name, text,
+                 absl::StrCat("is not an integer in ", lo, "..", hi));
+    }
+    return *n;
+  }
+  // A timestamp; nullopt when empty.
+  absl::StatusOr<std::optional<absl::Time>> Time(int column,
+                                                 absl::string_view name) const {
+    const absl::string_view text = Text(column);
+    if (text.empty()) return std::nullopt;
+    std::optional<absl::Time> time = ParseTimestamp(text);
+    if (!time) {
+      return Bad(line_, name, text,
+                 "is neither \"YYYY-MM-DD HH:MM:SS\" nor seconds");
+    }
+    return time;
+  }
+
+ private:
+  const std::vector<std::string>& raw_;
+  int64_t line_;
+};
+
+// The required columns, priority and checkpoint interval.
+absl::Status ParseCore(const Row& row, const Columns& columns, int64_t line,
+                       TraceJob& job) {
+  absl::StatusOr<std::optional<absl::Time>> submit =
+      row.Time(columns.timestamp, "timestamp");
+  if (!submit.ok()) return submit.status();
+  if (!*submit) return Bad(line, "timestamp", "", "is empty");
+  job.submit_time = **submit;
+  absl::StatusOr<int64_t> complete =
+      row.Integer(columns.complete, "complete", 0, 1, 1);
+  if (!complete.ok()) return complete.status();
+  job.complete = *complete == 1;
+  // An incomplete run may have no duration yet (it never started).
+  absl::StatusOr<std::optional<absl::Duration>> duration =
+      row.Seconds(columns.duration, "duration", /*positive=*/job.complete);
+  if (!duration.ok()) return duration.status();
+  if (!*duration && job.complete) {
+    return Bad(line, "duration", "", "is not a positive number of seconds");
+  }
+  job.duration = duration->value_or(absl::ZeroDuration());
+  absl::StatusOr<int64_t> gpus =
+      row.Integer(columns.num_gpus, "num_gpus", 1, 1000000, 0);
+  if (!gpus.ok()) return gpus.status();
+  if (*gpus == 0) return Bad(line, "num_gpus", "", "is not a positive integer");
+  job.gpus = static_cast<int>(*gpus);
+  job.team = std::string(row.Text(columns.cluster));
+  if (job.team.empty()) return Bad(line, "cluster", "", "is empty");
+  absl::StatusOr<int64_t> priority =
+      row.Integer(columns.priority, "priority", -1000000000, 1000000000, 0);
+  if (!priority.ok()) return priority.status();
+  job.priority = static_cast<int>(*priority);
+  absl::StatusOr<std::optional<absl::Duration>> interval =
+      row.Seconds(columns.checkpoint_interval, "checkpoint_interval_s", false);
+  if (!interval.ok()) return interval.status();
+  job.checkpoint_interval = *interval;
+  return absl::OkStatus();
+}
+
+// "required:LEVEL", "preferred:LEVEL" (any case) or empty, lower-cased;
+// nullopt when malformed.
+std::optional<std::string> ParseTopology(absl::string_view text) {
+  if (text.empty()) return std::string();
+  std::pair<std::string, std::string> mode_level =
+      absl::StrSplit(absl::AsciiStrToLower(text), absl::MaxSplits(':', 1));
+  if ((mode_level.first != "required" && mode_level.first != "preferred") ||
+      mode_level.second.empty()) {
+    return std::nullopt;
+  }
+  return absl::StrCat(mode_level.first, ":", mode_level.second);
+}
+
+// The ';'-separated values of a pod-set column: one a pod set, or none at
+// all (an empty field) when `may_be_empty`.
+absl::StatusOr<std::vector<std::string>> PerPodSet(const Row& row, int column,
+                                                   absl::string_view name,
+                                                   size_t pod_sets,
+                                                   bool may_be_empty,
+                                                   int64_t line) {
+  const absl::string_view text = row.Text(column);
+  if (text.empty() && may_be_empty) {
+    return std::vector<std::string>(pod_sets);
+  }
+  std::vector<std::string> values = absl::StrSplit(text, ';');
+  if (values.size() != pod_sets) {
+    return Bad(line, name, text,
+               absl::StrCat("has ", values.size(), " values for ", pod_sets,
+                            " pod sets (pods)"));
+  }
+  for (std::string& value : values) {
+    value = std::string(absl::StripAsciiWhitespace(value));
+  }
+  return values;
+}
+
+// A positive integer of at most a million; nullopt otherwise.
+std::optional<int> SmallCount(absl::string_view text, bool zero_ok) {
+  std::optional<int64_t> n = ParseInteger(text);
+  if (!n || *n < (zero_ok ? 0 : 1) || *n > 1000000) return std::nullopt;
+  return static_cast<int>(*n);
+}
+
+// The gang's shape: pods, gpus_per_pod, gpu_model and topology, one value
+// a pod set each.
+absl::Status ParseShape(const Row& row, const Columns& columns, int64_t line,
+                        TraceJob& job) {
+  const absl::string_view pods = row.Text(columns.pods);
+  const absl::string_view per_pod = row.Text(columns.gpus_per_pod);
+  if (pods.empty() != per_pod.empty()) {
+    return Bad(line, pods.empty() ? "pods" : "gpus_per_pod", "",
+               "is empty: give pods and gpus_per_pod together");
+  }
+  if (pods.empty()) return absl::OkStatus();
+  const std::vector<std::string> counts = absl::StrSplit(pods, ';');
+  absl::StatusOr<std::vector<std::string>> gpus = PerPodSet(
+      row, columns.gpus_per_pod, "gpus_per_pod", counts.size(), false, line);
+  if (!gpus.ok()) return gpus.status();
+  absl::StatusOr<std::vector<std::string>> models =
+      PerPodSet(row, columns.gpu_model, "gpu_model", counts.size(), true, line);
+  if (!models.ok()) return models.status();
+  absl::StatusOr<std::vector<std::string>> topologies =
+      PerPodSet(row, columns.topology, "topology", counts.size(), true, line);
+  if (!topologies.ok()) return topologies.status();
+  int64_t total = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    TracePodSet set;
+    std::optional<int> count = SmallCount(counts[i], /*zero_ok=*/false);
+    if (!count) return Bad(line, "pods", pods, "is not positive integers");
+    std::optional<int> per = SmallCount((*gpus)[i], /*zero_ok=*/true);
+    if (!per) {
+      return Bad(line, "gpus_per_pod", per_pod, "is not integers >= 0");
+    }
+    std::optional<std::string> topology = ParseTopology((*topologies)[i]);
+    if (!topology) {
+      return Bad(line, "topology", (*topologies)[i],
+                 "is not \"required:LEVEL\" or \"preferred:LEVEL\"");
+    }
+    set.count = *count;
+    set.gpus = *per;
+    set.gpu_models = absl::StrSplit((*models)[i], '|', absl::SkipEmpty());
+    set.topology = *std::move(topology);
+    total += static_cast<int64_t>(set.count) * set.gpus;
+    job.pod_sets.push_back(std::move(set));
+  }
+  if (total != job.gpus) {
+    return Bad(line, "pods", pods,
+               absl::StrCat("times gpus_per_pod is ", total,
+                            " GPUs, not num_gpus ", job.gpus));
+  }
+  return absl::OkStatus();
+}
+
+// What the daemon recorded: id, first start, declared run times.
+absl::Status ParseRecorded(const Row& row, const Columns& columns,
+                           TraceJob& job) {
+  job.gang_id = std::string(row.Text(columns.gang_id));
+  absl::StatusOr<std::optional<absl::Time>> start =
+      row.Time(columns.start, "start");
+  if (!start.ok()) return start.status();
+  job.recorded_start = *start;
+  absl::StatusOr<std::optional<absl::Duration>> estimate =
+      row.Seconds(columns.estimated_runtime, "estimated_runtime_s", true);
+  if (!estimate.ok()) return estimate.status();
+  job.declared_estimate = *estimate;
+  absl::StatusOr<std::optional<absl::Duration>> max_runtime =
+      row.Seconds(columns.max_runtime, "max_runtime_s", true);
+  if (!max_runtime.ok()) return max_runtime.status();
+  job.declared_max_runtime = *max_runtime;
+  return absl::OkStatus();
+}
+
+// A gang the daemon ended (cancelled, failed) before it ever started.
+bool EndedUnstarted(const Row& row, const Columns& columns,
+                    const TraceJob& job) {
+  const std::string state = absl::AsciiStrToUpper(row.Text(columns.state));
+  return !job.recorded_start && (state == "CANCELLED" || state == "FAILED");
+}
+
+// The job of one row, or nullopt for a gang that never started and never
+// will (EndedUnstarted).
+absl::StatusOr<std::optional<TraceJob>> ParseRow(
+    const std::vector<std::string>& raw, const Columns& columns, int64_t line) {
   if (raw.size() < columns.required_fields) {
     return absl::InvalidArgumentError(
         absl::StrCat("line ", line, ": ", raw.size(),
                      " fields, expected at least ", columns.required_fields));
   }
-  auto field = [&](int index) {
-    return absl::StripAsciiWhitespace(raw[index]);
-  };
+  const Row row(raw, line);
   TraceJob job;
   job.line = line;
-  const absl::string_view ts = field(columns.timestamp);
-  std::optional<absl::Time> submit = ParseTimestamp(ts);
-  if (!submit) {
-    return Bad(line, "timestamp", ts,
-               "is neither \"YYYY-MM-DD HH:MM:SS\" nor seconds");
-  }
-  job.submit_time = *submit;
-  const absl::string_view dur = field(columns.duration);
-  double seconds = 0;
-  if (!absl::SimpleAtod(dur, &seconds) || !std::isfinite(seconds) ||
-      seconds <= 0) {
-    return Bad(line, "duration", dur, "is not a positive number of seconds");
-  }
-  job.duration = absl::Seconds(seconds);
-  const absl::string_view gpus = field(columns.num_gpus);
-  std::optional<int64_t> n = ParseInteger(gpus);
-  if (!n || *n <= 0 || *n > 1000000) {
-    return Bad(line, "num_gpus", gpus, "is not a positive integer");
-  }
-  job.gpus = static_cast<int>(*n);
-  job.team = std::string(field(columns.cluster));
-  if (job.team.empty()) return Bad(line, "cluster", "", "is empty");
-  if (columns.priority >= 0 &&
-      static_cast<size_t>(columns.priority) < raw.size() &&
-      !field(columns.priority).empty()) {
-    const absl::string_view prio = field(columns.priority);
-    std::optional<int64_t> p = ParseInteger(prio);
-    if (!p || *p < -1000000000 || *p > 1000000000) {
-      return Bad(line, "priority", prio, "is not an integer");
-    }
-    job.priority = static_cast<int>(*p);
-  }
-  if (columns.checkpoint_interval >= 0 &&
-      static_cast<size_t>(columns.checkpoint_interval) < raw.size() &&
-      !field(columns.checkpoint_interval).empty()) {
-    const absl::string_view text = field(columns.checkpoint_interval);
-    double interval = 0;
-    if (!absl::SimpleAtod(text, &interval) || !std::isfinite(interval) ||
-        interval < 0) {
-      return Bad(line, "checkpoint_interval_s", text,
-                 "is not a number of seconds >= 0");
-    }
-    job.checkpoint_interval = absl::Seconds(interval);
-  }
+  if (absl::Status s = ParseCore(row, columns, line, job); !s.ok()) return s;
+  if (absl::Status s = ParseShape(row, columns, line, job); !s.ok()) return s;
+  if (absl::Status s = ParseRecorded(row, columns, job); !s.ok()) return s;
+  if (EndedUnstarted(row, columns, job)) return std::nullopt;
   return job;
 }
 
@@ -200,12 +394,22 @@ absl::StatusOr<std::vector<TraceJob>> ParseTrace(absl::string_view text) {
   std::vector<TraceJob> jobs;
   for (size_t i = 1; i < lines.size(); ++i) {
     if (absl::StripAsciiWhitespace(lines[i]).empty()) continue;
-    absl::StatusOr<TraceJob> job =
+    absl::StatusOr<std::optional<TraceJob>> job =
         ParseRow(SplitCsvLine(lines[i]), *columns, static_cast<int64_t>(i) + 1);
     if (!job.ok()) return job.status();
-    jobs.push_back(*std::move(job));
+    if (*job) jobs.push_back(**std::move(job));
   }
   return jobs;
+}
+
+void ResolveOpenRuns(std::vector<TraceJob>& jobs,
+                     absl::Duration default_runtime) {
+  for (TraceJob& job : jobs) {
+    if (job.complete) continue;
+    const absl::Duration expected = job.declared_estimate.value_or(
+        job.declared_max_runtime.value_or(default_runtime));
+    job.duration = std::max(job.duration, expected);
+  }
 }
 
 absl::StatusOr<std::vector<TraceJob>> ReadTrace(const std::string& path) {

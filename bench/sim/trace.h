@@ -8,6 +8,26 @@
 //   checkpoint_interval_s  optional: run time between the job's
 //              checkpoints, seconds (0 = never); empty or absent = the
 //              replay's --checkpoint-interval
+// The columns `phalanxctl history export` adds (docs/history.md), each
+// optional:
+//   gang_id    the gang's id in the daemon (kept for per-job reports)
+//   state      the gang's state at the export; a CANCELLED or FAILED gang
+//              that never started is left out of the replay (ParseTrace
+//              skips it: nothing says how long it would have run)
+//   pods, gpus_per_pod  the gang's shape, one value per pod set joined by
+//              ';' ("4;1" and "8;2": 4 pods of 8 GPUs and 1 of 2); both or
+//              neither, Σ pods × gpus_per_pod = num_gpus; absent = derived
+//              from num_gpus and the fleet
+//   gpu_model  per pod set (';'), the models it accepts joined by '|' in
+//              preference order; empty = any
+//   topology   per pod set (';'), "required:LEVEL", "preferred:LEVEL" or
+//              empty = none
+//   start      the gang's recorded first start (timestamp format), or empty
+//   complete   1 = the run ended (the default); 0 = it was still running or
+//              pending when exported: `duration` is then the run so far,
+//              and may be empty
+//   estimated_runtime_s, max_runtime_s  what the gang declared; the replay
+//              gives the scheduler these instead of drawn estimates
 // Other columns (gpu_time, ...) are ignored. Fields may be double-quoted.
 // Rows need not be sorted. Pure functions over values; thread-compatible.
 #ifndef PHALANX_BENCH_SIM_TRACE_H_
@@ -24,6 +44,14 @@
 
 namespace phalanx::bench {
 
+// One pod set of an exported gang's shape.
+struct TracePodSet {
+  int count = 0;
+  int gpus = 0;                         // a pod
+  std::vector<std::string> gpu_models;  // preference order; empty = any
+  std::string topology;  // "required:LEVEL", "preferred:LEVEL" or empty
+};
+
 struct TraceJob {
   int64_t line = 0;  // 1-based line in the file (the header is line 1); 0 =
                      // generated
@@ -33,7 +61,21 @@ struct TraceJob {
   std::string team;
   int priority = 0;
   std::optional<absl::Duration> checkpoint_interval;  // unset = the default
+  // Columns of an exported history (see above); unset when absent.
+  std::string gang_id;
+  std::vector<TracePodSet> pod_sets;  // empty = derive the shape from `gpus`
+  std::optional<absl::Time> recorded_start;
+  bool complete = true;  // false: `duration` is the run so far (maybe 0)
+  std::optional<absl::Duration> declared_estimate;     // estimated_runtime_s
+  std::optional<absl::Duration> declared_max_runtime;  // max_runtime_s
 };
+
+// Gives every incomplete job (TraceJob::complete false) a duration for the
+// replay: its run so far or, when longer, what it was expected to run — its
+// declared estimate, else its declared max runtime, else `default_runtime`
+// (what the daemon's plan assumes, planning.default_runtime).
+void ResolveOpenRuns(std::vector<TraceJob>& jobs,
+                     absl::Duration default_runtime);
 
 // Parses CSV text into jobs in file order. Blank lines are skipped. Fails with
 // InvalidArgument "line N: <column>: ..." for a malformed row, and "line 1:
