@@ -67,15 +67,14 @@ std::string TopologyText(const v1::TopologyConstraint& topology) {
 
 // The pod-set columns: one value per pod set, joined with ';'.
 struct PodSetColumns {
-  int64_t total_pods = 0;
   int64_t total_gpus = 0;
-  std::vector<std::string> gpus_per_pod, models, topology;
+  std::vector<std::string> pods, gpus_per_pod, models, topology;
 };
 
 PodSetColumns PodSetsOf(const v1::HistoryRecord& record) {
   PodSetColumns columns;
   for (const v1::PodSet& set : record.pod_sets()) {
-    columns.total_pods += set.count();
+    columns.pods.push_back(absl::StrCat(set.count()));
     columns.total_gpus += static_cast<int64_t>(set.count()) * set.gpus();
     columns.gpus_per_pod.push_back(absl::StrCat(set.gpus()));
     columns.models.push_back(absl::StrJoin(set.gpu_models(), "|"));
@@ -141,7 +140,7 @@ std::string HistoryCsvRow(const v1::HistoryRecord& record, bool labels) {
       started && IsFinal(record.state()) ? "1" : "0",
       record.gang_id(),
       ShortEnumName(v1::GangState_Name(record.state()), "GANG_STATE_"),
-      absl::StrCat(sets.total_pods),
+      absl::StrJoin(sets.pods, ";"),
       absl::StrJoin(sets.gpus_per_pod, ";"),
       absl::StrJoin(sets.models, ";"),
       absl::StrJoin(sets.topology, ";"),

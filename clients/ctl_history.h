@@ -39,9 +39,11 @@ v1::ExportHistoryRequest BuildHistoryRequest(const HistoryOptions& options,
 std::string HistoryCsvHeader(bool labels);
 
 // One record as a CSV line (with its newline), fields quoted where CSV
-// needs it. Times are seconds since the epoch and durations seconds, as
-// decimals; a gang never started has an empty duration and start, and
-// complete=0. With `labels`, a last field of KEY=VALUE pairs joined by
+// needs it; the shape columns (pods, gpus_per_pod, gpu_model, topology)
+// hold one value per pod set, joined by ';'. Times are seconds since the epoch
+// and durations seconds, as decimals; a gang never started has an empty
+// duration and start, and complete=0. With `labels`, a last field of KEY=VALUE
+// pairs joined by
 // ';'.
 std::string HistoryCsvRow(const v1::HistoryRecord& record, bool labels);
 

@@ -89,7 +89,7 @@ TEST(HistoryCsvTest, PodSetsAreListedOnePerSet) {
   EXPECT_THAT(HistoryCsvRow(record, false),
               HasSubstr(",23,llm,5,"));  // 16 + 4 + 3 GPUs
   EXPECT_THAT(HistoryCsvRow(record, false),
-              HasSubstr(",SUCCEEDED,6,8;4;1,H100;H200|H100;,"
+              HasSubstr(",SUCCEEDED,2;1;3,8;4;1,H100;H200|H100;,"
                         "required:rack;preferred:block;,"));
 }
 

@@ -33,10 +33,20 @@ v1::HistoryRecord Record(const std::string& id, const std::string& queue,
 }
 
 TEST(HistoryTraceTest, TheSimulatorReadsTheExportedCsv) {
-  const std::vector<v1::HistoryRecord> records = {
+  std::vector<v1::HistoryRecord> records = {
       Record("g-000001", "llm", 1'700'000'000, 2, 8, 90'250, 5),
       Record("g-000002", "team \"x\", batch", 1'700'000'003, 1, 4, 1'000, 0),
   };
+  v1::PodSet* second = records[0].add_pod_sets();
+  second->set_count(1);
+  second->set_gpus(2);
+  second->add_gpu_models("H200");
+  second->add_gpu_models("H100");
+  second->mutable_topology()->set_mode(v1::TOPOLOGY_MODE_REQUIRED);
+  second->mutable_topology()->set_level("rack");
+  records[0].mutable_estimated_runtime()->set_seconds(3600);
+  // Still running at the export: its run so far, not complete.
+  records[1].set_state(v1::GANG_STATE_RUNNING);
   for (bool labels : {false, true}) {
     std::string csv = HistoryCsvHeader(labels);
     for (const v1::HistoryRecord& record : records) {
@@ -48,15 +58,50 @@ TEST(HistoryTraceTest, TheSimulatorReadsTheExportedCsv) {
     const bench::TraceJob& first = (*jobs)[0];
     EXPECT_EQ(first.submit_time, absl::FromUnixSeconds(1'700'000'000));
     EXPECT_EQ(first.duration, absl::Milliseconds(90'250));
-    EXPECT_EQ(first.gpus, 16);
+    EXPECT_EQ(first.gpus, 18);
     EXPECT_EQ(first.team, "llm");
     EXPECT_EQ(first.priority, 5);
     EXPECT_FALSE(first.checkpoint_interval.has_value());
-    const bench::TraceJob& second = (*jobs)[1];
-    EXPECT_EQ(second.team, "team \"x\", batch");
-    EXPECT_EQ(second.gpus, 4);
-    EXPECT_EQ(second.duration, absl::Seconds(1));
+    EXPECT_EQ(first.gang_id, "g-000001");
+    ASSERT_EQ(first.pod_sets.size(), 2u);
+    EXPECT_EQ(first.pod_sets[0].count, 2);
+    EXPECT_EQ(first.pod_sets[0].gpus, 8);
+    EXPECT_TRUE(first.pod_sets[0].gpu_models.empty());
+    EXPECT_EQ(first.pod_sets[1].gpu_models,
+              (std::vector<std::string>{"H200", "H100"}));
+    EXPECT_EQ(first.pod_sets[1].topology, "required:rack");
+    EXPECT_EQ(first.recorded_start, absl::FromUnixSeconds(1'700'000'001));
+    EXPECT_TRUE(first.complete);
+    EXPECT_EQ(first.declared_estimate, absl::Hours(1));
+    EXPECT_FALSE(first.declared_max_runtime.has_value());
+    const bench::TraceJob& second_job = (*jobs)[1];
+    EXPECT_EQ(second_job.team, "team \"x\", batch");
+    EXPECT_EQ(second_job.gpus, 4);
+    EXPECT_EQ(second_job.duration, absl::Seconds(1));
+    EXPECT_FALSE(second_job.complete);
   }
+}
+
+TEST(HistoryTraceTest, AGangThatNeverStartedIsReadOrLeftOut) {
+  v1::HistoryRecord pending =
+      Record("g-000003", "llm", 1'700'000'010, 1, 8, 0, 0);
+  pending.set_state(v1::GANG_STATE_PENDING);
+  pending.clear_first_admit_time();
+  pending.clear_run_time();
+  v1::HistoryRecord cancelled = pending;
+  cancelled.set_gang_id("g-000004");
+  cancelled.set_state(v1::GANG_STATE_CANCELLED);
+  cancelled.mutable_finish_time()->set_seconds(1'700'000'020);
+  const std::string csv = HistoryCsvHeader(false) +
+                          HistoryCsvRow(pending, false) +
+                          HistoryCsvRow(cancelled, false);
+  absl::StatusOr<std::vector<bench::TraceJob>> jobs = bench::ParseTrace(csv);
+  ASSERT_TRUE(jobs.ok()) << jobs.status() << "\n" << csv;
+  // The pending gang waits in the replay; the cancelled one is left out.
+  ASSERT_EQ(jobs->size(), 1u) << csv;
+  EXPECT_EQ((*jobs)[0].gang_id, "g-000003");
+  EXPECT_FALSE((*jobs)[0].complete);
+  EXPECT_FALSE((*jobs)[0].recorded_start.has_value());
 }
 
 }  // namespace
