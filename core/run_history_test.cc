@@ -17,12 +17,8 @@ using testing::Spec;
 class RunHistoryTest : public testing::SchedulerFixture {
  protected:
   void SetUp() override {
-    Config config;
-    config.reservation.depth = 0;
-    config.preemption.enabled = true;
-    config.preemption.grace_period = absl::Minutes(5);
-    config.preemption.min_runtime = absl::Minutes(10);
-    Init(config, MakeNodes(1, 1, 2), {testing::MakeQueue("q")});
+    Init(testing::PreemptionConfig(), MakeNodes(1, 1, 2),
+         {testing::MakeQueue("q")});
   }
   void ReportState(const GangPtr& gang, GangState state) {
     GangReport report;
