@@ -99,6 +99,11 @@ std::vector<CommandDef> BuildCommandTable() {
        0, 0},
       {"audit", "audit [--page-size N] [--page-token T] [--all]",
        "list audit records, oldest first (admins)", 0, 0},
+      {"history export",
+       "history export [--since 7d|RFC3339] [-o csv|json] [--include-labels]",
+       "write the retained gangs as a trace phalanx-sim replays: CSV, or "
+       "JSON lines (admins)",
+       0, 0},
       {"backup", "backup DIR",
        "write a consistent copy of the store to DIR, an absolute path on "
        "the daemon's machine that does not exist or is empty (admins)",
@@ -342,6 +347,7 @@ class CommandLine {
     const std::vector<std::string> after_dash = AfterDoubleDash(argv);
     inv_.args.insert(inv_.args.end(), after_dash.begin(), after_dash.end());
     if (absl::Status status = CheckArgCount(); !status.ok()) return status;
+    if (absl::Status status = CheckOutput(); !status.ok()) return status;
     for (const auto& [option, value] : global_flags_.not_empty) {
       if (option->count() > 0 && value->empty()) {
         return absl::InvalidArgumentError(
@@ -455,6 +461,22 @@ class CommandLine {
       return absl::InvalidArgumentError(
           absl::StrFormat("\"%s\" takes %d argument(s), got %d", command.path,
                           command.max_args, given));
+    }
+    return absl::OkStatus();
+  }
+
+  // -o csv is history export's alone; history export writes CSV or JSON.
+  absl::Status CheckOutput() const {
+    const OutputFormat output = inv_.global.output;
+    const bool history = inv_.command->path == "history export";
+    if (output == OutputFormat::kCsv && !history) {
+      return absl::InvalidArgumentError(
+          "-o csv: only \"history export\" writes CSV");
+    }
+    if (history &&
+        (output == OutputFormat::kYaml || output == OutputFormat::kWide)) {
+      return absl::InvalidArgumentError(
+          "-o: \"history export\" writes csv (the default) or json");
     }
     return absl::OkStatus();
   }

@@ -78,6 +78,27 @@ TEST(ParseCommandLineTest, TimeoutAcceptsADuration) {
             absl::Minutes(1));
 }
 
+TEST(ParseCommandLineTest, HistoryExportFlagsAndItsOutputFormats) {
+  Invocation history = Parse(
+      {"history", "export", "--since", "7d", "--include-labels", "-o", "csv"});
+  ASSERT_TRUE(history.error.ok()) << history.error;
+  EXPECT_EQ(history.command->path, "history export");
+  EXPECT_EQ(std::get<absl::Duration>(*history.options.history.since),
+            absl::Hours(168));
+  EXPECT_TRUE(history.options.history.include_labels);
+  EXPECT_EQ(history.global.output, OutputFormat::kCsv);
+  EXPECT_TRUE(Parse({"-o", "json", "history", "export"}).error.ok());
+  EXPECT_THAT(
+      std::string(Parse({"history", "export", "-o", "wide"}).error.message()),
+      HasSubstr("writes csv (the default) or json"));
+  EXPECT_THAT(std::string(Parse({"list", "-o", "csv"}).error.message()),
+              HasSubstr("only \"history export\" writes CSV"));
+  EXPECT_THAT(
+      std::string(
+          Parse({"history", "export", "--since", "soon"}).error.message()),
+      HasSubstr("--since"));
+}
+
 TEST(ParseCommandLineTest, AuditAndTheNewFlags) {
   Invocation audit = Parse({"audit", "--all", "--page-size", "50"});
   ASSERT_TRUE(audit.error.ok()) << audit.error;
@@ -242,7 +263,7 @@ TEST(TypedOptionsTest, AGlobalFlagRepeatedTakesTheLastValue) {
   EXPECT_THAT(
       std::string(
           Parse({"topology", "-o", "xml", "-o", "json"}).error.message()),
-      HasSubstr("--output: want table, json, yaml or wide"));
+      HasSubstr("--output: want table, json, yaml, wide or csv"));
 }
 
 TEST(TypedOptionsTest, OnlyDashSpellingsAreFlags) {
@@ -324,7 +345,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "config set"},
         ErrorCase{"BadOutput",
                   {"topology", "-o", "xml"},
-                  "--output: want table, json, yaml or wide, got \"xml\"",
+                  "--output: want table, json, yaml, wide or csv, got \"xml\"",
                   "topology"},
         ErrorCase{"BadTimeout",
                   {"topology", "--timeout", "0"},

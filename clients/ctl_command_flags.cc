@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "clients/ctl_flag_checks.h"
 #include "clients/ctl_format.h"
+#include "clients/ctl_history.h"
 
 namespace phalanx::ctl {
 namespace {
@@ -313,6 +314,15 @@ void BindAudit(CLI::App* app, CommandOptions* o) {
             "follow next_page_token to the last record");
 }
 
+void BindHistoryExport(CLI::App* app, CommandOptions* o) {
+  AddParsed(app, "--since", &o->history.since, &ParseSince, "WHEN",
+            "gangs submitted since: how long ago (7d, 36h) or an RFC3339 "
+            "time (default: all the daemon retains)");
+  AddSwitch(app, "--include-labels", &o->history.include_labels,
+            "add each gang's labels (a labels column; with -o json also its "
+            "last message)");
+}
+
 void BindNothing(CLI::App* /*app*/, CommandOptions* /*options*/) {}
 
 using Binder = void (*)(CLI::App*, CommandOptions*);
@@ -339,6 +349,7 @@ Binder BinderFor(absl::string_view path) {
       {"diff", &BindDeclare},
       {"apply", &BindDeclare},
       {"audit", &BindAudit},
+      {"history export", &BindHistoryExport},
   };
   auto it = binders->find(path);
   return it == binders->end() ? &BindNothing : it->second;
@@ -394,7 +405,8 @@ GlobalFlags BindGlobalFlags(CLI::App* root, GlobalOptions* global_options) {
       ->transform(OneOf({{"table", static_cast<int>(OutputFormat::kTable)},
                          {"json", static_cast<int>(OutputFormat::kJson)},
                          {"yaml", static_cast<int>(OutputFormat::kYaml)},
-                         {"wide", static_cast<int>(OutputFormat::kWide)}}));
+                         {"wide", static_cast<int>(OutputFormat::kWide)},
+                         {"csv", static_cast<int>(OutputFormat::kCsv)}}));
   AddParsed(root, "--timeout", &global.timeout, &ParseTimeout, "SECONDS",
             "deadline of each call (default 10; not watch)");
   flags.token =

@@ -26,6 +26,7 @@
 #include "clients/ctl_channel.h"
 #include "clients/ctl_declare.h"
 #include "clients/ctl_format.h"
+#include "clients/ctl_history.h"
 #include "clients/ctl_requests.h"
 #include "clients/ctl_run.h"
 #include "clients/ctl_views.h"
@@ -701,6 +702,59 @@ int Audit(Session& s) {
   return code;
 }
 
+// Writes one page of history: CSV rows, or one JSON object per line.
+int WriteHistoryPage(Session& s, const v1::ExportHistoryResponse& page,
+                     bool labels) {
+  for (const v1::HistoryRecord& record : page.records()) {
+    if (!s.json()) {
+      s.out() << HistoryCsvRow(record, labels);
+      continue;
+    }
+    absl::StatusOr<std::string> line = ToJson(record, /*pretty=*/false);
+    if (!line.ok()) {
+      s.err() << "phalanxctl: " << SafeText(line.status().message()) << "\n";
+      return kExitRpcError;
+    }
+    s.out() << *line;
+  }
+  s.out() << std::flush;
+  return kExitOk;
+}
+
+// Pages through Admin.ExportHistory to the end, writing each page as it
+// comes (the CSV header first).
+int HistoryExport(Session& s) {
+  const HistoryOptions& options = s.options().history;
+  v1::ExportHistoryRequest request = BuildHistoryRequest(options, s.now());
+  if (!s.json()) s.out() << HistoryCsvHeader(options.include_labels);
+  PageFollower follower(kMaxHistoryPages);
+  for (;;) {
+    v1::ExportHistoryResponse page;
+    grpc::Status status =
+        Call(s, s.admin(), &v1::Admin::Stub::ExportHistory, request, &page);
+    if (!status.ok()) return s.RpcError(status);
+    if (int code = WriteHistoryPage(s, page, options.include_labels);
+        code != kExitOk) {
+      return code;
+    }
+    switch (follower.After(page.next_page_token(), page.records().empty())) {
+      case PageFollower::Next::kDone:
+        return kExitOk;
+      case PageFollower::Next::kFetch:
+        request.set_page_token(page.next_page_token());
+        continue;
+      case PageFollower::Next::kPageLimit:
+        s.err() << "phalanxctl: stopped after " << kMaxHistoryPages
+                << " pages; more records remain\n";
+        return kExitRpcError;
+      case PageFollower::Next::kNoProgress:
+        s.err() << "phalanxctl: the server repeated a page token or sent an "
+                   "empty page with one; stopped\n";
+        return kExitRpcError;
+    }
+  }
+}
+
 int Backup(Session& s) {
   v1::CreateBackupRequest request;
   request.set_directory(s.arg(0));
@@ -748,6 +802,7 @@ const std::map<std::string, Handler, std::less<>>& Handlers() {
       {"diff", &Diff},
       {"apply", &Apply},
       {"audit", &Audit},
+      {"history export", &HistoryExport},
       {"backup", &Backup},
   };
   return *handlers;

@@ -26,8 +26,8 @@ inline constexpr char kDefaultExec[] = "ssh -o BatchMode=yes {host}";
 inline constexpr int kDefaultMasterPort = 29500;
 
 // -o: a table; proto3 JSON; YAML (the same fields as JSON); a table with
-// more columns.
-enum class OutputFormat { kTable, kJson, kYaml, kWide };
+// more columns; CSV (history export only).
+enum class OutputFormat { kTable, kJson, kYaml, kWide, kCsv };
 
 // How to reach the daemon and what to prove to it; ctl_channel.h turns it
 // into a channel. The token is a secret: nothing prints it.
@@ -189,6 +189,14 @@ struct AuditOptions {
   bool all = false;
 };
 
+// history export.
+struct HistoryOptions {
+  // --since: gangs submitted this long before the command starts, or at
+  // or after this time; unset = every gang the daemon retains.
+  std::optional<std::variant<absl::Duration, absl::Time>> since;
+  bool include_labels = false;
+};
+
 // The options of every command; ParseCommandLine fills the member of the
 // command it recognised, the others keep their defaults.
 struct CommandOptions {
@@ -206,6 +214,7 @@ struct CommandOptions {
   ConfigSetOptions config_set;
   DeclareOptions declare;  // apply, diff
   AuditOptions audit;
+  HistoryOptions history;
 };
 
 }  // namespace phalanx::ctl

@@ -368,14 +368,7 @@ namespace {
 
 class PreemptionTest : public AdmissionTest {
  protected:
-  void SetUp() override {
-    Config config;
-    config.reservation.depth = 0;
-    config.preemption.enabled = true;
-    config.preemption.grace_period = absl::Minutes(5);
-    config.preemption.min_runtime = absl::Minutes(10);
-    Init(config, {MakeQueue("q")});
-  }
+  void SetUp() override { Init(testing::PreemptionConfig(), {MakeQueue("q")}); }
 };
 
 TEST_F(PreemptionTest, HigherPriorityPreemptsTheCheapestSufficientVictims) {

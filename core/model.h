@@ -106,14 +106,25 @@ struct Gang {
   ReasonCode reason_code = ReasonCode::kNone;
   std::string reason;
   absl::Time submit_time;
+  // The last admission; a requeued gang keeps it until the next one.
   std::optional<absl::Time> admit_time;
+  // The first admission, set once; unset while never admitted (and in
+  // records stored before it was kept).
+  std::optional<absl::Time> first_admit_time;
   std::optional<absl::Time> finish_time;
+  // Time held (ADMITTED, RUNNING, PREEMPTING) over the attempts that have
+  // ended: each release of its GPUs adds now - admit_time. While the gang
+  // holds GPUs the current attempt is not included; once final, all are.
+  absl::Duration previous_run_time = absl::ZeroDuration();
   // Pods in pod-set order while held; a final gang keeps its last one with
   // `placement_released` set (it holds nothing).
   std::vector<PodPlacement> placement;
   bool placement_released = false;
   int64_t revision = 0;
-  int attempts = 0;
+  int attempts = 0;  // admissions
+  // Times it was requeued as a preemption victim (not counting evictions
+  // by failed nodes, or start timeouts).
+  int preemptions = 0;
   std::optional<absl::Time> last_checkpoint_time;
   std::string message;
   std::string owner;  // the submitting principal; empty without auth

@@ -223,10 +223,7 @@ absl::StatusOr<GangPtr> Scheduler::Report(const GangReport& report,
         "state: only RUNNING, SUCCEEDED or FAILED can be reported");
   }
   if (report.preemption_acknowledged && !event) {
-    gang.reason_code = ReasonCode::kRequeued;
-    gang.reason = preemptions_.RequeuedReason(gang.id);
-    ReleaseCapacity(gang, now);
-    gang.state = GangState::kPending;
+    RequeueVictim(gang, now);
     event = EventType::kRequeued;
   }
   if (report.last_checkpoint_time) {

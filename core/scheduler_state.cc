@@ -50,6 +50,7 @@ GangPtr SchedulerState::Transition(Gang gang, EventType type, absl::Time now) {
 // PENDING, keeps it when the gang is final).
 void SchedulerState::ReleaseCapacity(Gang& gang, absl::Time now) {
   if (!HoldsCapacity(gang.state)) return;
+  if (gang.admit_time) gang.previous_run_time += now - *gang.admit_time;
   quotas_.Accrue(gang.spec.queue, now);
   quotas_.Charge(gang, fleet_, -1);
   BumpEpoch();
@@ -68,6 +69,7 @@ void SchedulerState::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
   admitted.reason_code = ReasonCode::kNone;
   admitted.reason.clear();
   admitted.admit_time = now;
+  if (!admitted.first_admit_time) admitted.first_admit_time = now;
   if (admitted.spec.lease_duration > absl::ZeroDuration()) {
     admitted.lease_expire_time = now + admitted.spec.lease_duration;
   }
@@ -106,11 +108,16 @@ void SchedulerState::SetReason(const GangPtr& gang, ReasonCode code,
   Put(std::move(copy));
 }
 
-void SchedulerState::FinishPreemption(Gang victim, absl::Time now) {
+void SchedulerState::RequeueVictim(Gang& victim, absl::Time now) {
   victim.reason_code = ReasonCode::kRequeued;
   victim.reason = preemptions_.RequeuedReason(victim.id);
+  ++victim.preemptions;
   ReleaseCapacity(victim, now);
   victim.state = GangState::kPending;
+}
+
+void SchedulerState::FinishPreemption(Gang victim, absl::Time now) {
+  RequeueVictim(victim, now);
   Transition(std::move(victim), EventType::kRequeued, now);
 }
 

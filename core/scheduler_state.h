@@ -48,15 +48,20 @@ class SchedulerState {
   GangPtr Put(Gang gang);
   // Put with a new revision and an event of `type`.
   GangPtr Transition(Gang gang, EventType type, absl::Time now);
-  // Frees the capacity `gang` holds (its placement stays, released).
+  // Frees the capacity `gang` holds (its placement stays, released) and
+  // adds the attempt's held time (now - admit_time) to previous_run_time.
   void ReleaseCapacity(Gang& gang, absl::Time now);
   // ADMITTED on `pods`, which must be free: allocates them, charges the
-  // queue, arms the start timeout.
+  // queue, arms the start timeout; sets first_admit_time at the first.
   void Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
              absl::Time now);
   // Sets a gang's pending reason (no event, no revision).
   void SetReason(const GangPtr& gang, ReasonCode code, std::string reason);
-  void FinishPreemption(Gang victim, absl::Time now);  // requeues it
+  // Makes `victim` (PREEMPTING) PENDING, its GPUs released and the
+  // requeue counted in its `preemptions`; stores nothing.
+  void RequeueVictim(Gang& victim, absl::Time now);
+  // RequeueVictim, then stores the victim with a REQUEUED event.
+  void FinishPreemption(Gang victim, absl::Time now);
   void DeleteGang(const GangId& id);
   // Moves the capacity epoch: pending gangs may newly fit.
   void BumpEpoch();

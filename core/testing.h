@@ -1,8 +1,8 @@
 // Test-only helpers for core tests, owned by the tests that include them:
-// builders for fleets, queues and gang specs in one line each, the start of
-// the virtual clock (kT0), and SchedulerFixture, a gtest fixture holding one
-// Scheduler driven by Submit / Get / Cycle on that clock. Nothing here is
-// thread-safe; each test owns its fixture.
+// builders for fleets, queues, gang specs and a preemption config in one line
+// each, the start of the virtual clock (kT0), and SchedulerFixture, a gtest
+// fixture holding one Scheduler driven by Submit / Get / Cycle on that clock.
+// Nothing here is thread-safe; each test owns its fixture.
 #ifndef PHALANX_CORE_TESTING_H_
 #define PHALANX_CORE_TESTING_H_
 
@@ -99,6 +99,17 @@ class Spec {
 inline GangSpec WithEstimate(GangSpec spec, absl::Duration estimate) {
   spec.estimated_runtime = estimate;
   return spec;
+}
+
+// Preemption on (grace period 5 min, victims must have run 10 min) and no
+// reservations, so a preemptor's only way in is its victims' GPUs.
+inline Config PreemptionConfig() {
+  Config config;
+  config.reservation.depth = 0;
+  config.preemption.enabled = true;
+  config.preemption.grace_period = absl::Minutes(5);
+  config.preemption.min_runtime = absl::Minutes(10);
+  return config;
 }
 
 // A queue `name` of `weight` under `parent` ("" for none), with a nominal

@@ -307,6 +307,13 @@ void ToProto(const core::Gang& in, pb::Gang* out) {
   }
   out->set_revision(in.revision);
   out->set_attempts(in.attempts);
+  out->set_preemptions(in.preemptions);
+  if (in.first_admit_time) {
+    ToProto(*in.first_admit_time, out->mutable_first_admit_time());
+  }
+  if (in.previous_run_time != absl::ZeroDuration()) {
+    ToProto(in.previous_run_time, out->mutable_previous_run_time());
+  }
   if (in.last_checkpoint_time) {
     ToProto(*in.last_checkpoint_time, out->mutable_last_checkpoint_time());
   }
@@ -368,6 +375,10 @@ absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
   }
   out.revision = in.revision();
   out.attempts = in.attempts();
+  out.preemptions = in.preemptions();
+  out.first_admit_time =
+      OptionalTime(in.has_first_admit_time(), in.first_admit_time());
+  out.previous_run_time = FromProto(in.previous_run_time());
   out.last_checkpoint_time =
       OptionalTime(in.has_last_checkpoint_time(), in.last_checkpoint_time());
   out.message = in.message();

@@ -48,6 +48,37 @@ TEST(ConvertTest, LeaseAndGraceDeadlineRoundTrip) {
   EXPECT_EQ(*back, gang);
 }
 
+TEST(ConvertTest, RunHistoryRoundTripsAndAnOldRecordReadsAsUnset) {
+  core::Gang gang;
+  gang.id = core::GangId("g-000010");
+  gang.spec = core::testing::Spec("llm").Pods(1, 8);
+  gang.state = core::GangState::kAdmitted;
+  gang.submit_time = absl::FromUnixSeconds(1'700'000'000);
+  gang.first_admit_time = gang.submit_time + absl::Seconds(3);
+  gang.admit_time = gang.submit_time + absl::Minutes(20);
+  gang.previous_run_time = absl::Minutes(12) + absl::Milliseconds(250);
+  gang.attempts = 2;
+  gang.preemptions = 1;
+  pb::Gang proto;
+  ToProto(gang, &proto);
+  EXPECT_EQ(proto.first_admit_time().seconds(), 1'700'000'003);
+  EXPECT_EQ(proto.previous_run_time().seconds(), 720);
+  EXPECT_EQ(proto.previous_run_time().nanos(), 250'000'000);
+  EXPECT_EQ(proto.preemptions(), 1);
+  auto back = GangFromProto(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, gang);
+  // A record stored before these fields were kept.
+  proto.clear_first_admit_time();
+  proto.clear_previous_run_time();
+  proto.clear_preemptions();
+  back = GangFromProto(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->first_admit_time.has_value());
+  EXPECT_EQ(back->previous_run_time, absl::ZeroDuration());
+  EXPECT_EQ(back->preemptions, 0);
+}
+
 TEST(ConvertTest, EveryReasonCodeRoundTripsAndAnUnknownOneIsNone) {
   core::Gang gang;
   gang.id = core::GangId("g-000009");

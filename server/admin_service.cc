@@ -8,6 +8,7 @@
 #include "core/validate.h"
 #include "proto/convert.h"
 #include "proto/field_mask.h"
+#include "server/history_export.h"
 #include "server/rpc.h"
 
 namespace phalanx::server {
@@ -206,6 +207,16 @@ grpc::ServerUnaryReactor* AdminService::CreateBackup(
                              return absl::OkStatus();
                            }),
                    /*mutates=*/false);
+}
+
+grpc::ServerUnaryReactor* AdminService::ExportHistory(
+    grpc::CallbackServerContext* context,
+    const v1::ExportHistoryRequest* request,
+    v1::ExportHistoryResponse* response) {
+  auto caller = gate_->Admit(*context, rpc::kExportHistory);
+  if (!caller.ok()) return FinishNow(context, caller.status());
+  return FinishNow(context, ExportHistoryPage(*loop_->view(), *request,
+                                              absl::Now(), response));
 }
 
 }  // namespace phalanx::server

@@ -56,6 +56,13 @@ class AdminService final : public v1::Admin::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::CreateBackupRequest* request,
       v1::CreateBackupResponse* response) override;
+  // Admins only (not audited: a read). Served from the published view, on
+  // the calling thread, so an HA follower serves it too
+  // (server/history_export.h).
+  grpc::ServerUnaryReactor* ExportHistory(
+      grpc::CallbackServerContext* context,
+      const v1::ExportHistoryRequest* request,
+      v1::ExportHistoryResponse* response) override;
 
  private:
   SchedulerLoop* loop_;

@@ -11,14 +11,15 @@ namespace phalanx::server {
 namespace {
 
 constexpr RpcMethod kMethods[] = {
-    rpc::kSubmitGang,   rpc::kCancelGang,       rpc::kGetGang,
-    rpc::kListGangs,    rpc::kWatchGangs,       rpc::kReportGang,
-    rpc::kExplainGang,  rpc::kDryRunGang,       rpc::kUpsertNodes,
-    rpc::kSetNodeState, rpc::kRemoveNode,       rpc::kHeartbeat,
-    rpc::kListNodes,    rpc::kGetTopology,      rpc::kGetConfig,
-    rpc::kUpdateConfig, rpc::kPutQueue,         rpc::kDeleteQueue,
-    rpc::kListQueues,   rpc::kListAuditRecords, rpc::kRenewGangLease,
-    rpc::kCreateBackup, rpc::kWatchGangBatches, rpc::kReportNodeHealth,
+    rpc::kSubmitGang,    rpc::kCancelGang,       rpc::kGetGang,
+    rpc::kListGangs,     rpc::kWatchGangs,       rpc::kReportGang,
+    rpc::kExplainGang,   rpc::kDryRunGang,       rpc::kUpsertNodes,
+    rpc::kSetNodeState,  rpc::kRemoveNode,       rpc::kHeartbeat,
+    rpc::kListNodes,     rpc::kGetTopology,      rpc::kGetConfig,
+    rpc::kUpdateConfig,  rpc::kPutQueue,         rpc::kDeleteQueue,
+    rpc::kListQueues,    rpc::kListAuditRecords, rpc::kRenewGangLease,
+    rpc::kCreateBackup,  rpc::kWatchGangBatches, rpc::kReportNodeHealth,
+    rpc::kExportHistory,
 };
 
 const char* Needs(Access access) {

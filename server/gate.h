@@ -82,6 +82,9 @@ inline constexpr RpcMethod kListAuditRecords{
     "/phalanx.v1.Admin/ListAuditRecords", Access::kAdmin, false, true};
 inline constexpr RpcMethod kCreateBackup{"/phalanx.v1.Admin/CreateBackup",
                                          Access::kAdmin, true, false};
+// A read of every retained gang: admins only, served by a follower too.
+inline constexpr RpcMethod kExportHistory{"/phalanx.v1.Admin/ExportHistory",
+                                          Access::kAdmin, false, true};
 }  // namespace rpc
 
 // The trailing metadata key naming the leader's address on an UNAVAILABLE

@@ -314,6 +314,12 @@ std::vector<Rpc> AllRpcs() {
                         return r;
                       }),
                   admins});
+  rpcs.push_back(
+      {"ExportHistory",
+       Unary<v1::ExportHistoryRequest, v1::ExportHistoryResponse>(
+           ADMIN(ExportHistory),
+           [](const Targets&) { return v1::ExportHistoryRequest(); }),
+       admins});
   return rpcs;
 }
 

@@ -147,6 +147,49 @@ TEST(CtlTest, BackupWritesACheckpointOnTheDaemonsMachine) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CtlTest, HistoryExportWritesATraceCsvOrJsonLines) {
+  auto daemon = StartDemoDaemon();
+  ASSERT_TRUE(daemon->Start()) << daemon->output();
+  const std::string server = daemon->address();
+  ASSERT_EQ(
+      Ctl(server, "submit --queue a --pods 2 --gpus 8 --level rack").exit_code,
+      0);
+  ASSERT_EQ(Ctl(server, "submit --queue b --pods 8 --gpus 8").exit_code, 0);
+  ASSERT_EQ(Ctl(server, "report g-000001 --state succeeded").exit_code, 0);
+  // g-000002 takes the whole fleet once g-000001 ends: this one waits.
+  ASSERT_EQ(Ctl(server, "submit --queue a --pods 1 --gpus 8").exit_code, 0);
+
+  CtlResult csv = Ctl(server, "history export");
+  ASSERT_EQ(csv.exit_code, 0) << csv.output;
+  const std::vector<std::string> lines =
+      absl::StrSplit(csv.output, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 4u) << csv.output;
+  EXPECT_TRUE(absl::StartsWith(lines[0],
+                               "timestamp,duration,num_gpus,cluster,priority,"
+                               "checkpoint_interval_s,complete,gang_id,"));
+  EXPECT_THAT(lines[1], ContainsRegex("^[0-9.]+,[0-9.]+,16,a,0,,1,g-000001,"
+                                      "SUCCEEDED,2,8,,required:rack,"));
+  EXPECT_THAT(lines[2], ContainsRegex("^[0-9.]+,[0-9.]*,64,b,0,,0,g-000002,"));
+  EXPECT_THAT(
+      lines[3],
+      ContainsRegex("^[0-9.]+,,8,a,0,,0,g-000003,PENDING,1,8,,,,,0,0,"));
+
+  CtlResult json = Ctl(server, "-o json history export --since 7d");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const std::vector<std::string> objects =
+      absl::StrSplit(json.output, '\n', absl::SkipEmpty());
+  ASSERT_EQ(objects.size(), 3u) << json.output;
+  EXPECT_THAT(objects[0], HasSubstr("\"gang_id\":\"g-000001\""));
+
+  CtlResult future = Ctl(server, "history export --since 2099-01-01T00:00:00Z");
+  EXPECT_EQ(future.exit_code, 0) << future.output;
+  EXPECT_EQ(std::count(future.output.begin(), future.output.end(), '\n'), 1);
+
+  EXPECT_EQ(Ctl(server, "-o yaml history export").exit_code, 2);
+  EXPECT_EQ(Ctl(server, "-o csv list").exit_code, 2);
+  EXPECT_EQ(Ctl(server, "history export --since yesterday").exit_code, 2);
+}
+
 TEST(CtlTest, YamlWideAndAFutureRevision) {
   auto daemon = StartDemoDaemon();
   ASSERT_TRUE(daemon->Start()) << daemon->output();
@@ -173,7 +216,7 @@ TEST(CtlTest, YamlWideAndAFutureRevision) {
 
   CtlResult bad = Ctl(server, "-o xml list");
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_THAT(bad.output, HasSubstr("want table, json, yaml or wide"));
+  EXPECT_THAT(bad.output, HasSubstr("want table, json, yaml, wide or csv"));
 }
 
 TEST(CtlTest, ThePlanInListGetAndExplain) {

@@ -722,6 +722,22 @@ TEST_F(HaFollowTest, AFollowerServesEveryReadAtItsAppliedRevision) {
   EXPECT_EQ(
       on_follower.audit.records(on_follower.audit.records_size() - 1).method(),
       "/phalanx.v1.Admin/PutQueue");
+  // The history export too, run times aside (each counts the running
+  // gangs' run to its own read).
+  auto history = [](DaemonProcess& replica) {
+    auto admin = replica.Admin();
+    v1::ExportHistoryResponse response = CallOk(
+        *admin, &v1::Admin::Stub::ExportHistory, v1::ExportHistoryRequest());
+    for (v1::HistoryRecord& record : *response.mutable_records()) {
+      record.clear_run_time();
+    }
+    response.clear_read_time();
+    return response;
+  };
+  const v1::ExportHistoryResponse exported = history(follower);
+  EXPECT_EQ(exported.records_size(), 3);
+  EXPECT_EQ(exported.revision(), revision);
+  EXPECT_SAME_MESSAGE(exported, history(leader));
   // A dry run changed nothing on the follower.
   const FleetReads again = ReadFleet(follower, block.id(), dry_run);
   EXPECT_SAME_MESSAGE(again.nodes, on_follower.nodes);
