@@ -64,7 +64,7 @@ ABSL_FLAG(std::string, config, "",
           "output), each replayed as a policy named by its file's base name");
 ABSL_FLAG(std::string, queues, "",
           "the daemon's queues (`phalanxctl queues list -o json` output): "
-          "every job's cluster names a leaf queue; default one queue a team");
+          "every job's cluster names one of them; default one queue a team");
 ABSL_FLAG(std::string, out, "sim-out", "output directory");
 ABSL_FLAG(int, jobs, 2,
           "policies replayed at once, each on its own thread with its own "

@@ -246,16 +246,10 @@ absl::Status Engine::PutQueues() {
       !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("--queues: ", s.message()));
   }
-  std::set<std::string> parents;
-  for (const core::Queue& queue : workload_.queues) {
-    parents.insert(queue.parent.value());
-  }
   for (const std::string& team : teams_) {
-    const bool known = scheduler_.queues().contains(core::QueueName(team));
-    if (!known || parents.contains(team)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cluster: \"", team.substr(0, 64), "\" is not ",
-                       known ? "a leaf queue" : "a queue", " of --queues"));
+    if (!scheduler_.queues().contains(core::QueueName(team))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster: \"", team.substr(0, 64), "\" is not a queue of --queues"));
     }
     queue_of_team_.push_back(core::QueueName(team));
   }
@@ -863,8 +857,10 @@ std::vector<absl::Duration> DrawEstimates(const std::vector<TraceJob>& jobs,
   for (const TraceJob& job : jobs) {
     const absl::Duration drawn =
         job.duration * random.Uniform(kMinEstimateFactor, kMaxEstimateFactor);
+    const absl::Duration unknown =
+        job.runtimes_recorded ? absl::ZeroDuration() : drawn;
     estimates.push_back(job.declared_estimate.value_or(
-        job.declared_max_runtime.value_or(drawn)));
+        job.declared_max_runtime.value_or(unknown)));
   }
   return estimates;
 }

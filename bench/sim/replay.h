@@ -45,13 +45,14 @@ struct Workload {
   std::vector<TraceJob> jobs;             // file order
   std::vector<absl::Duration> estimates;  // estimated_runtime, per job
   // The queues the jobs go to (a daemon's, from `phalanxctl queues list -o
-  // json`): every job's team must name a leaf queue among them. Empty = one
+  // json`): every job's team must name a queue among them. Empty = one
   // queue a team (TeamQueues).
   std::vector<core::Queue> queues;
 };
 
 // Returns per job its declared estimate (TraceJob::declared_estimate, else
-// declared_max_runtime) when the trace has one, else actual × f, f uniform
+// declared_max_runtime) when the trace has one, else none (zero) when the
+// trace records declared run times, else actual × f, f uniform
 // in [0.5, 3] drawn once per job in file order from `seed` (a draw is made
 // for every job, so the draws do not depend on which jobs declared one).
 std::vector<absl::Duration> DrawEstimates(const std::vector<TraceJob>& jobs,

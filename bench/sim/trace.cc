@@ -314,6 +314,7 @@ absl::Status ParseRecorded(const Row& row, const Columns& columns,
       row.Seconds(columns.estimated_runtime, "estimated_runtime_s", true);
   if (!estimate.ok()) return estimate.status();
   job.declared_estimate = *estimate;
+  job.runtimes_recorded = columns.estimated_runtime >= 0;
   absl::StatusOr<std::optional<absl::Duration>> max_runtime =
       row.Seconds(columns.max_runtime, "max_runtime_s", true);
   if (!max_runtime.ok()) return max_runtime.status();

@@ -27,7 +27,8 @@
 //              pending when exported: `duration` is then the run so far,
 //              and may be empty
 //   estimated_runtime_s, max_runtime_s  what the gang declared; the replay
-//              gives the scheduler these instead of drawn estimates
+//              gives the scheduler these instead of drawn estimates, and
+//              none to a gang that declared neither
 // Other columns (gpu_time, ...) are ignored. Fields may be double-quoted.
 // Rows need not be sorted. Pure functions over values; thread-compatible.
 #ifndef PHALANX_BENCH_SIM_TRACE_H_
@@ -68,6 +69,9 @@ struct TraceJob {
   bool complete = true;  // false: `duration` is the run so far (maybe 0)
   std::optional<absl::Duration> declared_estimate;     // estimated_runtime_s
   std::optional<absl::Duration> declared_max_runtime;  // max_runtime_s
+  // The trace has the estimated_runtime_s column: an empty value then means
+  // the gang declared no estimate, not an unknown one.
+  bool runtimes_recorded = false;
 };
 
 // Gives every incomplete job (TraceJob::complete false) a duration for the

@@ -122,7 +122,7 @@ TEST(WhatIfReplayTest, ReplaysAHistoryOnItsQueuesAndComparesStarts) {
             "line 3,b,8,3600.000,3600.000\n");
 }
 
-TEST(WhatIfReplayTest, AJobOfAQueueNotGivenIsRefusedByName) {
+TEST(WhatIfReplayTest, AJobOfAQueueNotGivenIsRefusedByNameAndParentsTakeGangs) {
   SmallReplay r = MakeSmallReplay();
   r.workload.queues.erase(r.workload.queues.begin() + 1);  // drop "b"
   core::Config config;
@@ -131,11 +131,11 @@ TEST(WhatIfReplayTest, AJobOfAQueueNotGivenIsRefusedByName) {
       Replay(config, r.fleet, r.workload, ReplayOptions{});
   ASSERT_FALSE(result.ok());
   EXPECT_THAT(result.status().message(), HasSubstr("\"b\" is not a queue"));
-  r.workload.jobs[0].team = "org";
+  // A parent queue takes gangs too, as in the daemon.
+  r.workload.jobs[1].team = "org";
+  r.workload.jobs[2].team = "org";
   r.workload.queues = MakeSmallReplay().workload.queues;
-  result = Replay(config, r.fleet, r.workload, ReplayOptions{});
-  ASSERT_FALSE(result.ok());
-  EXPECT_THAT(result.status().message(), HasSubstr("is not a leaf queue"));
+  EXPECT_TRUE(Replay(config, r.fleet, r.workload, ReplayOptions{}).ok());
 }
 
 }  // namespace
