@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "clients/ctl_flag_checks.h"
 #include "clients/ctl_format.h"
+#include "clients/ctl_views.h"
 
 namespace phalanx::ctl {
 namespace {
@@ -47,11 +48,6 @@ std::string CsvField(absl::string_view text) {
     quoted += c;
   }
   return quoted + "\"";
-}
-
-bool IsFinal(v1::GangState state) {
-  return state == v1::GANG_STATE_SUCCEEDED || state == v1::GANG_STATE_FAILED ||
-         state == v1::GANG_STATE_CANCELLED;
 }
 
 // "required:rack", "preferred:block", or "" when unconstrained.
@@ -137,9 +133,9 @@ std::string HistoryCsvRow(const v1::HistoryRecord& record, bool labels) {
       record.queue(),
       absl::StrCat(record.priority()),
       "",  // a gang spec has no checkpoint interval
-      started && IsFinal(record.state()) ? "1" : "0",
+      started && IsFinalState(record.state()) ? "1" : "0",
       record.gang_id(),
-      ShortEnumName(v1::GangState_Name(record.state()), "GANG_STATE_"),
+      GangStateName(record.state()),
       absl::StrJoin(sets.pods, ";"),
       absl::StrJoin(sets.gpus_per_pod, ";"),
       absl::StrJoin(sets.models, ";"),

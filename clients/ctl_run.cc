@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "clients/ctl_format.h"
 #include "clients/ctl_requests.h"
+#include "clients/ctl_views.h"
 #include "clients/ctl_watch.h"
 #include "grpcpp/grpcpp.h"
 #include "phalanx/v1/fleet.grpc.pb.h"
@@ -65,17 +66,6 @@ void OnSignal(int signal) {
     // Pipe full: a wake-up is already pending.
   }
   errno = saved;
-}
-
-bool IsFinal(v1::GangState state) {
-  return state == v1::GANG_STATE_SUCCEEDED || state == v1::GANG_STATE_FAILED ||
-         state == v1::GANG_STATE_CANCELLED;
-}
-
-std::string StateName(v1::GangState state) {
-  absl::string_view name = v1::GangState_Name(state);
-  absl::ConsumePrefix(&name, "GANG_STATE_");
-  return std::string(name);
 }
 
 absl::Time FromProto(const google::protobuf::Timestamp& ts) {
@@ -392,7 +382,7 @@ class Launcher {
     const google::protobuf::Duration& lease = gang_.spec().lease_duration();
     lease_ = absl::Seconds(lease.seconds()) + absl::Nanoseconds(lease.nanos());
     Note(absl::StrCat("submitted ", SafeText(gang_.id()), " (",
-                      StateName(gang_.state()), ")"));
+                      GangStateName(gang_.state()), ")"));
     watcher_ =
         std::make_unique<GangWatcher>(scheduler_.get(), connection_, gang_.id(),
                                       response.revision(), notify_pipe_[1]);
@@ -432,9 +422,9 @@ class Launcher {
                           " admitted: ", gang_.placement_size(), " pods"));
         return kExitOk;
       }
-      if (IsFinal(state) || state == v1::GANG_STATE_PREEMPTING) {
-        Note(absl::StrCat(SafeText(gang_.id()), " is ", StateName(state), ": ",
-                          SafeText(gang_.reason())));
+      if (IsFinalState(state) || state == v1::GANG_STATE_PREEMPTING) {
+        Note(absl::StrCat(SafeText(gang_.id()), " is ", GangStateName(state),
+                          ": ", SafeText(gang_.reason())));
         return kExitRpcError;
       }
       if (absl::Now() >= next_explain) {
@@ -707,11 +697,11 @@ class Launcher {
                             absl::FormatTime(deadline)));
         }
         BeginStop(StopCause::kPreemption, deadline);
-      } else if (IsFinal(gang_.state()) ||
+      } else if (IsFinalState(gang_.state()) ||
                  gang_.state() == v1::GANG_STATE_PENDING) {
         if (stop_cause_ == StopCause::kNone) {
           Note(absl::StrCat(SafeText(gang_.id()), " is ",
-                            StateName(gang_.state()), ": ",
+                            GangStateName(gang_.state()), ": ",
                             SafeText(gang_.reason()), "; stopping the ranks"));
         }
         BeginStop(StopCause::kGangEnded, now + kStopGrace);
@@ -751,7 +741,7 @@ class Launcher {
           Note(absl::StrCat("acknowledge preemption: ", RpcErrorLine(status)));
         } else {
           Note(absl::StrCat("preemption acknowledged; ", SafeText(gang_.id()),
-                            " is ", StateName(gang_.state())));
+                            " is ", GangStateName(gang_.state())));
         }
         if (requeue_) return kRunAgain;
         return kExitPreempted;

@@ -189,6 +189,11 @@ std::string GangStateName(v1::GangState state) {
   return ShortEnumName(v1::GangState_Name(state), "GANG_STATE_");
 }
 
+bool IsFinalState(v1::GangState state) {
+  return state == v1::GANG_STATE_SUCCEEDED || state == v1::GANG_STATE_FAILED ||
+         state == v1::GANG_STATE_CANCELLED;
+}
+
 std::string NodeStateName(v1::NodeState state) {
   return ShortEnumName(v1::NodeState_Name(state), "NODE_STATE_");
 }

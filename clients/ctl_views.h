@@ -17,6 +17,8 @@ namespace phalanx::ctl {
 
 // "PENDING", "ADMITTED", ...
 std::string GangStateName(v1::GangState state);
+// SUCCEEDED, FAILED or CANCELLED: the gang holds nothing and never will.
+bool IsFinalState(v1::GangState state);
 // "READY", "CORDONED", ...
 std::string NodeStateName(v1::NodeState state);
 // "NO_FIT", "QUOTA", … (the API enum without its prefix).

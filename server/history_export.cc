@@ -11,6 +11,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "core/status_macros.h"
 #include "proto/convert.h"
 #include "server/gang_snapshot.h"
@@ -18,10 +19,11 @@
 namespace phalanx::server {
 namespace {
 
-// Where a gang stands in the export's order.
+// Where a gang stands in the export's order; a view of the gang's (or the
+// token's) id, so the sort copies no string.
 struct Position {
   absl::Time submit_time;
-  std::string id;
+  absl::string_view id;
 };
 
 bool Before(const Position& a, const Position& b) {
@@ -51,13 +53,13 @@ std::optional<absl::Time> ParseTimeText(absl::string_view text) {
 // record's position, web-safe base64 of "since|submit_time|id".
 struct PageToken {
   std::string since;
-  Position after;
+  absl::Time after_time;
+  std::string after_id;
 };
 
-std::string EncodeToken(const PageToken& token) {
+std::string EncodeToken(absl::string_view since, const Position& after) {
   return absl::WebSafeBase64Escape(
-      absl::StrCat(token.since, "|", TimeText(token.after.submit_time), "|",
-                   token.after.id));
+      absl::StrCat(since, "|", TimeText(after.submit_time), "|", after.id));
 }
 
 absl::StatusOr<PageToken> DecodeToken(absl::string_view text) {
@@ -71,7 +73,7 @@ absl::StatusOr<PageToken> DecodeToken(absl::string_view text) {
   std::optional<absl::Time> submit = ParseTimeText(parts[1]);
   if (!submit) return bad;
   if (!parts[0].empty() && !ParseTimeText(parts[0])) return bad;
-  return PageToken{parts[0], {*submit, parts[2]}};
+  return PageToken{parts[0], *submit, parts[2]};
 }
 
 // The checked request: the first submit time it keeps, the page size and
@@ -80,7 +82,13 @@ struct PageRequest {
   absl::Time since = absl::InfinitePast();
   std::string since_text;  // "" when unset
   int limit = kDefaultHistoryPageSize;
-  std::optional<Position> after;
+  std::optional<PageToken> token;  // the page starts after its position
+
+  bool Keeps(const core::Gang& gang) const {
+    return gang.submit_time >= since &&
+           (!token ||
+            Before({token->after_time, token->after_id}, PositionOf(gang)));
+  }
 };
 
 absl::StatusOr<PageRequest> CheckRequest(
@@ -103,7 +111,7 @@ absl::StatusOr<PageRequest> CheckRequest(
       return absl::InvalidArgumentError(
           "page_token: made for another `since`; pass the first page's");
     }
-    page.after = std::move(token.after);
+    page.token = std::move(token);
   }
   return page;
 }
@@ -176,11 +184,9 @@ absl::Status ExportHistoryPage(const View& view,
                                absl::Time now,
                                v1::ExportHistoryResponse* response) {
   ASSIGN_OR_RETURN(const PageRequest page, CheckRequest(request));
-  std::vector<core::GangPtr> gangs =
-      view.gangs.List("", INT_MAX, [&page](const core::Gang& gang) {
-        return gang.submit_time >= page.since &&
-               (!page.after || Before(*page.after, PositionOf(gang)));
-      });
+  std::vector<core::GangPtr> gangs = view.gangs.List(
+      "", INT_MAX,
+      [&page](const core::Gang& gang) { return page.Keeps(gang); });
   // One more than the page, to know whether another follows.
   const size_t wanted =
       std::min(gangs.size(), static_cast<size_t>(page.limit) + 1);
@@ -192,7 +198,7 @@ absl::Status ExportHistoryPage(const View& view,
   if (static_cast<int>(gangs.size()) > page.limit) {
     gangs.resize(page.limit);
     response->set_next_page_token(
-        EncodeToken({page.since_text, PositionOf(*gangs.back())}));
+        EncodeToken(page.since_text, PositionOf(*gangs.back())));
   }
   for (const core::GangPtr& gang : gangs) {
     ToHistoryRecord(*gang, now, request.include_labels(),

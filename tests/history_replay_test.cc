@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -134,8 +135,9 @@ class HistoryReplayTest : public ::testing::Test {
       absl::SleepFor(absl::Milliseconds(100));
     }
     ASSERT_TRUE(RunToCompletion(ids, plan, absl::Seconds(120)));
-    const std::string marker = daemon_->WriteFile("replay.marker", "");
-    const std::string base = marker.substr(0, marker.rfind('/'));
+    // Beside the data dir, in the daemon's temporary root.
+    const std::string base =
+        std::filesystem::path(daemon_->data_dir()).parent_path().string();
     CtlInto("history export", base + "/history.csv");
     CtlInto("config get", base + "/current.json");
     CtlInto("-o json queues list", base + "/queues.json");
