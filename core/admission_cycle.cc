@@ -8,9 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
 #include "core/domain_score.h"
+#include "core/elastic.h"
 #include "core/housekeeping.h"
 #include "core/planner.h"
 #include "core/preemptor.h"
+#include "core/resizer.h"
 #include "core/scheduler_types.h"
 #include "core/spec_checks.h"
 
@@ -139,7 +141,7 @@ void AdmissionCycle::Run() {
       s_.SetReason(gang, code, std::move(reason));
       if (config.admission.strict_fifo) blocker = gang;
     } else {
-      free_gpus -= gang->spec.TotalGpus();
+      free_gpus -= PlacedGpus(*s_.gangs_.Find(gang->id));
     }
     // A group known to fail is left for this cycle, unless this gang now
     // holds a reservation and more may be made (depth > 1): its next
@@ -153,6 +155,9 @@ void AdmissionCycle::Run() {
   //     group whose members do not all carry it yet (so a stalled cycle
   //     still costs the number of groups).
   if (!stopped_because.empty()) StampUnreached(stopped_code, stopped_because);
+  // 4c. Running elastic gangs grow onto what no pending gang could take
+  //     (core/resizer.h).
+  Resizer(s_, now_).GrowRunning(FreeReadyGpus());
   // 9. New reservations are events; a changed set may let others fit.
   //    Gangs that joined a group known to fail get its reason; gangs whose
   //    reservation went (a config change, a re-plan) lose its reason.
@@ -199,6 +204,14 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
     options.restricted_slots = &s_.RestrictedSlots();
   }
   PlacementResult placement = PlaceWithinPlan(*gang, options, room);
+  // An elastic gang that does not fit whole starts at the largest size
+  // that fits.
+  Gang sized;
+  const Gang* shape = gang.get();
+  if (!placement.placed && IsElastic(gang->spec)) {
+    sized = *gang;
+    if (PlaceLargestSize(sized, options, room, placement)) shape = &sized;
+  }
   if (!placement.placed) ReleaseOverduePlan(*gang);
   if (!placement.placed && planned && placement.code != ReasonCode::kQuota) {
     if (auto why = BlockedByPlan(gang, queue)) {
@@ -222,10 +235,50 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
     return {placement.code, std::move(placement.reason)};
   }
   if (s_.config_.placement.domain_end_time_packing) {
-    PackByDomainEnd(*gang, options, room, placement);
+    PackByDomainEnd(*shape, options, room, placement);
   }
   s_.Admit(gang, std::move(placement.pods), now_);
   return {};
+}
+
+bool AdmissionCycle::PlaceLargestSize(Gang& gang,
+                                      const PlacementOptions& options,
+                                      std::optional<PlanRoom>& room,
+                                      PlacementResult& placement) {
+  const GangSpec full = gang.spec;
+  const PodSetSpec& set = full.pod_sets[ElasticSetOf(full)];
+  const int step = SizeStepOf(set);
+  auto place_at = [&](int count) {
+    gang.spec = SpecAtSize(full, count);
+    return PlaceWithinPlan(gang, options, room);
+  };
+  PlacementResult at_min = place_at(set.min_count);
+  if (!at_min.placed) {
+    placement = std::move(at_min);
+    placement.reason = absl::StrCat(placement.reason, " (at its minimum, ",
+                                    set.min_count, " pods of ", set.name, ")");
+    return false;
+  }
+  // Sizes min + k·step for k in [lo, hi]: the largest that fits, assuming
+  // a size fits whenever a larger one does.
+  int lo = 0;
+  int hi = (set.count - set.min_count) / step - 1;
+  PlacementResult best = std::move(at_min);
+  int best_count = set.min_count;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    PlacementResult tried = place_at(set.min_count + mid * step);
+    if (tried.placed) {
+      best = std::move(tried);
+      best_count = set.min_count + mid * step;
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  gang.spec = SpecAtSize(full, best_count);
+  placement = std::move(best);
+  return true;
 }
 
 absl::Time AdmissionCycle::LatestEndIn(int domain) const {
@@ -360,6 +413,12 @@ bool AdmissionCycle::KnownUnreservable(const std::string& shape) {
 }
 
 std::optional<std::string> AdmissionCycle::Reserve(const GangPtr& gang) {
+  // An elastic gang reserves for its minimum size.
+  if (IsElastic(gang->spec)) {
+    Gang minimum = *gang;
+    minimum.spec = MinimumSpec(gang->spec);
+    return Reserve(std::make_shared<const Gang>(std::move(minimum)));
+  }
   // A plan reads the gang's placement shape only, unless the gang holds
   // nodes of its own (they are not taken for it).
   std::string shape;

@@ -36,7 +36,10 @@ void Normalize(Gang& gang) {
   } else {
     gang.placement_released = !gang.placement.empty();
   }
-  if (gang.state != GangState::kPreempting) gang.grace_deadline.reset();
+  if (gang.state != GangState::kPreempting) {
+    gang.grace_deadline.reset();
+    gang.shrink_to = 0;
+  }
   if (!HoldsCapacity(gang.state)) gang.lease_expire_time.reset();
 }
 

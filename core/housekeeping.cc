@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
 #include "core/node_vacator.h"
+#include "core/resizer.h"
 
 namespace phalanx::core {
 
@@ -52,7 +53,11 @@ void Housekeeping::ExpireTimers() {
       const PreemptionBook::Preemption* preemption =
           s_.preemptions_.VictimOf(id);
       if (preemption == nullptr || preemption->deadline <= now_) {
-        s_.FinishPreemption(*current, now_);
+        if (current->shrink_to > 0) {
+          Resizer(s_, now_).FinishShrink(*current);
+        } else {
+          s_.FinishPreemption(*current, now_);
+        }
       }
       continue;
     }

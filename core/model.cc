@@ -78,9 +78,9 @@ const char* NodeStateSourceName(NodeStateSource source) {
 
 const char* EventTypeName(EventType type) {
   static constexpr const char* kNames[] = {
-      "SUBMITTED", "ADMITTED", "RUNNING",     "SUCCEEDED", "FAILED",
-      "CANCELLED", "REQUEUED", "PREEMPTING",  "EVICTED",   "REPAIRED",
-      "RESERVED",  "BOOKMARK", "CHECKPOINTED"};
+      "SUBMITTED", "ADMITTED", "RUNNING",      "SUCCEEDED", "FAILED",
+      "CANCELLED", "REQUEUED", "PREEMPTING",   "EVICTED",   "REPAIRED",
+      "RESERVED",  "BOOKMARK", "CHECKPOINTED", "RESIZED"};
   return kNames[static_cast<int>(type)];
 }
 
@@ -120,6 +120,12 @@ std::string CanonicalSpec(const GangSpec& spec) {
     Put(out, set.slice.size);
     Put(out, set.slice.level);
     Put(out, set.group);
+    // Only when elastic, so fingerprints stored before the field existed
+    // still match.
+    if (set.min_count != 0) {
+      Put(out, "min");
+      Put(out, set.min_count);
+    }
   }
   // Only when set, so fingerprints stored before the field existed still
   // match their retries.

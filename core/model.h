@@ -46,6 +46,9 @@ struct PodSetSpec {
   TopologyConstraint topology;
   SliceSpec slice;
   std::string group;
+  // Elastic: the fewest pods the gang may run with (1..count); 0 = fixed
+  // at `count` (core/elastic.h).
+  int min_count = 0;
   bool operator==(const PodSetSpec&) const = default;
 };
 
@@ -132,6 +135,12 @@ struct Gang {
   std::optional<absl::Time> lease_expire_time;
   // While PREEMPTING: when its grace period ends and its GPUs are taken.
   std::optional<absl::Time> grace_deadline;
+  // While PREEMPTING for a shrink of an elastic gang: the pods its elastic
+  // pod set keeps; 0 = a full preemption.
+  int shrink_to = 0;
+  // When it last grew or shrank, and how many times it did.
+  std::optional<absl::Time> last_resize_time;
+  int resizes = 0;
   bool operator==(const Gang&) const = default;
 };
 using GangPtr = std::shared_ptr<const Gang>;
@@ -347,6 +356,14 @@ struct PlanningConfig {
   bool operator==(const PlanningConfig&) const = default;
 };
 
+// Elastic gangs (core/elastic.h).
+struct ElasticConfig {
+  // A running elastic gang grows no sooner than this after its admission
+  // or its last resize: each resize restarts its ranks from a checkpoint.
+  absl::Duration grow_interval = absl::Minutes(10);
+  bool operator==(const ElasticConfig&) const = default;
+};
+
 // Preemption (docs/design.md §4 step 6).
 struct PreemptionConfig {
   // On by default (the simulator's matrix, bench/results/); with
@@ -407,6 +424,7 @@ struct Config {
   AdmissionConfig admission;
   ReservationConfig reservation;
   PlanningConfig planning;
+  ElasticConfig elastic;
   PreemptionConfig preemption;
   PlacementConfig placement;
   FairShareConfig fair_share;
@@ -440,6 +458,8 @@ enum class EventType {
   kBookmark,
   // A checkpoint report that changed nothing else.
   kCheckpointed,
+  // An elastic gang grew or finished a shrink: a new placement.
+  kResized,
 };
 const char* EventTypeName(EventType type);
 

@@ -20,6 +20,7 @@ void AppendPodSetShape(std::string& key, const PodSetSpec& set) {
   append(set.slice.level);
   append(set.group);
   for (const std::string& model : set.gpu_models) append(model);
+  if (set.min_count != 0) absl::StrAppend(&key, "min", set.min_count, ",");
 }
 
 std::vector<size_t> MostConstrainedFirst(const GangSpec& spec,

@@ -4,12 +4,16 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "core/cycle_order.h"
+#include "core/elastic.h"
 
 namespace phalanx::core {
 
 absl::Duration PlannedRuntime(const Gang& gang, absl::Duration fallback) {
   if (gang.spec.estimated_runtime > absl::ZeroDuration()) {
-    return gang.spec.estimated_runtime;
+    const int set = ElasticSetOf(gang.spec);
+    return set < 0 ? gang.spec.estimated_runtime
+                   : RuntimeAtSize(gang.spec, HeldCount(gang, set),
+                                   gang.spec.estimated_runtime);
   }
   if (gang.spec.max_runtime > absl::ZeroDuration()) {
     return gang.spec.max_runtime;
@@ -61,7 +65,10 @@ std::vector<Plan::Running> Planner::RunningGangs() const {
       const Gang* gang = s_.gangs_.Peek(on.gang);
       if (gang == nullptr) continue;
       absl::Time end = absl::InfiniteFuture();
-      if (gang->state == GangState::kPreempting && gang->grace_deadline) {
+      // A shrinking gang keeps running (on fewer pods); the plan counts all
+      // of them until the shrink is done.
+      if (gang->state == GangState::kPreempting && gang->grace_deadline &&
+          gang->shrink_to == 0) {
         end = *gang->grace_deadline;
       } else if (gang->admit_time) {
         end = *gang->admit_time + PlannedRuntime(*gang, fallback);
@@ -108,6 +115,16 @@ void Planner::PlanGang(const Gang& gang) {
   Plan::Request request;
   request.gang = &gang;
   request.runtime = PlannedRuntime(gang, s_.config_.planning.default_runtime);
+  // An elastic gang is planned at its minimum size, for as long as its work
+  // takes at that size.
+  Gang minimum;
+  if (const int set = ElasticSetOf(gang.spec); set >= 0) {
+    minimum = gang;
+    minimum.spec = MinimumSpec(gang.spec);
+    request.gang = &minimum;
+    request.runtime = RuntimeAtSize(
+        gang.spec, MinCountOf(gang.spec.pod_sets[set]), request.runtime);
+  }
   // A gang its quota or a hold refuses may not start when capacity frees:
   // it is planned (its estimate) without holding capacity from others.
   request.binding = gang.reason_code != ReasonCode::kQuota &&

@@ -6,15 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/check.h"
+#include "core/elastic.h"
 
 namespace phalanx::core {
 namespace {
-
-int64_t HeldGpusOf(const Gang& gang) {
-  int64_t gpus = 0;
-  for (const PodPlacement& pod : gang.placement) gpus += pod.gpu_indices.size();
-  return gpus;
-}
 
 // Since when the gang's work would be lost: its last checkpoint of this
 // run, else its admission.
@@ -28,7 +23,7 @@ absl::Time LastSaved(const Gang& gang, absl::Time now) {
 
 // GPU-seconds of work the gang would lose now.
 double LostWork(const Gang& gang, absl::Time now) {
-  return absl::ToDoubleSeconds(now - LastSaved(gang, now)) * HeldGpusOf(gang);
+  return absl::ToDoubleSeconds(now - LastSaved(gang, now)) * PlacedGpus(gang);
 }
 
 }  // namespace
@@ -54,17 +49,33 @@ bool Preemptor::IsVictim(const Gang& victim, const VictimRules& rules) {
   return rules.reclaim_from.contains(victim.spec.queue);
 }
 
-void Preemptor::SetAside(const Gang& victim) {
-  s_.fleet_.Release(victim, s_.gangs_.HandleOf(victim.id), victim.placement);
-  s_.quotas_.Charge(victim, s_.fleet_, -1);
+std::vector<PodPlacement> Preemptor::Released(const Victim& victim) {
+  const Gang& gang = *victim.gang;
+  if (victim.keep <= 0) return gang.placement;
+  const std::string& name = gang.spec.pod_sets[ElasticSetOf(gang.spec)].name;
+  std::vector<PodPlacement> released;
+  for (const PodPlacement& pod : gang.placement) {
+    if (pod.pod_set == name && pod.index >= victim.keep) {
+      released.push_back(pod);
+    }
+  }
+  return released;
 }
 
-void Preemptor::PutBack(const Gang& victim) {
+void Preemptor::SetAside(const Victim& victim) {
+  Gang part = *victim.gang;
+  part.placement = Released(victim);
+  s_.fleet_.Release(part, s_.gangs_.HandleOf(part.id), part.placement);
+  s_.quotas_.Charge(part, s_.fleet_, -1);
+}
+
+void Preemptor::PutBack(const Victim& victim) {
+  Gang part = *victim.gang;
+  part.placement = Released(victim);
   PHALANX_CHECK(
-      s_.fleet_
-          .Allocate(victim, s_.gangs_.HandleOf(victim.id), victim.placement)
+      s_.fleet_.Allocate(part, s_.gangs_.HandleOf(part.id), part.placement)
           .ok());
-  s_.quotas_.Charge(victim, s_.fleet_, +1);
+  s_.quotas_.Charge(part, s_.fleet_, +1);
 }
 
 bool Preemptor::FitsAsIs(const GangPtr& gang) {
@@ -80,11 +91,11 @@ bool Preemptor::FitsAsIs(const GangPtr& gang) {
 }
 
 bool Preemptor::FitsWithout(const GangPtr& gang,
-                            const std::vector<GangPtr>& victims) {
+                            const std::vector<Victim>& victims) {
   const uint64_t version = s_.fleet_.version();
-  for (const GangPtr& victim : victims) SetAside(*victim);
+  for (const Victim& victim : victims) SetAside(victim);
   const bool fits = FitsAsIs(gang);
-  for (const GangPtr& victim : victims) PutBack(*victim);
+  for (const Victim& victim : victims) PutBack(victim);
   s_.fleet_.RestoreVersion(version);  // every victim is back as it was
   return fits;
 }
@@ -105,10 +116,10 @@ double Preemptor::Budget(const Gang& gang) {
 // reclaims from hold victims; each priority there is walked in order of
 // admission, so the first victim min_runtime still guards ends the walk
 // (every later one is guarded longer) and sets the wake-up.
-std::vector<std::pair<double, GangPtr>> Preemptor::Candidates(
+std::vector<Preemptor::Candidate> Preemptor::Candidates(
     const VictimRules& rules) {
   const PreemptionConfig& config = s_.config_.preemption;
-  std::vector<std::pair<double, GangPtr>> candidates;
+  std::vector<Candidate> candidates;
   auto collect = [&](const GangTable::AdmissionOrder& admitted) {
     for (const auto& [admit_time, id] : admitted) {
       const GangPtr& other = s_.gangs_.At(id);
@@ -126,7 +137,15 @@ std::vector<std::pair<double, GangPtr>> Preemptor::Candidates(
           now_ - LastSaved(*other, now_) > config.max_victim_loss) {
         continue;
       }
-      candidates.emplace_back(LostWork(*other, now_), other);
+      // An elastic victim restarts all its ranks from its checkpoint too,
+      // but keeps running: a shrink to its minimum is offered first.
+      int keep = 0;
+      if (const int set = ElasticSetOf(other->spec);
+          set >= 0 &&
+          HeldCount(*other, set) > other->spec.pod_sets[set].min_count) {
+        keep = other->spec.pod_sets[set].min_count;
+      }
+      candidates.push_back({LostWork(*other, now_), {other, keep}});
     }
   };
   if (const auto* mine = s_.gangs_.ActiveIn(rules.queue)) {
@@ -149,70 +168,95 @@ std::optional<std::string> Preemptor::TryPreempt(const GangPtr& gang) {
       gang->spec.priority < config.min_preemptor_priority) {
     return std::nullopt;
   }
-  // 1. Candidates, cheapest loss first (ties: lower priority, then id).
-  std::vector<std::pair<double, GangPtr>> candidates =
-      Candidates(RulesFor(*gang));
+  // 1. Candidates, cheapest loss first (ties: lower priority, then id);
+  //    elastic ones as shrinks.
+  std::vector<Candidate> candidates = Candidates(RulesFor(*gang));
   if (candidates.empty()) return std::nullopt;
-  // 2. Add victims until the gang fits, within the budget: never throw away
-  //    more GPU-seconds than the gang would otherwise wait.
   const double budget = Budget(*gang);
-  //    With no loss negative, the walk below stops at the first candidate
-  //    that costs more than the whole budget: those are never taken, and
-  //    need not be sorted.
-  if (std::all_of(candidates.begin(), candidates.end(),
-                  [](const auto& c) { return c.first >= 0; })) {
-    std::erase_if(candidates,
-                  [budget](const auto& c) { return c.first > budget; });
+  std::optional<std::vector<Victim>> victims = Choose(gang, candidates, budget);
+  //    Shrinks did not make room: elastic victims may be taken whole.
+  const bool shrinks =
+      std::any_of(candidates.begin(), candidates.end(),
+                  [](const Candidate& c) { return c.victim.keep > 0; });
+  if (!victims && shrinks) {
+    for (Candidate& candidate : candidates) candidate.victim.keep = 0;
+    victims = Choose(gang, std::move(candidates), budget);
   }
-  std::sort(candidates.begin(), candidates.end(),
-            [](const auto& a, const auto& b) {
-              return std::tie(a.first, a.second->spec.priority, a.second->id) <
-                     std::tie(b.first, b.second->spec.priority, b.second->id);
-            });
-  //    Each victim is set aside once and all are put back at the end (the
-  //    fleet with the first k set aside is the same however it got there).
-  std::vector<GangPtr> victims;
-  bool fits = false;
-  double lost = 0;
-  const uint64_t version = s_.fleet_.version();
-  for (const auto& [cost, candidate] : candidates) {
-    if ((lost += cost) > budget) break;
-    victims.push_back(candidate);
-    SetAside(*candidate);
-    if ((fits = FitsAsIs(gang))) break;
-  }
-  for (const GangPtr& victim : victims) PutBack(*victim);
-  s_.fleet_.RestoreVersion(version);  // every victim is back as it was
-  if (!fits) return std::nullopt;
-  // 3. Drop victims that turn out unnecessary, most expensive first.
-  for (int i = static_cast<int>(victims.size()) - 2; i >= 0; --i) {
-    std::vector<GangPtr> fewer = victims;
-    fewer.erase(fewer.begin() + i);
-    if (FitsWithout(gang, fewer)) victims = std::move(fewer);
-  }
+  if (!victims) return std::nullopt;
   // 4. Victims go to PREEMPTING; their nodes are held for the preemptor.
-  const std::vector<std::string> names = Start(gang, victims);
+  const std::vector<std::string> names = Start(gang, *victims);
   return absl::StrCat("PREEMPTING: waiting for ", absl::StrJoin(names, ", "),
                       " to stop");
 }
 
+std::optional<std::vector<Preemptor::Victim>> Preemptor::Choose(
+    const GangPtr& gang, std::vector<Candidate> candidates, double budget) {
+  // 2. Add victims until the gang fits, within the budget: never throw away
+  //    more GPU-seconds than the gang would otherwise wait.
+  //    With no loss negative, the walk below stops at the first candidate
+  //    that costs more than the whole budget: those are never taken, and
+  //    need not be sorted.
+  if (std::all_of(candidates.begin(), candidates.end(),
+                  [](const Candidate& c) { return c.cost >= 0; })) {
+    std::erase_if(candidates,
+                  [budget](const Candidate& c) { return c.cost > budget; });
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) {
+              const Gang& x = *a.victim.gang;
+              const Gang& y = *b.victim.gang;
+              return std::tie(a.cost, x.spec.priority, x.id) <
+                     std::tie(b.cost, y.spec.priority, y.id);
+            });
+  //    Each victim is set aside once and all are put back at the end (the
+  //    fleet with the first k set aside is the same however it got there).
+  std::vector<Victim> victims;
+  bool fits = false;
+  double lost = 0;
+  const uint64_t version = s_.fleet_.version();
+  for (const Candidate& candidate : candidates) {
+    if ((lost += candidate.cost) > budget) break;
+    victims.push_back(candidate.victim);
+    SetAside(candidate.victim);
+    if ((fits = FitsAsIs(gang))) break;
+  }
+  for (const Victim& victim : victims) PutBack(victim);
+  s_.fleet_.RestoreVersion(version);  // every victim is back as it was
+  if (!fits) return std::nullopt;
+  // 3. Drop victims that turn out unnecessary, most expensive first.
+  for (int i = static_cast<int>(victims.size()) - 2; i >= 0; --i) {
+    std::vector<Victim> fewer = victims;
+    fewer.erase(fewer.begin() + i);
+    if (FitsWithout(gang, fewer)) victims = std::move(fewer);
+  }
+  return victims;
+}
+
 std::vector<std::string> Preemptor::Start(const GangPtr& gang,
-                                          const std::vector<GangPtr>& victims) {
+                                          const std::vector<Victim>& victims) {
   std::vector<std::string> names;
-  for (const GangPtr& victim : victims) {
-    Gang preempting = *victim;
+  for (const Victim& victim : victims) {
+    const Gang& current = *victim.gang;
+    Gang preempting = current;
     preempting.state = GangState::kPreempting;
     preempting.reason_code = ReasonCode::kPreempted;
     preempting.reason = absl::StrCat("PREEMPTED by ", gang->id.value());
+    if (victim.keep > 0) {
+      preempting.shrink_to = victim.keep;
+      absl::StrAppend(&preempting.reason, ": shrinking to ", victim.keep,
+                      " pods");
+    }
     const absl::Time deadline = now_ + s_.config_.preemption.grace_period;
     preempting.grace_deadline = deadline;
-    s_.deadlines_.AddGangTimer(deadline, victim->id);
-    s_.preemptions_.AddVictim(victim->id, gang->id, deadline);
-    for (const PodPlacement& pod : victim->placement) {
+    s_.deadlines_.AddGangTimer(deadline, current.id);
+    s_.preemptions_.AddVictim(current.id, gang->id, deadline);
+    for (const PodPlacement& pod : Released(victim)) {
       s_.preemptions_.Hold(gang->id, pod.node);
     }
     s_.fits_.ForgetRestricted();
-    names.push_back(victim->id.value());
+    names.push_back(victim.keep > 0
+                        ? absl::StrCat(current.id.value(), " (shrinking)")
+                        : current.id.value());
     s_.Transition(std::move(preempting), EventType::kPreempting, now_);
   }
   return names;

@@ -11,6 +11,11 @@
 // taken (max_victim_loss). Victims go to PREEMPTING for a grace period while
 // their GPUs stay held for the preemptor (PreemptionBook).
 //
+// An elastic victim above its minimum size (core/elastic.h) is first offered
+// as a shrink to its minimum: PREEMPTING with shrink_to set, only the pods
+// above it released at the end of the grace period (core/resizer.h). Only
+// when shrinks cannot make room are elastic victims taken whole.
+//
 // No loops: a victim has strictly lower priority than its preemptor in the
 // same queue, or belongs to a queue above its nominal quota while the
 // preemptor's queue stays within its own — so a victim can never preempt its
@@ -48,25 +53,44 @@ class Preemptor {
     std::set<QueueName> reclaim_from;
   };
   VictimRules RulesFor(const Gang& preemptor) const;
+  // A victim taken whole (keep 0) or shrunk to `keep` pods of its elastic
+  // pod set.
+  struct Victim {
+    GangPtr gang;
+    int keep = 0;
+  };
+  struct Candidate {
+    double cost = 0;  // GPU-seconds of work lost
+    Victim victim;
+  };
+  // The pods `victim` gives up: all, or those of its elastic pod set from
+  // index `keep` up.
+  static std::vector<PodPlacement> Released(const Victim& victim);
   // Whether `victim` is of a kind the rules allow (min_runtime aside).
   static bool IsVictim(const Gang& victim, const VictimRules& rules);
   // The candidates of `rules`, with the work each would lose; sets the
   // wake-up for the first one min_runtime still guards.
-  std::vector<std::pair<double, GangPtr>> Candidates(const VictimRules& rules);
+  // An elastic candidate above its minimum is offered as a shrink.
+  std::vector<Candidate> Candidates(const VictimRules& rules);
+  // The cheapest sufficient victims among `candidates` within `budget`,
+  // or nullopt when they do not make room.
+  std::optional<std::vector<Victim>> Choose(const GangPtr& gang,
+                                            std::vector<Candidate> candidates,
+                                            double budget);
   // GPU-seconds of work a preemption for `gang` may throw away: its GPUs
   // times how long it would wait for capacity to free up on its own,
   // capped at preemption.horizon; none when it is due within the grace
   // period.
   double Budget(const Gang& gang);
   // Whether `gang` fits once `victims` are gone (tentatively released).
-  bool FitsWithout(const GangPtr& gang, const std::vector<GangPtr>& victims);
-  void SetAside(const Gang& victim);   // its capacity freed, tentatively
-  void PutBack(const Gang& victim);    // undoes SetAside
-  bool FitsAsIs(const GangPtr& gang);  // holds for others respected
+  bool FitsWithout(const GangPtr& gang, const std::vector<Victim>& victims);
+  void SetAside(const Victim& victim);  // its capacity freed, tentatively
+  void PutBack(const Victim& victim);   // undoes SetAside
+  bool FitsAsIs(const GangPtr& gang);   // holds for others respected
   // Moves `victims` to PREEMPTING, holding their nodes for `gang`; returns
   // their ids.
   std::vector<std::string> Start(const GangPtr& gang,
-                                 const std::vector<GangPtr>& victims);
+                                 const std::vector<Victim>& victims);
 
   SchedulerState& s_;
   const absl::Time now_;

@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "core/bits.h"
 #include "core/check.h"
+#include "core/elastic.h"
 #include "core/placement.h"
 
 namespace phalanx::core {
@@ -314,7 +315,12 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {
   if (gang.spec.estimated_runtime <= absl::ZeroDuration() || !gang.admit_time) {
     return absl::InfiniteFuture();
   }
-  return std::max(now, *gang.admit_time + gang.spec.estimated_runtime);
+  const int set = ElasticSetOf(gang.spec);
+  const absl::Duration runtime =
+      set < 0 ? gang.spec.estimated_runtime
+              : RuntimeAtSize(gang.spec, HeldCount(gang, set),
+                              gang.spec.estimated_runtime);
+  return std::max(now, *gang.admit_time + runtime);
 }
 
 std::optional<Reservation> PlanReservation(const Gang& gang, Fleet& fleet,

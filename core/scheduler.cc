@@ -7,6 +7,7 @@
 #include "core/admission_cycle.h"
 #include "core/check.h"
 #include "core/cycle_order.h"
+#include "core/elastic.h"
 #include "core/node_vacator.h"
 #include "core/planner.h"
 #include "core/spec_checks.h"
@@ -91,8 +92,7 @@ absl::Status CheckStoredPlacement(const Gang& gang) {
   const bool kept = IsFinal(gang.state) && gang.placement_released;
   if ((holds && gang.placement_released) ||
       (!kept && holds != !gang.placement.empty()) ||
-      (holds &&
-       static_cast<int>(gang.placement.size()) != gang.spec.TotalPods())) {
+      (holds && !HeldSizeAllowed(gang))) {
     return absl::FailedPreconditionError(absl::StrCat(
         "gang ", gang.id.value(), " is ", GangStateName(gang.state), " with ",
         gang.placement.size(), " of ", gang.spec.TotalPods(), " pods placed"));

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/node_vacator.h"
+#include "core/resizer.h"
 #include "core/scheduler.h"
 #include "core/spec_checks.h"
 #include "core/status_macros.h"
@@ -222,14 +223,16 @@ absl::StatusOr<GangPtr> Scheduler::Report(const GangReport& report,
     return absl::InvalidArgumentError(
         "state: only RUNNING, SUCCEEDED or FAILED can be reported");
   }
-  if (report.preemption_acknowledged && !event) {
-    RequeueVictim(gang, now);
-    event = EventType::kRequeued;
-  }
   if (report.last_checkpoint_time) {
     gang.last_checkpoint_time = report.last_checkpoint_time;
   }
   if (!report.message.empty()) gang.message = report.message;
+  if (report.preemption_acknowledged && !event) {
+    // A shrink ends with the gang running on fewer pods (core/resizer.h).
+    if (gang.shrink_to > 0) return Resizer(*this, now).FinishShrink(gang);
+    RequeueVictim(gang, now);
+    event = EventType::kRequeued;
+  }
   if (!event && gang.last_checkpoint_time != current->last_checkpoint_time) {
     event = EventType::kCheckpointed;
   }

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/elastic.h"
 #include "core/node_vacator.h"
 #include "core/planner.h"
 
@@ -24,6 +25,11 @@ GangPtr SchedulerState::Put(Gang gang) {
   if (put.left_pending) plan_.Drop(id);
   if (state != GangState::kPending) DropHolds(id);  // admitted or finished
   if (state != GangState::kPreempting) preemptions_.ForgetVictim(id);
+  if (HoldsCapacity(state) && IsElastic(put.gang->spec)) {
+    elastic_.insert(id);
+  } else {
+    elastic_.erase(id);
+  }
   log_.PutGang(put.gang);
   return put.gang;
 }
@@ -82,6 +88,22 @@ void SchedulerState::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
   const GangPtr stored =
       Transition(std::move(admitted), EventType::kAdmitted, now);
   plan_.TakeCapacity(stored->placement, fleet_, now, expected_end);
+}
+
+GangPtr SchedulerState::Resize(Gang gang, std::vector<PodPlacement> pods,
+                               absl::Time now) {
+  const GangHandle handle = gangs_.HandleOf(gang.id);
+  quotas_.Accrue(gang.spec.queue, now);
+  quotas_.Charge(gang, fleet_, -1);
+  fleet_.Release(gang, handle, gang.placement);
+  gang.placement = std::move(pods);
+  PHALANX_CHECK(fleet_.Allocate(gang, handle, gang.placement).ok());
+  quotas_.Charge(gang, fleet_, +1);
+  gang.last_resize_time = now;
+  ++gang.resizes;
+  BumpEpoch();
+  plan_.MarkStale();  // the running gangs' capacity changed
+  return Transition(std::move(gang), EventType::kResized, now);
 }
 
 void SchedulerState::SetReason(const GangPtr& gang, ReasonCode code,

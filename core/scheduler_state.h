@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/change_log.h"
@@ -55,6 +56,10 @@ class SchedulerState {
   // queue, arms the start timeout; sets first_admit_time at the first.
   void Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
              absl::Time now);
+  // Moves `gang`, which holds GPUs, to `pods` (its pods that stay keep
+  // their GPUs; new ones must be free), re-charges its queue and stores it
+  // with a RESIZED event (core/resizer.h).
+  GangPtr Resize(Gang gang, std::vector<PodPlacement> pods, absl::Time now);
   // Sets a gang's pending reason (no event, no revision).
   void SetReason(const GangPtr& gang, ReasonCode code, std::string reason);
   // Makes `victim` (PREEMPTING) PENDING, its GPUs released and the
@@ -94,6 +99,8 @@ class SchedulerState {
   Deadlines deadlines_;
   FitCache fits_;
   Plan plan_;
+  // Elastic gangs that hold GPUs (they may grow or shrink).
+  absl::btree_set<GangId> elastic_;
   // Gangs that became PENDING since the plan last looked (submitted,
   // requeued): the plan appends them behind its entries.
   std::vector<GangId> plan_arrivals_;

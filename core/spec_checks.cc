@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "core/elastic.h"
 #include "core/scheduler_types.h"
 #include "core/status_macros.h"
 #include "core/validate.h"
@@ -23,7 +24,7 @@ absl::Status CheckSubmittable(const GangSpec& spec, const Config& config,
     RETURN_IF_ERROR(CheckLevels(fleet, spec.pod_sets[i],
                                 absl::StrCat("spec.pod_sets[", i, "]")));
   }
-  if (const std::string& why = fits.NeverFitsReason(spec, fleet);
+  if (const std::string& why = fits.NeverFitsReason(MinimumSpec(spec), fleet);
       !why.empty() && !config.admission.accept_unfit_gangs) {
     return absl::FailedPreconditionError(absl::StrCat("spec: ", why));
   }
@@ -33,7 +34,7 @@ absl::Status CheckSubmittable(const GangSpec& spec, const Config& config,
 std::string NeverFitsPending(const GangSpec& spec, const Config& config,
                              Fleet& fleet, FitCache& fits) {
   if (!config.admission.accept_unfit_gangs) return "";
-  const std::string& why = fits.NeverFitsReason(spec, fleet);
+  const std::string& why = fits.NeverFitsReason(MinimumSpec(spec), fleet);
   if (why.empty()) return "";
   absl::string_view what = why;
   absl::ConsumePrefix(&what, "can never fit: ");

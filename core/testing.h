@@ -80,6 +80,11 @@ class Spec {
     spec_.pod_sets.back().gpu_models = std::move(models);
     return *this;
   }
+  // Makes the last pod set elastic down to `min_count` pods.
+  Spec& Elastic(int min_count) {
+    spec_.pod_sets.back().min_count = min_count;
+    return *this;
+  }
   Spec& Priority(int priority) {
     spec_.priority = priority;
     return *this;

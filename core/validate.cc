@@ -17,6 +17,21 @@ absl::Status Bad(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
 }
 
+// An elastic pod set runs with min_count..count pods, whole slices.
+absl::Status ValidateMinCount(const PodSetSpec& set, const std::string& field) {
+  if (set.min_count == 0) return absl::OkStatus();
+  const std::string path = absl::StrCat(field, ".min_count");
+  if (set.min_count < 0 || set.min_count > set.count) {
+    return Bad(path, absl::StrCat("must be 0 (fixed size) or in 1..count (",
+                                  set.count, "), not ", set.min_count));
+  }
+  if (set.slice.size > 0 && set.min_count % set.slice.size != 0) {
+    return Bad(path, absl::StrCat("must be a multiple of slice.size (",
+                                  set.slice.size, ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidatePodSet(const PodSetSpec& set, const std::string& field) {
   if (absl::Status s = ValidateName(set.name, absl::StrCat(field, ".name"));
       !s.ok()) {
@@ -72,6 +87,7 @@ absl::Status ValidatePodSet(const PodSetSpec& set, const std::string& field) {
     return Bad(absl::StrCat(field, ".slice.size"),
                absl::StrCat("must divide count (", set.count, ")"));
   }
+  RETURN_IF_ERROR(ValidateMinCount(set, field));
   if (!set.group.empty()) {
     RETURN_IF_ERROR(ValidateName(set.group, absl::StrCat(field, ".group")));
     if (set.topology.mode != TopologyMode::kUnconstrained &&
@@ -285,6 +301,7 @@ absl::Status ValidateGangSpec(const GangSpec& spec, const LimitsConfig& limits,
     return Bad(f + ".pod_sets", absl::StrCat("at most ", kMaxPodSets));
   }
   std::set<std::string> names;
+  int elastic = -1;
   for (size_t i = 0; i < spec.pod_sets.size(); ++i) {
     const std::string path = absl::StrCat(f, ".pod_sets[", i, "]");
     if (absl::Status s = ValidatePodSet(spec.pod_sets[i], path); !s.ok()) {
@@ -296,6 +313,16 @@ absl::Status ValidateGangSpec(const GangSpec& spec, const LimitsConfig& limits,
                               QuoteForError(spec.pod_sets[i].name)));
     }
     RETURN_IF_ERROR(CheckGroupTopology(spec, i, path));
+    if (spec.pod_sets[i].min_count != 0 &&
+        spec.pod_sets[i].min_count != spec.pod_sets[i].count) {
+      if (elastic >= 0) {
+        return Bad(path + ".min_count",
+                   absl::StrCat("only one pod set of a gang may be elastic; "
+                                "pod_sets[",
+                                elastic, "] already is"));
+      }
+      elastic = static_cast<int>(i);
+    }
   }
   return absl::OkStatus();
 }
@@ -466,6 +493,9 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   }
   if (config.preemption.min_runtime < absl::ZeroDuration()) {
     return Bad(f + ".preemption.min_runtime", "must be >= 0");
+  }
+  if (config.elastic.grow_interval < absl::ZeroDuration()) {
+    return Bad(f + ".elastic.grow_interval", "must be >= 0");
   }
   if (config.preemption.max_victim_loss < absl::ZeroDuration()) {
     return Bad(f + ".preemption.max_victim_loss", "must be >= 0");

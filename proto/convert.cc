@@ -62,6 +62,7 @@ absl::StatusOr<core::PodSetSpec> PodSetFromProto(const pb::PodSet& in,
   out.slice.size = in.slice().size();
   out.slice.level = in.slice().level();
   out.group = in.group();
+  out.min_count = in.min_count();
   return out;
 }
 
@@ -283,6 +284,7 @@ void ToProto(const core::GangSpec& in, pb::GangSpec* out) {
       p->mutable_slice()->set_level(set.slice.level);
     }
     p->set_group(set.group);
+    p->set_min_count(set.min_count);
   }
 }
 
@@ -308,6 +310,11 @@ void ToProto(const core::Gang& in, pb::Gang* out) {
   out->set_revision(in.revision);
   out->set_attempts(in.attempts);
   out->set_preemptions(in.preemptions);
+  out->set_shrink_to_count(in.shrink_to);
+  out->set_resizes(in.resizes);
+  if (in.last_resize_time) {
+    ToProto(*in.last_resize_time, out->mutable_last_resize_time());
+  }
   if (in.first_admit_time) {
     ToProto(*in.first_admit_time, out->mutable_first_admit_time());
   }
@@ -376,6 +383,10 @@ absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
   out.revision = in.revision();
   out.attempts = in.attempts();
   out.preemptions = in.preemptions();
+  out.shrink_to = in.shrink_to_count();
+  out.resizes = in.resizes();
+  out.last_resize_time =
+      OptionalTime(in.has_last_resize_time(), in.last_resize_time());
   out.first_admit_time =
       OptionalTime(in.has_first_admit_time(), in.first_admit_time());
   out.previous_run_time = FromProto(in.previous_run_time());
@@ -402,7 +413,7 @@ absl::StatusOr<core::Event> EventFromProto(const pb::GangEvent& in) {
   core::Event out;
   out.revision = in.revision();
   if (in.type() < pb::EVENT_TYPE_SUBMITTED ||
-      in.type() > pb::EVENT_TYPE_CHECKPOINTED) {
+      in.type() > pb::EVENT_TYPE_RESIZED) {
     return BadEnum("type", in.type());
   }
   out.type = static_cast<core::EventType>(in.type() - 1);
@@ -609,6 +620,9 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
       duration(planning.has_default_runtime(), planning.default_runtime(),
                "planning.default_runtime", &out.planning.default_runtime));
   if (planning.has_binding()) out.planning.binding = planning.binding();
+  RETURN_IF_ERROR(
+      duration(in.elastic().has_grow_interval(), in.elastic().grow_interval(),
+               "elastic.grow_interval", &out.elastic.grow_interval));
   out.placement.first_fit = in.placement().first_fit();
   if (in.placement().has_end_time_packing()) {
     out.placement.end_time_packing = in.placement().end_time_packing();
@@ -747,6 +761,8 @@ void ToProto(const core::Config& in, pb::Config* out) {
   ToProto(in.planning.interval, planning->mutable_interval());
   ToProto(in.planning.default_runtime, planning->mutable_default_runtime());
   planning->set_binding(in.planning.binding);
+  ToProto(in.elastic.grow_interval,
+          out->mutable_elastic()->mutable_grow_interval());
   out->mutable_placement()->set_first_fit(in.placement.first_fit);
   out->mutable_placement()->set_end_time_packing(in.placement.end_time_packing);
   out->mutable_placement()->set_fragmentation_scoring(

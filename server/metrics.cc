@@ -256,7 +256,7 @@ Metrics::Metrics(const std::string& listen, const WatchHub* hub)
       .Add({{"version", PHALANX_VERSION}, {"commit", PHALANX_COMMIT}})
       .Set(1);
   // Every known label set starts at 0, so rate() sees the first increment.
-  for (int type = 0; type <= static_cast<int>(core::EventType::kCheckpointed);
+  for (int type = 0; type <= static_cast<int>(core::EventType::kResized);
        ++type) {
     event_counters_.push_back(&events_.Add(
         {{"type", core::EventTypeName(static_cast<core::EventType>(type))}}));
