@@ -31,6 +31,29 @@ int64_t TotalGpus(const v1::GangSpec& spec) {
   return gpus;
 }
 
+// Pods and GPUs the gang holds when it holds a placement (an elastic gang
+// may hold fewer than its spec's maximum), else its spec's.
+bool HoldsPlacement(const v1::Gang& gang) {
+  return !gang.placement().empty() && !gang.placement_released();
+}
+
+std::string PodsCell(const v1::Gang& gang) {
+  const int64_t max = TotalPods(gang.spec());
+  if (!HoldsPlacement(gang) || gang.placement_size() == max) {
+    return absl::StrCat(max);
+  }
+  return absl::StrCat(gang.placement_size(), "/", max);
+}
+
+std::string GpusCell(const v1::Gang& gang) {
+  if (!HoldsPlacement(gang)) return absl::StrCat(TotalGpus(gang.spec()));
+  int64_t gpus = 0;
+  for (const v1::PodPlacement& pod : gang.placement()) {
+    gpus += pod.gpu_indices_size();
+  }
+  return absl::StrCat(gpus);
+}
+
 std::string OrDash(const std::string& text) {
   return text.empty() ? "-" : text;
 }
@@ -67,8 +90,11 @@ std::string PodSetsTable(const v1::GangSpec& spec) {
         set.slice().size() > 0
             ? absl::StrCat(set.slice().size(), " per ", set.slice().level())
             : "-";
-    table.AddRow({set.name(), absl::StrCat(set.count()),
-                  absl::StrCat(set.gpus()),
+    const std::string pods =
+        set.min_count() > 0 && set.min_count() < set.count()
+            ? absl::StrCat(set.min_count(), "..", set.count())
+            : absl::StrCat(set.count());
+    table.AddRow({set.name(), pods, absl::StrCat(set.gpus()),
                   OrDash(absl::StrJoin(set.gpu_models(), ",")),
                   ConstraintText(set.topology()), slice, OrDash(set.group())});
   }
@@ -148,6 +174,15 @@ Table GangFields(const v1::Gang& gang, absl::Time now,
   }
   AddIfSet(&table, "Runtime", RuntimeText(spec));
   table.AddRow({"Attempts:", absl::StrCat(gang.attempts())});
+  if (gang.shrink_to_count() > 0) {
+    table.AddRow(
+        {"Shrinking to:", absl::StrCat(gang.shrink_to_count(), " pods")});
+  }
+  if (gang.resizes() > 0) {
+    table.AddRow(
+        {"Resizes:", absl::StrCat(gang.resizes(), ", last ",
+                                  TimeAndAge(&gang.last_resize_time(), now))});
+  }
   AddIfSet(&table, "Message", gang.message());
   table.AddRow({"Revision:", absl::StrCat(gang.revision())});
   return table;
@@ -269,8 +304,8 @@ std::string GangsTable(
                                     OrDash(gang.owner()),
                                     GangStateName(gang.state()),
                                     absl::StrCat(gang.spec().priority()),
-                                    absl::StrCat(TotalPods(gang.spec())),
-                                    absl::StrCat(TotalGpus(gang.spec())),
+                                    PodsCell(gang),
+                                    GpusCell(gang),
                                     age};
     if (wide) {
       std::vector<std::string> nodes;

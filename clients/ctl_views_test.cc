@@ -108,6 +108,24 @@ TEST(GangDetailsTest, FieldsPodSetsAndPlacement) {
             "  workers  1      n-2   4-7\n");
 }
 
+TEST(GangsTableTest, AnElasticGangShowsWhatItHoldsOfItsMaximum) {
+  v1::Gang gang = AdmittedGang();
+  gang.mutable_spec()->mutable_pod_sets(0)->set_count(4);
+  gang.mutable_spec()->mutable_pod_sets(0)->set_min_count(1);
+  google::protobuf::RepeatedPtrField<v1::Gang> one;
+  *one.Add() = gang;
+  EXPECT_THAT(GangsTable(one, kNow), HasSubstr("ADMITTED  5     2/4   8 "));
+  gang.set_shrink_to_count(1);
+  gang.set_resizes(2);
+  *gang.mutable_last_resize_time() = ToProto(kNow - absl::Minutes(1));
+  const std::string details = GangDetails(gang, kNow);
+  EXPECT_THAT(details, HasSubstr("Shrinking to:  1 pods\n"));
+  EXPECT_THAT(
+      details,
+      HasSubstr("Resizes:       2, last 2024-05-01T12:02:03Z (1m ago)"));
+  EXPECT_THAT(details, HasSubstr("workers  1..4  4 "));
+}
+
 TEST(GangDetailsTest, AReasonCodeGetsItsOwnRow) {
   v1::Gang gang = PendingGang();
   gang.set_reason_code(v1::REASON_CODE_NO_FIT);

@@ -19,16 +19,10 @@ using testing::MakeNodes;
 using testing::MakeQueue;
 using testing::Spec;
 
-// Pods of `gang` by node, and whether any GPU appears twice in the fleet.
-int PodsOf(const Gang& gang, const std::string& set) {
-  int pods = 0;
-  for (const PodPlacement& pod : gang.placement) pods += pod.pod_set == set;
-  return pods;
-}
-
 class ElasticTest : public testing::SchedulerFixture {
  protected:
-  void Init(const Config& config, int nodes, int nodes_per_rack = 0) {
+  void Init(Config config, int nodes, int nodes_per_rack = 0) {
+    config.topology_levels = {"block", "rack"};
     testing::SchedulerFixture::Init(
         config,
         MakeNodes(1, nodes_per_rack == 0 ? 1 : nodes / nodes_per_rack,
@@ -353,6 +347,30 @@ TEST_F(ElasticShrinkTest, ARestoreRefusesASizeTheSpecDoesNotAllow) {
   EXPECT_NE(restored.status().message().find("2 of 4 pods placed"),
             std::string::npos)
       << restored.status();
+}
+
+TEST_F(ElasticShrinkTest, AnElasticPreemptorMakesRoomForItsMinimumOnly) {
+  Config config = testing::PreemptionConfig();
+  Init(config, 4);
+  GangPtr first = Submit(Spec("q").Pods(2, 8));
+  GangPtr second = Submit(Spec("q").Pods(2, 8));
+  Cycle();
+  Running(first);
+  Running(second);
+  Cycle(absl::Minutes(11));
+  GangPtr elastic = Submit(Spec("q").Pods(4, 8, "w").Elastic(2).Priority(5));
+  Cycle();
+  const int preempting = (StateOf(first) == GangState::kPreempting) +
+                         (StateOf(second) == GangState::kPreempting);
+  EXPECT_EQ(preempting, 1);
+  const GangPtr victim =
+      StateOf(first) == GangState::kPreempting ? first : second;
+  Acknowledge(victim);
+  Cycle();
+  const GangPtr admitted = Get(elastic);
+  EXPECT_EQ(admitted->state, GangState::kAdmitted);
+  EXPECT_EQ(admitted->placement.size(), 2u);
+  ExpectNoGpuHeldTwice();
 }
 
 TEST(ElasticSizesTest, RuntimeStretchesWithFewerPods) {

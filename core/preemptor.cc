@@ -32,9 +32,9 @@ Preemptor::VictimRules Preemptor::RulesFor(const Gang& preemptor) const {
   // Reclaim: the preemptor's queue stays within nominal quota after
   // admission; the victim's queue is above its nominal quota.
   const Queue& mine = s_.quotas_.queues().at(preemptor.spec.queue);
-  return VictimRules{
-      preemptor.spec.queue, preemptor.spec.priority,
-      s_.quotas_.ReclaimableFrom(mine, preemptor.spec.TotalGpus())};
+  return VictimRules{preemptor.spec.queue, preemptor.spec.priority,
+                     s_.quotas_.ReclaimableFrom(
+                         mine, MinimumSpec(preemptor.spec).TotalGpus())};
 }
 
 bool Preemptor::IsVictim(const Gang& victim, const VictimRules& rules) {
@@ -87,7 +87,9 @@ bool Preemptor::FitsAsIs(const GangPtr& gang) {
     return !holds.HeldForOther(slot, gang->id, fleet);
   };
   options.restricted_slots = &s_.RestrictedSlots();
-  return PlaceGang(gang->spec, s_.fleet_, options).placed;
+  // An elastic preemptor makes room for its minimum; it is admitted at the
+  // largest size that fits once its victims stop.
+  return PlaceGang(MinimumSpec(gang->spec), s_.fleet_, options).placed;
 }
 
 bool Preemptor::FitsWithout(const GangPtr& gang,

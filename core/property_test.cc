@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/elastic.h"
 #include "core/scheduler.h"
 #include "core/testing.h"
 #include "gtest/gtest.h"
@@ -42,12 +43,44 @@ GangSpec RandomSpec(std::mt19937_64& rng) {
   return spec;
 }
 
+// RandomSpec, and for `elastic` half of the gangs of several pods elastic
+// (some of full nodes in slices of two per rack).
+GangSpec RandomSpec(std::mt19937_64& rng, bool elastic) {
+  GangSpec spec = RandomSpec(rng);
+  PodSetSpec& set = spec.pod_sets[0];
+  if (!elastic || set.count < 2 || rng() % 2) return spec;
+  if (set.gpus == 8 && set.count % 2 == 0 && rng() % 2 &&
+      set.topology.level != "node") {
+    set.slice = {2, "rack"};
+    set.min_count = 2 * (1 + rng() % (set.count / 2));
+  } else {
+    set.min_count = 1 + rng() % set.count;
+  }
+  return spec;
+}
+
 // Domain label at `level` of a node id made by MakeNodes ("H100-<b><r><nn>").
 std::string DomainOf(const NodeId& node, const std::string& level) {
   const std::string& id = node.value();
   if (level == "block") return id.substr(5, 1);
   if (level == "rack") return id.substr(5, 2);
   return id;
+}
+
+// Each slice of a pod set shares one domain of its slice level.
+void CheckSlices(const Gang& gang) {
+  for (const PodSetSpec& set : gang.spec.pod_sets) {
+    if (set.slice.size <= 0) continue;
+    std::map<int, std::set<std::string>> domains;  // slice -> domains
+    for (const PodPlacement& pod : gang.placement) {
+      if (pod.pod_set != set.name) continue;
+      domains[pod.index / set.slice.size].insert(
+          DomainOf(pod.node, set.slice.level));
+    }
+    for (const auto& [slice, in] : domains) {
+      EXPECT_EQ(in.size(), 1u) << gang.id << " slice " << slice;
+    }
+  }
 }
 
 // No gang holds a pod on an unhealthy node, or on a draining node past its
@@ -77,9 +110,9 @@ void CheckInvariants(const Scheduler& s, absl::Time now) {
       }
       continue;
     }
-    ASSERT_EQ(static_cast<int>(gang->placement.size()), gang->spec.TotalPods())
-        << id;
+    ASSERT_TRUE(HeldSizeAllowed(*gang)) << id;
     CheckNodesLeft(s, *gang, now);
+    CheckSlices(*gang);
     std::set<std::string> domains;
     for (const PodPlacement& pod : gang->placement) {
       for (int gpu : pod.gpu_indices) {
@@ -98,11 +131,19 @@ void CheckInvariants(const Scheduler& s, absl::Time now) {
     EXPECT_EQ(slot.used_gpu_mask, used[slot.node.spec.id.value()])
         << slot.node.spec.id;
   }
+  // No queue holds more than its quota lets it (nominal + borrowing).
+  for (const auto& [name, queue] : s.queues()) {
+    if (queue.nominal_gpus.empty() || queue.borrowing_limit_gpus < 0) continue;
+    const auto held = s.Usage(name).held_gpus;
+    const int64_t h100 = held.contains("H100") ? held.at("H100") : 0;
+    EXPECT_LE(h100, queue.nominal_gpus.at("H100") + queue.borrowing_limit_gpus)
+        << name;
+  }
 }
 
 // Runs a random workload for `steps` minutes; returns the event log.
-std::vector<std::string> RunWorkload(uint64_t seed, bool preemption,
-                                     int steps) {
+std::vector<std::string> RunWorkload(uint64_t seed, bool preemption, int steps,
+                                     bool elastic = false) {
   std::mt19937_64 rng(seed);
   Config config;
   config.topology_levels = {"block", "rack"};
@@ -110,9 +151,14 @@ std::vector<std::string> RunWorkload(uint64_t seed, bool preemption,
   config.preemption.min_runtime = absl::Minutes(5);
   Scheduler s(config);
   EXPECT_TRUE(s.UpsertNodes(MakeNodes(2, 2, 3), kT0).ok());
+  if (elastic) config.elastic.grow_interval = absl::Minutes(rng() % 20);
   for (const char* name : {"a", "b"}) {
     Queue queue;
     queue.name = QueueName(name);
+    if (elastic) {  // half the fleet each, borrowing up to a quarter more
+      queue.nominal_gpus = {{"H100", 48}};
+      queue.borrowing_limit_gpus = 24;
+    }
     EXPECT_TRUE(s.PutQueue(queue).ok());
   }
   std::map<GangId, absl::Time> ends;
@@ -132,8 +178,10 @@ std::vector<std::string> RunWorkload(uint64_t seed, bool preemption,
     for (auto it = ends.begin(); it != ends.end();) {
       GangPtr gang = s.FindGang(it->first);
       if (gang && gang->state == GangState::kPreempting) {
+        // A shrunk gang runs on; a preempted one is requeued.
+        const bool shrink = gang->shrink_to > 0;
         EXPECT_TRUE(s.Report({gang->id, std::nullopt, {}, true, ""}, now).ok());
-        it = ends.erase(it);
+        it = shrink ? std::next(it) : ends.erase(it);
       } else if (gang && HoldsCapacity(gang->state) && it->second <= now) {
         EXPECT_TRUE(
             s.Report({gang->id, GangState::kSucceeded, {}, false, ""}, now)
@@ -144,7 +192,7 @@ std::vector<std::string> RunWorkload(uint64_t seed, bool preemption,
       }
     }
     if (step < steps && rng() % 3 == 0) {
-      auto result = s.Submit(RandomSpec(rng), now);
+      auto result = s.Submit(RandomSpec(rng, elastic), now);
       EXPECT_TRUE(result.ok() || absl::IsFailedPrecondition(result.status()))
           << result.status();
     }
@@ -210,6 +258,23 @@ TEST(PropertyTest, InvariantsHoldAndReplaysAreIdentical) {
   // Both ways off a failed or drained node are exercised.
   EXPECT_GT(vacated[" REPAIRED "], 10);
   EXPECT_GT(vacated[" EVICTED "], 10);
+}
+
+TEST(PropertyTest, ElasticGangsKeepTheInvariantsAndReplayIdentically) {
+  std::map<std::string, int> seen;  // RESIZED / PREEMPTING events
+  for (uint64_t seed = 101; seed <= 108; ++seed) {
+    SCOPED_TRACE(seed);
+    std::vector<std::string> first = RunWorkload(seed, true, 300, true);
+    EXPECT_EQ(first, RunWorkload(seed, true, 300, true));
+    for (const std::string& line : first) {
+      for (const char* type : {" RESIZED ", " PREEMPTING "}) {
+        if (line.find(type) != std::string::npos) ++seen[type];
+      }
+    }
+  }
+  // Growth and shrinks are exercised.
+  EXPECT_GT(seen[" RESIZED "], 10);
+  EXPECT_GT(seen[" PREEMPTING "], 5);
 }
 
 }  // namespace
