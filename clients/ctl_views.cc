@@ -176,7 +176,9 @@ Table GangFields(const v1::Gang& gang, absl::Time now,
   table.AddRow({"Attempts:", absl::StrCat(gang.attempts())});
   if (gang.shrink_to_count() > 0) {
     table.AddRow(
-        {"Shrinking to:", absl::StrCat(gang.shrink_to_count(), " pods")});
+        {"Shrinking to:",
+         absl::StrCat(gang.shrink_to_count(),
+                      gang.shrink_to_count() == 1 ? " pod" : " pods")});
   }
   if (gang.resizes() > 0) {
     table.AddRow(

@@ -119,10 +119,10 @@ TEST(GangsTableTest, AnElasticGangShowsWhatItHoldsOfItsMaximum) {
   gang.set_resizes(2);
   *gang.mutable_last_resize_time() = ToProto(kNow - absl::Minutes(1));
   const std::string details = GangDetails(gang, kNow);
-  EXPECT_THAT(details, HasSubstr("Shrinking to:  1 pods\n"));
+  EXPECT_THAT(details, HasSubstr("Shrinking to:  1 pod\n"));
   EXPECT_THAT(
       details,
-      HasSubstr("Resizes:       2, last 2024-05-01T12:02:03Z (1m ago)"));
+      HasSubstr("Resizes:       2, last 2024-05-01T11:59:03Z (1m ago)"));
   EXPECT_THAT(details, HasSubstr("workers  1..4  4 "));
 }
 

@@ -246,7 +246,7 @@ std::vector<std::string> Preemptor::Start(const GangPtr& gang,
     if (victim.keep > 0) {
       preempting.shrink_to = victim.keep;
       absl::StrAppend(&preempting.reason, ": shrinking to ", victim.keep,
-                      " pods");
+                      victim.keep == 1 ? " pod" : " pods");
     }
     const absl::Time deadline = now_ + s_.config_.preemption.grace_period;
     preempting.grace_deadline = deadline;

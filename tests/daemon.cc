@@ -254,6 +254,7 @@ std::vector<std::string> GpuHoldingProblems(v1::Scheduler::Stub& scheduler,
       return problems;
     }
     for (const v1::Gang& gang : page.gangs()) {
+      if (gang.placement_released()) continue;  // a final gang's last one
       for (const v1::PodPlacement& pod : gang.placement()) {
         for (int gpu : pod.gpu_indices()) {
           auto [it, fresh] =
