@@ -210,7 +210,14 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
   const Gang* shape = gang.get();
   if (!placement.placed && IsElastic(gang->spec)) {
     sized = *gang;
-    if (PlaceLargestSize(sized, options, room, placement)) shape = &sized;
+    placement = PlaceLargestSize(
+        gang->spec,
+        [&](const GangSpec& spec) {
+          sized.spec = spec;
+          return PlaceWithinPlan(sized, options, room);
+        },
+        &sized.spec);
+    if (placement.placed) shape = &sized;
   }
   if (!placement.placed) ReleaseOverduePlan(*gang);
   if (!placement.placed && planned && placement.code != ReasonCode::kQuota) {
@@ -239,46 +246,6 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
   }
   s_.Admit(gang, std::move(placement.pods), now_);
   return {};
-}
-
-bool AdmissionCycle::PlaceLargestSize(Gang& gang,
-                                      const PlacementOptions& options,
-                                      std::optional<PlanRoom>& room,
-                                      PlacementResult& placement) {
-  const GangSpec full = gang.spec;
-  const PodSetSpec& set = full.pod_sets[ElasticSetOf(full)];
-  const int step = SizeStepOf(set);
-  auto place_at = [&](int count) {
-    gang.spec = SpecAtSize(full, count);
-    return PlaceWithinPlan(gang, options, room);
-  };
-  PlacementResult at_min = place_at(set.min_count);
-  if (!at_min.placed) {
-    placement = std::move(at_min);
-    placement.reason = absl::StrCat(placement.reason, " (at its minimum, ",
-                                    set.min_count, " pods of ", set.name, ")");
-    return false;
-  }
-  // Sizes min + k·step for k in [lo, hi]: the largest that fits, assuming
-  // a size fits whenever a larger one does.
-  int lo = 0;
-  int hi = (set.count - set.min_count) / step - 1;
-  PlacementResult best = std::move(at_min);
-  int best_count = set.min_count;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    PlacementResult tried = place_at(set.min_count + mid * step);
-    if (tried.placed) {
-      best = std::move(tried);
-      best_count = set.min_count + mid * step;
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  gang.spec = SpecAtSize(full, best_count);
-  placement = std::move(best);
-  return true;
 }
 
 absl::Time AdmissionCycle::LatestEndIn(int domain) const {

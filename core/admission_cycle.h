@@ -52,13 +52,6 @@ class AdmissionCycle {
   void PackByDomainEnd(const Gang& gang, const PlacementOptions& options,
                        std::optional<PlanRoom>& room,
                        PlacementResult& placement);
-  // An elastic `gang` that did not fit whole: places it at the largest
-  // size in [min_count, count) that fits, sets gang.spec to that size and
-  // `placement` to its placement, and returns true; else sets `placement`
-  // to the failure at its minimum and returns false.
-  bool PlaceLargestSize(Gang& gang, const PlacementOptions& options,
-                        std::optional<PlanRoom>& room,
-                        PlacementResult& placement);
   // The latest expected end of the gangs with pods in `domain`.
   absl::Time LatestEndIn(int domain) const;
   int64_t FreeReadyGpus() const;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace phalanx::core {
 
 int ElasticSetOf(const GangSpec& spec) {
@@ -43,6 +45,35 @@ int HeldCount(const Gang& gang, int set) {
       [&spec](const PodPlacement& pod) { return pod.pod_set == spec.name; }));
 }
 
+namespace {
+
+absl::Time AttemptSince(const Gang& gang) {
+  absl::Time since = gang.admit_time.value_or(absl::InfinitePast());
+  if (gang.last_resize_time && *gang.last_resize_time > since) {
+    since = *gang.last_resize_time;
+  }
+  return since;
+}
+
+}  // namespace
+
+absl::Time ElasticEnd(const Gang& gang, absl::Duration full) {
+  const int set = ElasticSetOf(gang.spec);
+  const absl::Duration rest =
+      std::max(absl::ZeroDuration(), full - gang.elastic_work_done);
+  const int held = set < 0 ? 0 : HeldCount(gang, set);
+  return AttemptSince(gang) + RuntimeAtSize(gang.spec, held, rest);
+}
+
+absl::Duration WorkSinceResize(const Gang& gang, absl::Time now) {
+  const int set = ElasticSetOf(gang.spec);
+  const absl::Time since = AttemptSince(gang);
+  if (set < 0 || since == absl::InfinitePast() || now <= since) {
+    return absl::ZeroDuration();
+  }
+  return (now - since) * HeldCount(gang, set) / gang.spec.pod_sets[set].count;
+}
+
 int64_t PlacedGpus(const Gang& gang) {
   int64_t gpus = 0;
   for (const PodPlacement& pod : gang.placement) gpus += pod.gpu_indices.size();
@@ -81,6 +112,40 @@ absl::Duration RuntimeAtSize(const GangSpec& spec, int count,
   const int max = spec.pod_sets[set].count;
   if (count >= max) return full;
   return full * max / count;
+}
+
+PlacementResult PlaceLargestSize(
+    const GangSpec& full,
+    const std::function<PlacementResult(const GangSpec&)>& place,
+    GangSpec* sized) {
+  const PodSetSpec& set = full.pod_sets[ElasticSetOf(full)];
+  const int step = SizeStepOf(set);
+  *sized = SpecAtSize(full, set.min_count);
+  PlacementResult best = place(*sized);
+  if (!best.placed) {
+    best.reason = absl::StrCat(best.reason, " (at its minimum, ", set.min_count,
+                               " pods of ", set.name, ")");
+    return best;
+  }
+  // Sizes min + k·step for k in [lo, hi]; count - min is a whole number of
+  // steps and the full size was tried.
+  int lo = 0;
+  int hi = (set.count - set.min_count) / step - 1;
+  int best_count = set.min_count;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    const int count = set.min_count + mid * step;
+    PlacementResult tried = place(SpecAtSize(full, count));
+    if (tried.placed) {
+      best = std::move(tried);
+      best_count = count;
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  *sized = SpecAtSize(full, best_count);
+  return best;
 }
 
 }  // namespace phalanx::core

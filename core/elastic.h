@@ -9,7 +9,10 @@
 #ifndef PHALANX_CORE_ELASTIC_H_
 #define PHALANX_CORE_ELASTIC_H_
 
+#include <functional>
+
 #include "core/model.h"
+#include "core/placement.h"
 
 namespace phalanx::core {
 
@@ -27,6 +30,13 @@ GangSpec MinimumSpec(const GangSpec& spec);
 // The pods the gang's pod set `set` holds (its placement while it holds
 // GPUs); its spec's count otherwise.
 int HeldCount(const Gang& gang, int set);
+// When a running elastic gang whose whole work takes `full` at full size
+// is expected to end: the rest of that work (less elastic_work_done) at its
+// current size, from its last resize (or admission in this attempt).
+absl::Time ElasticEnd(const Gang& gang, absl::Duration full);
+// The work a running elastic gang has done since its last resize (or
+// admission), as run time at full size: the time times its size / count.
+absl::Duration WorkSinceResize(const Gang& gang, absl::Time now);
 // The GPUs of the gang's placement.
 int64_t PlacedGpus(const Gang& gang);
 // Whether a gang holding GPUs holds a size its spec allows: every fixed
@@ -39,6 +49,16 @@ GangSpec HeldSpec(const Gang& gang);
 // a fixed gang or an infinite duration.
 absl::Duration RuntimeAtSize(const GangSpec& spec, int count,
                              absl::Duration full);
+
+// The placement of elastic `full` at the largest size `place` finds room
+// for: its minimum first (when that fails, its failure, the reason naming the
+// minimum), then a binary search over the sizes above it in whole slices,
+// assuming a size fits whenever a larger one does. The full size is not
+// tried (the caller did). Sets `*sized` to the spec placed.
+PlacementResult PlaceLargestSize(
+    const GangSpec& full,
+    const std::function<PlacementResult(const GangSpec&)>& place,
+    GangSpec* sized);
 
 }  // namespace phalanx::core
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/memory_store.h"
+#include "core/reservation.h"
 #include "core/testing.h"
 #include "gtest/gtest.h"
 
@@ -18,6 +19,7 @@ using testing::kT0;
 using testing::MakeNodes;
 using testing::MakeQueue;
 using testing::Spec;
+using testing::WithEstimate;
 
 class ElasticTest : public testing::SchedulerFixture {
  protected:
@@ -111,6 +113,19 @@ TEST_F(ElasticTest, WaitsWhenItsMinimumDoesNotFit) {
       << pending->reason;
 }
 
+TEST_F(ElasticTest, DryRunShowsTheSizeItWouldStartAt) {
+  Init({}, 4);
+  Submit(Spec("q").Pods(1, 8));
+  Cycle();
+  auto placement = scheduler_->DryRun(Spec("q").Pods(4, 8, "w").Elastic(2));
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  EXPECT_TRUE(placement->placed);
+  EXPECT_EQ(placement->pods.size(), 3u);
+  auto none = scheduler_->DryRun(Spec("q").Pods(4, 8, "w").Elastic(4));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->placed);
+}
+
 TEST_F(ElasticTest, SubmitChecksTheMinimumAgainstTheFleet) {
   Init({}, 4);
   auto elastic = scheduler_->Submit(Spec("q").Pods(8, 8).Elastic(4), now_);
@@ -176,6 +191,25 @@ TEST_F(ElasticTest, GrowsOntoFreedCapacityAfterItsInterval) {
         event.type == EventType::kResized && event.gang->id == elastic->id;
   }
   EXPECT_TRUE(resized);
+}
+
+TEST_F(ElasticTest, ItsExpectedEndCountsTheWorkDoneBeforeEachResize) {
+  Init(Grow(absl::Hours(2)), 4);
+  GangPtr blocker = Submit(Spec("q").Pods(2, 8));
+  Cycle();
+  const absl::Time start = now_ + absl::Seconds(1);
+  GangPtr elastic = Submit(
+      WithEstimate(Spec("q").Pods(4, 8, "w").Elastic(1), absl::Hours(4)));
+  Cycle();
+  Running(elastic);
+  // At half size its four hours of work take eight.
+  EXPECT_EQ(ExpectedEnd(*Get(elastic), now_), start + absl::Hours(8));
+  Finish(blocker);
+  CycleAt(start + absl::Hours(2));  // grows to 4 pods after 1 h of work
+  const GangPtr grown = Get(elastic);
+  ASSERT_EQ(grown->placement.size(), 4u);
+  EXPECT_EQ(grown->elastic_work_done, absl::Hours(1));
+  EXPECT_EQ(ExpectedEnd(*grown, now_), start + absl::Hours(5));
 }
 
 TEST_F(ElasticTest, DoesNotGrowWhileAPendingGangCouldTakeTheCapacity) {

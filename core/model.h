@@ -141,6 +141,9 @@ struct Gang {
   // When it last grew or shrank, and how many times it did.
   std::optional<absl::Time> last_resize_time;
   int resizes = 0;
+  // The work done in this attempt before the last resize, as run time at
+  // full size (core/elastic.h ElasticEnd).
+  absl::Duration elastic_work_done = absl::ZeroDuration();
   bool operator==(const Gang&) const = default;
 };
 using GangPtr = std::shared_ptr<const Gang>;

@@ -71,7 +71,10 @@ std::vector<Plan::Running> Planner::RunningGangs() const {
           gang->shrink_to == 0) {
         end = *gang->grace_deadline;
       } else if (gang->admit_time) {
-        end = *gang->admit_time + PlannedRuntime(*gang, fallback);
+        end = IsElastic(gang->spec) &&
+                      gang->spec.estimated_runtime > absl::ZeroDuration()
+                  ? ElasticEnd(*gang, gang->spec.estimated_runtime)
+                  : *gang->admit_time + PlannedRuntime(*gang, fallback);
       }
       running.push_back({gang, std::max(end, soonest)});
     }

@@ -315,12 +315,10 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {
   if (gang.spec.estimated_runtime <= absl::ZeroDuration() || !gang.admit_time) {
     return absl::InfiniteFuture();
   }
-  const int set = ElasticSetOf(gang.spec);
-  const absl::Duration runtime =
-      set < 0 ? gang.spec.estimated_runtime
-              : RuntimeAtSize(gang.spec, HeldCount(gang, set),
-                              gang.spec.estimated_runtime);
-  return std::max(now, *gang.admit_time + runtime);
+  if (IsElastic(gang.spec)) {
+    return std::max(now, ElasticEnd(gang, gang.spec.estimated_runtime));
+  }
+  return std::max(now, *gang.admit_time + gang.spec.estimated_runtime);
 }
 
 std::optional<Reservation> PlanReservation(const Gang& gang, Fleet& fleet,

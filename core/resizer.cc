@@ -13,7 +13,13 @@ namespace phalanx::core {
 
 void Resizer::GrowRunning(int64_t free_gpus) {
   if (s_.elastic_.empty() || free_gpus <= 0) return;
+  SchedulerState::GrowMemo& memo = s_.grow_memo_;
+  if (memo.epoch == s_.capacity_epoch_ &&
+      memo.elastic_version == s_.elastic_version_ && now_ < memo.next_due) {
+    return;  // nothing that growth reads has changed
+  }
   const absl::Duration interval = s_.config_.elastic.grow_interval;
+  absl::Time next_due = absl::InfiniteFuture();
   std::vector<GangPtr> due;
   for (const GangId& id : s_.elastic_) {
     GangPtr gang = s_.gangs_.Find(id);
@@ -24,7 +30,10 @@ void Resizer::GrowRunning(int64_t free_gpus) {
     const absl::Time since =
         std::max(*gang->admit_time,
                  gang->last_resize_time.value_or(absl::InfinitePast()));
-    if (now_ < since + interval) continue;
+    if (now_ < since + interval) {
+      next_due = std::min(next_due, since + interval);
+      continue;
+    }
     const int set = ElasticSetOf(gang->spec);
     if (HeldCount(*gang, set) >= gang->spec.pod_sets[set].count) continue;
     due.push_back(std::move(gang));
@@ -33,7 +42,11 @@ void Resizer::GrowRunning(int64_t free_gpus) {
     return std::tuple(-a->spec.priority, *a->admit_time, a->id) <
            std::tuple(-b->spec.priority, *b->admit_time, b->id);
   });
-  for (const GangPtr& gang : due) Grow(gang);
+  bool grew = false;
+  for (const GangPtr& gang : due) grew |= Grow(gang);
+  memo = grew ? SchedulerState::GrowMemo{}
+              : SchedulerState::GrowMemo{s_.capacity_epoch_,
+                                         s_.elastic_version_, next_due};
 }
 
 bool Resizer::Grow(const GangPtr& gang) {

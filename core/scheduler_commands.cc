@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/elastic.h"
 #include "core/node_vacator.h"
 #include "core/resizer.h"
 #include "core/scheduler.h"
@@ -277,7 +278,17 @@ absl::StatusOr<PlacementResult> Scheduler::DryRun(GangSpec spec) {
       !never.empty()) {
     return PlacementResult{false, {}, std::move(never), ReasonCode::kNeverFits};
   }
-  return PlaceGang(spec, fleet_, OptionsFor(quotas_.queues().at(spec.queue)));
+  const PlacementOptions options = OptionsFor(quotas_.queues().at(spec.queue));
+  PlacementResult placement = PlaceGang(spec, fleet_, options);
+  // An elastic gang would start at the largest size that fits.
+  if (!placement.placed && IsElastic(spec)) {
+    GangSpec sized;
+    placement = PlaceLargestSize(
+        spec,
+        [&](const GangSpec& at) { return PlaceGang(at, fleet_, options); },
+        &sized);
+  }
+  return placement;
 }
 
 // ---------------------------------------------------------------------------

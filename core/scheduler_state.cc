@@ -25,10 +25,13 @@ GangPtr SchedulerState::Put(Gang gang) {
   if (put.left_pending) plan_.Drop(id);
   if (state != GangState::kPending) DropHolds(id);  // admitted or finished
   if (state != GangState::kPreempting) preemptions_.ForgetVictim(id);
-  if (HoldsCapacity(state) && IsElastic(put.gang->spec)) {
-    elastic_.insert(id);
-  } else {
-    elastic_.erase(id);
+  if (IsElastic(put.gang->spec)) {
+    ++elastic_version_;
+    if (HoldsCapacity(state)) {
+      elastic_.insert(id);
+    } else {
+      elastic_.erase(id);
+    }
   }
   log_.PutGang(put.gang);
   return put.gang;
@@ -75,6 +78,7 @@ void SchedulerState::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
   admitted.reason_code = ReasonCode::kNone;
   admitted.reason.clear();
   admitted.admit_time = now;
+  admitted.elastic_work_done = absl::ZeroDuration();  // a new attempt
   if (!admitted.first_admit_time) admitted.first_admit_time = now;
   if (admitted.spec.lease_duration > absl::ZeroDuration()) {
     admitted.lease_expire_time = now + admitted.spec.lease_duration;
@@ -93,6 +97,7 @@ void SchedulerState::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
 GangPtr SchedulerState::Resize(Gang gang, std::vector<PodPlacement> pods,
                                absl::Time now) {
   const GangHandle handle = gangs_.HandleOf(gang.id);
+  gang.elastic_work_done += WorkSinceResize(gang, now);  // at the old size
   quotas_.Accrue(gang.spec.queue, now);
   quotas_.Charge(gang, fleet_, -1);
   fleet_.Release(gang, handle, gang.placement);

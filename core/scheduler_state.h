@@ -99,8 +99,19 @@ class SchedulerState {
   Deadlines deadlines_;
   FitCache fits_;
   Plan plan_;
-  // Elastic gangs that hold GPUs (they may grow or shrink).
+  // Elastic gangs that hold GPUs (they may grow or shrink), and a count of
+  // the stores of any elastic gang.
   absl::btree_set<GangId> elastic_;
+  uint64_t elastic_version_ = 0;
+  // When growth last found nothing to do: the capacity epoch and elastic
+  // version then, and the first time a gang not yet due becomes due.
+  // Nothing can grow again until one of them moves.
+  struct GrowMemo {
+    int64_t epoch = -1;
+    uint64_t elastic_version = 0;
+    absl::Time next_due = absl::InfinitePast();
+  };
+  GrowMemo grow_memo_;
   // Gangs that became PENDING since the plan last looked (submitted,
   // requeued): the plan appends them behind its entries.
   std::vector<GangId> plan_arrivals_;

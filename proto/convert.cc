@@ -315,6 +315,9 @@ void ToProto(const core::Gang& in, pb::Gang* out) {
   if (in.last_resize_time) {
     ToProto(*in.last_resize_time, out->mutable_last_resize_time());
   }
+  if (in.elastic_work_done != absl::ZeroDuration()) {
+    ToProto(in.elastic_work_done, out->mutable_elastic_work_done());
+  }
   if (in.first_admit_time) {
     ToProto(*in.first_admit_time, out->mutable_first_admit_time());
   }
@@ -387,6 +390,7 @@ absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
   out.resizes = in.resizes();
   out.last_resize_time =
       OptionalTime(in.has_last_resize_time(), in.last_resize_time());
+  out.elastic_work_done = FromProto(in.elastic_work_done());
   out.first_admit_time =
       OptionalTime(in.has_first_admit_time(), in.first_admit_time());
   out.previous_run_time = FromProto(in.previous_run_time());
