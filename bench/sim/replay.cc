@@ -151,6 +151,10 @@ class Engine {
   // A cycle when the current run of an elastic job below its full size may
   // grow next (core grows gangs only in a cycle).
   void DueToGrow(const JobRun& job, int index, absl::Time now);
+  // The launcher of an elastic job reports RUNNING once its ranks start
+  // (core grows only RUNNING gangs); fixed jobs stay ADMITTED, as they
+  // always have in the replay.
+  void ReportRunning(const JobRun& job, absl::Time now);
   void OnRepaired(JobRun& job, int index, const core::Gang& gang,
                   absl::Time now);
   // Ends the current run: completed, or thrown back to its last checkpoint.
@@ -188,6 +192,7 @@ class Engine {
   std::vector<NodeClock> node_clocks_;
   std::map<std::pair<std::string, int>, int> gpu_holder_;  // check_gpus
   absl::Status gpu_error_;
+  absl::Status report_error_;                  // a RUNNING report core refused
   std::map<int, int64_t> pending_multi_node_;  // pods -> GPUs pending
   int64_t pending_ = 0;
   int64_t running_ = 0;
@@ -324,6 +329,7 @@ absl::StatusOr<ReplayResult> Engine::Run() {
     absl::StatusOr<bool> cycled = Step(*now);
     if (!cycled.ok()) return cycled.status();
     if (!gpu_error_.ok()) return gpu_error_;
+    if (!report_error_.ok()) return report_error_;
     // A step of checkpoints only changed no capacity: the fleet sample
     // holds on until the next cycle.
     if (*cycled) {
@@ -647,7 +653,25 @@ void Engine::OnAdmitted(JobRun& job, int index, const core::Gang& gang,
   ++running_;
   TrackGpus(job, index, &gang);
   StartRun(job, index, now);
+  ReportRunning(job, now);
   DueToGrow(job, index, now);
+}
+
+void Engine::ReportRunning(const JobRun& job, absl::Time now) {
+  if (job.full_pods == 0) return;
+  // The gang now, not as of the event (a later event of the step may have
+  // moved it on).
+  const core::GangPtr gang = scheduler_.FindGang(job.gang);
+  if (gang == nullptr || gang->state != core::GangState::kAdmitted) return;
+  core::GangReport report;
+  report.gang_id = job.gang;
+  report.state = core::GangState::kRunning;
+  absl::StatusOr<core::GangPtr> running = scheduler_.Report(report, now);
+  if (!running.ok() && report_error_.ok()) {
+    report_error_ =
+        absl::InternalError(absl::StrCat("RUNNING report of ", job.gang.value(),
+                                         ": ", running.status().message()));
+  }
 }
 
 void Engine::SetRunSize(JobRun& job, const core::Gang& gang) {
@@ -692,6 +716,7 @@ void Engine::OnRepaired(JobRun& job, int index, const core::Gang& gang,
   TrackGpus(job, index, nullptr);
   TrackGpus(job, index, &gang);
   StartRun(job, index, now);
+  ReportRunning(job, now);
   DueToGrow(job, index, now);
   // The restart superseded the pending acknowledgement of a shrink.
   if (job.shrinking) {
