@@ -341,30 +341,44 @@ def elastic_tables(cands, rows):
             lines.append(f"| {name} | {p} | " + " | ".join(cells)
                          + f" | {counts} |")
     lines += ["", "Median over the cell pairs of elastic − fixed (waits in "
-              "hours, utilization and goodput in points), and in brackets "
-              "the pairs where elastic is no worse (lower waits, blocked "
-              "and lost; higher utilization and goodput).", "",
-              "| policy | " + " | ".join(c for c, _, _ in ELASTIC) + " |",
-              "| --- |" + " --- |" * len(ELASTIC)]
-    higher_better = {"util", "goodput"}
-    for p in pols:
-        cells = []
-        for col, fn, _ in ELASTIC:
-            deltas = []
-            for _, elastic, fixed in pairs:
-                a, b = fn(fixed["policies"][p]), fn(elastic["policies"][p])
-                if a is not None and b is not None:
-                    deltas.append(b - a)
-            if not deltas:
-                cells.append("–")
-                continue
-            scale = 100 if col in higher_better else 1
-            ok = sum(1 for d in deltas
-                     if (d >= -1e-9 if col in higher_better else d <= 1e-9))
-            cells.append(f"{scale * median(deltas):+.2f} ({ok}/{len(deltas)})")
-        lines.append(f"| `{p}` | " + " | ".join(cells) + " |")
-    lines.append("")
+              "hours, blocked in GPU-hours, utilization, goodput and lost "
+              "work in points), and in brackets the pairs where elastic is "
+              "no worse (lower waits, blocked and lost; higher utilization "
+              "and goodput): over all pairs, then per mix (the cell name's "
+              "first part).", ""]
+    mixes = sorted({name.split("-")[0] for name, _, _ in pairs})
+    groups = [("all", pairs)]
+    if len(mixes) > 1:
+        groups += [(mix, [x for x in pairs if x[0].split("-")[0] == mix])
+                   for mix in mixes]
+    for group, members in groups:
+        lines += [f"| {group}: policy | "
+                  + " | ".join(c for c, _, _ in ELASTIC) + " |",
+                  "| --- |" + " --- |" * len(ELASTIC)]
+        lines += [elastic_median_row(p, members) for p in pols]
+        lines.append("")
     return lines
+
+
+def elastic_median_row(p, pairs):
+    higher_better = {"util", "goodput"}
+    cells = []
+    for col, fn, _ in ELASTIC:
+        deltas = []
+        for _, elastic, fixed in pairs:
+            a, b = fn(fixed["policies"][p]), fn(elastic["policies"][p])
+            if a is not None and b is not None:
+                deltas.append(b - a)
+        if not deltas:
+            cells.append("–")
+            continue
+        scale = 100 if col in higher_better else 1
+        digits = 0 if col == "blocked" else 2
+        ok = sum(1 for d in deltas
+                 if (d >= -1e-9 if col in higher_better else d <= 1e-9))
+        cells.append(f"{scale * median(deltas):+.{digits}f} "
+                     f"({ok}/{len(deltas)})")
+    return f"| `{p}` | " + " | ".join(cells) + " |"
 
 
 def main():
