@@ -547,6 +547,38 @@ TEST(ElasticReplayTest, ARunThatEndsWhileShrinkingJustCompletes) {
   EXPECT_DOUBLE_EQ(result->metrics.lost_gpu_hours, 0);
 }
 
+TEST(ElasticReplayTest, PreemptedWholeAtItsMinimumItResumesItsWork) {
+  // F holds two nodes for long; E starts at 10 on the other two (its
+  // minimum), checkpoints at 610 (300 s of its 4000 s of work). P
+  // (priority 1) comes at 1010: E cannot shrink further and is the
+  // cheapest victim, preempted whole and requeued at 1011. It starts again
+  // at 1511, when P ends, and runs its 3700 s left at half size: to 8911.
+  const SimFleet fleet = Fleet(4);
+  const Workload w = Exact({Job(0, 100000, 16), ElasticJob(10, 4000, 32),
+                            Job(1010, 500, 16, "a", 1)});
+  ReplayOptions options = Every(absl::Minutes(1), /*events=*/true);
+  options.checkpoint_interval = absl::Seconds(600);
+  options.check_gpus = true;
+  auto result = Replay(PolicyOn("phalanx", fleet), fleet, w, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  using core::EventType;
+  EXPECT_THAT(
+      EventsOf(*result, {EventType::kAdmitted, EventType::kResized,
+                         EventType::kPreempting, EventType::kRequeued}),
+      ElementsAre(std::tuple(EventType::kAdmitted, 0, 0.0, 16),
+                  std::tuple(EventType::kAdmitted, 1, 10.0, 16),
+                  std::tuple(EventType::kPreempting, 1, 1010.0, 16),
+                  std::tuple(EventType::kRequeued, 1, 1011.0, 32),  // asked
+                  std::tuple(EventType::kAdmitted, 2, 1011.0, 16),
+                  std::tuple(EventType::kAdmitted, 1, 1511.0, 16)));
+  EXPECT_EQ(result->finishes[1], T(8911));
+  const PolicyMetrics& m = result->metrics;
+  EXPECT_EQ(m.preemptions, 1);
+  EXPECT_EQ(m.shrinks + m.grows, 0);
+  EXPECT_EQ(m.elastic_admitted_below_full, 2);
+  EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 16 * 401 / 3600.0);
+}
+
 TEST(ElasticReplayTest, ASyntheticElasticLabNeverDoubleBooksAndFinishes) {
   // Every gang of 64 GPUs or more elastic, with node failures: each job
   // finishes, resizes happen, and the same inputs give the same result.
