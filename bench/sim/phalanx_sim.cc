@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "bench/flags.h"
 #include "bench/sim/compare.h"
+#include "bench/sim/elastic_jobs.h"
 #include "bench/sim/progress.h"
 #include "bench/sim/replay.h"
 #include "bench/sim/report.h"
@@ -44,6 +45,10 @@ ABSL_FLAG(std::string, profile, "lab",
 ABSL_FLAG(double, load, 0.95,
           "synthetic mean demand as a fraction of the fleet's GPUs");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the runtime estimates");
+ABSL_FLAG(double, elastic_fraction, 0,
+          "share (0..1) of the gangs of >= 64 GPUs that may run on half their "
+          "pods with the same work, chosen from the synthetic seed (else "
+          "--seed); 0 = none");
 ABSL_FLAG(int64_t, max_jobs, 0,
           "replay only the first N jobs by submit time (0 = all)");
 ABSL_FLAG(int, nodes, 256, "nodes in the fleet");
@@ -126,6 +131,11 @@ absl::StatusOr<std::vector<TraceJob>> LoadJobs(const SimFleet& fleet,
     return absl::InvalidArgumentError(
         "give exactly one of --trace FILE and --synthetic SEED");
   }
+  const double elastic = absl::GetFlag(FLAGS_elastic_fraction);
+  if (!(elastic >= 0 && elastic <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--elastic_fraction: ", elastic, " is not in [0, 1]"));
+  }
   std::vector<TraceJob> jobs;
   if (!trace.empty()) {
     meta.trace = trace;
@@ -159,7 +169,12 @@ absl::StatusOr<std::vector<TraceJob>> LoadJobs(const SimFleet& fleet,
     meta.synthetic_seed = options.seed;
     meta.synthetic_days = options.days;
     meta.synthetic_load = options.load;
+    options.elastic_fraction = elastic;
     jobs = GenerateSynthetic(options);
+  }
+  meta.elastic_fraction = elastic;
+  if (!trace.empty() && elastic > 0) {
+    MakeElastic(jobs, elastic, absl::GetFlag(FLAGS_seed));
   }
   const int64_t max_jobs = absl::GetFlag(FLAGS_max_jobs);
   if (max_jobs > 0 && static_cast<int64_t>(jobs.size()) > max_jobs) {
@@ -261,6 +276,10 @@ absl::StatusOr<PolicyOutcome> RunPolicy(const NamedConfig& policy,
                         absl::StrCat(name, ": ", result.status().message()));
   }
   outcome.metrics = result->metrics;
+  // Before the per-job vectors move out of `result`.
+  if (result->metrics.elastic_jobs > 0) {
+    outcome.elastic_csv = ElasticCsv(workload.jobs, *result, meta.first_submit);
+  }
   outcome.metrics->sim_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   outcome.series = std::move(result->series);
   outcome.waits = std::move(result->waits);

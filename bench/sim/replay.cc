@@ -13,7 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "bench/sim/elastic_jobs.h"
 #include "bench/sim/sim_random.h"
+#include "core/elastic.h"
 #include "core/fleet_report.h"
 #include "core/reason.h"
 #include "core/scheduler.h"
@@ -47,20 +49,43 @@ enum class Phase { kNotSubmitted, kPending, kRunning, kPreempting, kDone };
 struct JobRun {
   core::GangId gang;
   int team = 0;
+  // Pods and GPUs of the gang at its smallest size (its spec's, unless
+  // elastic): what it needs to start, for the blocked measure.
   int pods = 0;
+  int64_t pending_gpus = 0;
   int64_t held_gpus = 0;  // GPUs of the current run (from its placement)
+  // An elastic job's elastic pod set: its pods at full size, and in the
+  // current run (both 0 for a fixed job).
+  int full_pods = 0;
+  int size_pods = 0;
+  // PREEMPTING for a shrink: it keeps running until the shrink ends.
+  bool shrinking = false;
   Phase phase = Phase::kNotSubmitted;
   absl::Time since;  // pending since, or run start
   absl::Duration waited;
   uint32_t generation = 0;  // bumped whenever a run starts or ends
   absl::Duration interval;  // between checkpoints; 0 = never
   // Work saved by the last checkpoint (over all runs), and what the current
-  // run started from.
+  // run started from; work is run time at full size.
   absl::Duration saved;
   absl::Duration run_base;
   absl::Time last_checkpoint;  // of the current run; its start if none
   std::vector<core::PodPlacement> placement;  // with check_gpus only
 };
+
+// Run time at `job`'s current size that does `work` (run time at full
+// size): work × full pods ÷ pods now, as core's RuntimeAtSize.
+absl::Duration WallFor(const JobRun& job, absl::Duration work) {
+  if (job.size_pods <= 0 || job.size_pods >= job.full_pods) return work;
+  return work * job.full_pods / job.size_pods;
+}
+
+// Work (run time at full size) that `wall` of run at `job`'s current size
+// does.
+absl::Duration WorkIn(const JobRun& job, absl::Duration wall) {
+  if (job.size_pods <= 0 || job.size_pods >= job.full_pods) return wall;
+  return wall * job.size_pods / job.full_pods;
+}
 
 // One node's failure times, drawn from its own seeded stream.
 struct NodeClock {
@@ -68,7 +93,8 @@ struct NodeClock {
   bool down = false;
 };
 
-// Something due at a time: a completion, an acknowledgement or an idle tick.
+// Something due at a time: a completion, an acknowledgement, a checkpoint,
+// a node's failure or return, or a tick (idle, or an elastic job's growth).
 struct Timer {
   enum Kind {
     kComplete = 0,
@@ -114,6 +140,21 @@ class Engine {
   // Reads the plan of the jobs that arrived at `now` and are pending.
   void ReadPlans(size_t first_arrival, absl::Time now);
   void OnPreempting(JobRun& job, int index, absl::Time now);
+  // PREEMPTING to shrink: the job runs on; the launcher acknowledges.
+  void OnShrinking(JobRun& job, int index, absl::Time now);
+  // Grown, or shrunk when the shrink ended: the run restarts from its last
+  // checkpoint at the new size.
+  void OnResized(JobRun& job, int index, const core::Gang& gang,
+                 absl::Time now);
+  // Sets the GPUs of `job`'s run, and its size, from `gang`'s placement.
+  void SetRunSize(JobRun& job, const core::Gang& gang);
+  // A cycle when the current run of an elastic job below its full size may
+  // grow next (core grows gangs only in a cycle).
+  void DueToGrow(const JobRun& job, int index, absl::Time now);
+  // The launcher of an elastic job reports RUNNING once its ranks start
+  // (core grows only RUNNING gangs); fixed jobs stay ADMITTED, as they
+  // always have in the replay.
+  void ReportRunning(const JobRun& job, absl::Time now);
   void OnRepaired(JobRun& job, int index, const core::Gang& gang,
                   absl::Time now);
   // Ends the current run: completed, or thrown back to its last checkpoint.
@@ -151,6 +192,7 @@ class Engine {
   std::vector<NodeClock> node_clocks_;
   std::map<std::pair<std::string, int>, int> gpu_holder_;  // check_gpus
   absl::Status gpu_error_;
+  absl::Status report_error_;                  // a RUNNING report core refused
   std::map<int, int64_t> pending_multi_node_;  // pods -> GPUs pending
   int64_t pending_ = 0;
   int64_t running_ = 0;
@@ -161,6 +203,9 @@ class Engine {
   std::vector<std::optional<absl::Duration>> waits_;
   std::vector<std::optional<absl::Time>> first_starts_;
   std::vector<int> preemptions_;
+  std::vector<int> resizes_;
+  std::vector<int64_t> first_gpus_;
+  std::vector<std::optional<absl::Time>> finishes_;
   HoldTracker holds_;
 };
 
@@ -198,6 +243,9 @@ Engine::Engine(const core::Config& config, const SimFleet& fleet,
       waits_(workload.jobs.size()),
       first_starts_(workload.jobs.size()),
       preemptions_(workload.jobs.size()),
+      resizes_(workload.jobs.size()),
+      first_gpus_(workload.jobs.size()),
+      finishes_(workload.jobs.size()),
       holds_(options.explain_jobs) {}
 
 absl::Status Engine::Setup() {
@@ -281,6 +329,7 @@ absl::StatusOr<ReplayResult> Engine::Run() {
     absl::StatusOr<bool> cycled = Step(*now);
     if (!cycled.ok()) return cycled.status();
     if (!gpu_error_.ok()) return gpu_error_;
+    if (!report_error_.ok()) return report_error_;
     // A step of checkpoints only changed no capacity: the fleet sample
     // holds on until the next cycle.
     if (*cycled) {
@@ -310,6 +359,9 @@ absl::StatusOr<ReplayResult> Engine::Run() {
   result.waits = std::move(waits_);
   result.first_starts = std::move(first_starts_);
   result.preemptions = std::move(preemptions_);
+  result.resizes = std::move(resizes_);
+  result.first_gpus = std::move(first_gpus_);
+  result.finishes = std::move(finishes_);
   result.holds = holds_.Finish();
   plan_errors_.resize(jobs_.size());
   result.plan_errors = std::move(plan_errors_);
@@ -356,7 +408,10 @@ absl::StatusOr<bool> Engine::FireTimers(absl::Time now) {
     const Timer timer = timers_.top();
     timers_.pop();
     if (timer.kind == Timer::kTick) {
-      changed = true;
+      // An idle tick (job -1), or a job's growth while its run lasts.
+      const bool lapsed =
+          timer.job >= 0 && timer.generation != jobs_[timer.job].generation;
+      changed = changed || !lapsed;
       continue;
     }
     JobRun& job = jobs_[timer.job];
@@ -404,10 +459,10 @@ absl::Status Engine::Checkpoint(JobRun& job, int index, absl::Time now) {
                                             ": ", done.status().message()));
   }
   metrics_.AddCheckpoint();
-  job.saved = job.run_base + (now - job.since);
+  job.saved = job.run_base + WorkIn(job, now - job.since);
   job.last_checkpoint = now;
   const absl::Time end =
-      job.since + (workload_.jobs[index].duration - job.run_base);
+      job.since + WallFor(job, workload_.jobs[index].duration - job.run_base);
   if (now + job.interval < end) {
     timers_.push(
         Timer{now + job.interval, Timer::kCheckpoint, index, job.generation});
@@ -472,8 +527,16 @@ absl::Status Engine::Arrive(absl::Time now) {
       job_of_seq_.resize(seq + 1, -1);
     }
     job_of_seq_[seq] = index;
-    job.pods = submitted->gang->spec.TotalPods();
-    job.held_gpus = submitted->gang->spec.TotalGpus();
+    const core::GangSpec& submitted_spec = submitted->gang->spec;
+    const core::GangSpec smallest = core::MinimumSpec(submitted_spec);
+    job.pods = smallest.TotalPods();
+    job.pending_gpus = smallest.TotalGpus();
+    job.held_gpus = submitted_spec.TotalGpus();
+    if (core::IsElastic(submitted_spec)) {
+      job.full_pods =
+          submitted_spec.pod_sets[core::ElasticSetOf(submitted_spec)].count;
+      metrics_.AddElasticJob();
+    }
     job.phase = Phase::kPending;
     job.since = now;
     AddPending(job, +1);
@@ -499,9 +562,16 @@ void Engine::HandleEvent(const core::Event& event) {
       OnAdmitted(job, index, *event.gang, event.time);
       break;
     case core::EventType::kPreempting:
+      if (event.gang->shrink_to > 0) {
+        OnShrinking(job, index, event.time);
+        break;
+      }
       if (holds_.Tracks(index)) NotePreempted(index, *event.gang);
       ++preemptions_[index];
       OnPreempting(job, index, event.time);
+      break;
+    case core::EventType::kResized:
+      OnResized(job, index, *event.gang, event.time);
       break;
     case core::EventType::kRepaired:
       OnRepaired(job, index, *event.gang, event.time);
@@ -521,6 +591,7 @@ void Engine::HandleEvent(const core::Event& event) {
       metrics_.AddWait(job.waited, workload_.jobs[index].gpus,
                        workload_.jobs[index].priority);
       waits_[index] = job.waited;
+      finishes_[index] = event.time;
       job.phase = Phase::kDone;
       ++done_;
       break;
@@ -550,6 +621,7 @@ void Engine::Record(const core::Event& event, int index) {
     case core::EventType::kReserved:
     case core::EventType::kFailed:
     case core::EventType::kCancelled:
+    case core::EventType::kResized:
       break;
     default:
       return;
@@ -575,13 +647,48 @@ void Engine::OnAdmitted(JobRun& job, int index, const core::Gang& gang,
   if (!first_starts_[index]) first_starts_[index] = now;
   job.since = now;
   job.phase = Phase::kRunning;
+  SetRunSize(job, gang);
+  if (first_gpus_[index] == 0) first_gpus_[index] = job.held_gpus;
+  if (job.size_pods < job.full_pods) metrics_.AddAdmittedBelowFull();
+  ++running_;
+  TrackGpus(job, index, &gang);
+  StartRun(job, index, now);
+  ReportRunning(job, now);
+  DueToGrow(job, index, now);
+}
+
+void Engine::ReportRunning(const JobRun& job, absl::Time now) {
+  if (job.full_pods == 0) return;
+  // The gang now, not as of the event (a later event of the step may have
+  // moved it on).
+  const core::GangPtr gang = scheduler_.FindGang(job.gang);
+  if (gang == nullptr || gang->state != core::GangState::kAdmitted) return;
+  core::GangReport report;
+  report.gang_id = job.gang;
+  report.state = core::GangState::kRunning;
+  absl::StatusOr<core::GangPtr> running = scheduler_.Report(report, now);
+  if (!running.ok() && report_error_.ok()) {
+    report_error_ =
+        absl::InternalError(absl::StrCat("RUNNING report of ", job.gang.value(),
+                                         ": ", running.status().message()));
+  }
+}
+
+void Engine::SetRunSize(JobRun& job, const core::Gang& gang) {
   job.held_gpus = 0;
   for (const core::PodPlacement& pod : gang.placement) {
     job.held_gpus += static_cast<int64_t>(pod.gpu_indices.size());
   }
-  ++running_;
-  TrackGpus(job, index, &gang);
-  StartRun(job, index, now);
+  if (job.full_pods == 0) return;
+  job.size_pods = core::HeldCount(gang, core::ElasticSetOf(gang.spec));
+}
+
+// The daemon runs a cycle every cycle_interval, the replay only when
+// something is due: so the growth is made due. The tick lapses with the run.
+void Engine::DueToGrow(const JobRun& job, int index, absl::Time now) {
+  if (job.size_pods >= job.full_pods) return;
+  timers_.push(Timer{now + config_.elastic.grow_interval, Timer::kTick, index,
+                     job.generation});
 }
 
 // A run from the last checkpoint: its completion, and its first checkpoint
@@ -590,7 +697,8 @@ void Engine::StartRun(JobRun& job, int index, absl::Time now) {
   job.since = now;
   job.run_base = job.saved;
   job.last_checkpoint = now;
-  const absl::Time end = now + (workload_.jobs[index].duration - job.saved);
+  const absl::Time end =
+      now + WallFor(job, workload_.jobs[index].duration - job.saved);
   timers_.push(Timer{end, Timer::kComplete, index, ++job.generation});
   if (job.interval > absl::ZeroDuration() && now + job.interval < end) {
     timers_.push(
@@ -602,12 +710,19 @@ void Engine::StartRun(JobRun& job, int index, absl::Time now) {
 // checkpoint on the new placement; the work since then is lost.
 void Engine::OnRepaired(JobRun& job, int index, const core::Gang& gang,
                         absl::Time now) {
-  if (job.phase != Phase::kRunning) return;
+  if (job.phase != Phase::kRunning && !job.shrinking) return;
   metrics_.AddRepair();
   metrics_.AddRun(job.team, job.held_gpus, job.since, now, job.last_checkpoint);
   TrackGpus(job, index, nullptr);
   TrackGpus(job, index, &gang);
   StartRun(job, index, now);
+  ReportRunning(job, now);
+  DueToGrow(job, index, now);
+  // The restart superseded the pending acknowledgement of a shrink.
+  if (job.shrinking) {
+    timers_.push(Timer{now + config_.cycle_interval, Timer::kAck, index,
+                       job.generation});
+  }
 }
 
 void Engine::TrackGpus(JobRun& job, int index, const core::Gang* gang) {
@@ -646,14 +761,48 @@ void Engine::OnPreempting(JobRun& job, int index, absl::Time now) {
   job.phase = Phase::kPreempting;
   const absl::Time ack = now + config_.cycle_interval;
   // A run that ends before the launcher would acknowledge just completes.
-  if (job.since + workload_.jobs[index].duration <= ack) return;
+  if (job.since + WallFor(job, workload_.jobs[index].duration) <= ack) return;
   timers_.push(Timer{ack, Timer::kAck, index, ++job.generation});
+}
+
+// The acknowledgement comes as a preemption's does, but the run's
+// completion and checkpoints stay due: a run that ends first completes,
+// and its acknowledgement is then superseded.
+void Engine::OnShrinking(JobRun& job, int index, absl::Time now) {
+  job.phase = Phase::kPreempting;
+  job.shrinking = true;
+  timers_.push(
+      Timer{now + config_.cycle_interval, Timer::kAck, index, job.generation});
+}
+
+// The work since the last checkpoint is lost, as in a preemption.
+void Engine::OnResized(JobRun& job, int index, const core::Gang& gang,
+                       absl::Time now) {
+  if (job.phase != Phase::kRunning && job.phase != Phase::kPreempting) return;
+  const bool shrunk = job.shrinking;
+  if (shrunk) {
+    metrics_.AddShrink();
+  } else {
+    metrics_.AddGrow();
+  }
+  ++resizes_[index];
+  metrics_.AddRun(job.team, job.held_gpus, job.since, now, job.last_checkpoint);
+  job.phase = Phase::kRunning;
+  job.shrinking = false;
+  TrackGpus(job, index, nullptr);
+  SetRunSize(job, gang);
+  TrackGpus(job, index, &gang);
+  StartRun(job, index, now);
+  DueToGrow(job, index, now);
 }
 
 void Engine::OnRunEnded(JobRun& job, absl::Time now, bool completed) {
   metrics_.AddRun(job.team, job.held_gpus, job.since, now,
                   completed ? now : job.last_checkpoint);
-  if (!completed) job.saved = job.run_base + (job.last_checkpoint - job.since);
+  if (!completed) {
+    job.saved = job.run_base + WorkIn(job, job.last_checkpoint - job.since);
+  }
+  job.shrinking = false;
   TrackGpus(job, 0, nullptr);
   ++job.generation;
   --running_;
@@ -663,7 +812,7 @@ void Engine::AddPending(const JobRun& job, int sign) {
   pending_ += sign;
   if (job.pods > 1) {
     int64_t& gpus = pending_multi_node_[job.pods];
-    gpus += sign * job.held_gpus;
+    gpus += sign * job.pending_gpus;
     if (gpus == 0) pending_multi_node_.erase(job.pods);
   }
 }
@@ -726,7 +875,7 @@ FleetSample Engine::Sample() const {
     const JobRun& job = jobs_[index];
     if (job.phase == Phase::kPending && job.pods > 1 && job.pods > unheld &&
         job.pods <= unheld + nodes) {
-      s.blocked_gpus += job.held_gpus;
+      s.blocked_gpus += job.pending_gpus;
     }
   }
   return s;
@@ -956,11 +1105,12 @@ core::GangSpec JobSpec(const TraceJob& job, absl::Duration estimate,
   spec.estimated_runtime = estimate;
   if (!job.pod_sets.empty()) {
     spec.pod_sets = RecordedPods(job);
-    return spec;
+  } else {
+    core::PodSetSpec pods = DerivedPods(job, fleet);
+    pods.name = "pods";
+    spec.pod_sets.push_back(std::move(pods));
   }
-  core::PodSetSpec pods = DerivedPods(job, fleet);
-  pods.name = "pods";
-  spec.pod_sets.push_back(std::move(pods));
+  if (job.elastic) SetElasticMinimum(spec);
   return spec;
 }
 

@@ -12,6 +12,17 @@
 // READY), so core repairs or evicts the gangs on it. A gang repaired in
 // place restarts from its last checkpoint on its new placement.
 //
+// An elastic job (TraceJob::elastic; core/elastic.h) conserves its work:
+// its duration is its run time at full size, and a run on fewer pods of its
+// elastic pod set does the work at pods ÷ full pods the rate (core's
+// RuntimeAtSize), so a job admitted at half size ends at start + twice its
+// remaining time. A resize (RESIZED: grown, or a shrink ended) restarts its
+// ranks from the last checkpoint at the new size: the work since then is
+// lost, as in a preemption. PREEMPTING with shrink_to is acknowledged as a
+// preemption is (one cycle_interval later) while the job runs on; it is
+// not requeued. Core grows gangs only in a cycle, so the replay runs one
+// when a job below its full size may grow next (elastic.grow_interval).
+//
 // Each step takes the next timestamp with anything due, applies completions,
 // then preemption acknowledgements (the simulated launcher acknowledges one
 // cycle_interval after PREEMPTING), then checkpoints, node failures and
@@ -100,6 +111,12 @@ struct ReplayResult {
   // Per job: its first admission, if any, and how often it was preempted.
   std::vector<std::optional<absl::Time>> first_starts;
   std::vector<int> preemptions;
+  // Per job: how often it was resized (grown, or shrunk instead of
+  // preempted), the GPUs of its first admission (0 = never admitted), and
+  // when it finished, if it did.
+  std::vector<int> resizes;
+  std::vector<int64_t> first_gpus;
+  std::vector<std::optional<absl::Time>> finishes;
   // What held each of ReplayOptions::explain_jobs, in that order.
   std::vector<HoldReport> holds;
   // With ReplayOptions::plan_accuracy, per job: its first start minus the

@@ -1,5 +1,8 @@
 #include "bench/sim/replay.h"
 
+#include <set>
+#include <tuple>
+
 #include "bench/sim/report.h"
 #include "bench/sim/sim_policies.h"
 #include "bench/sim/synthetic.h"
@@ -381,6 +384,227 @@ TEST(ReplayTest, ExplainedJobIsHeldByTheJobOnItsReservedNodes) {
               ElementsAre(Pair("RESERVED, waiting for job 0 (a, 24 GPUs, "
                                "priority 0) to end",
                                absl::Seconds(990))));
+}
+
+// Elastic jobs (TraceJob::elastic): half their pods at the least, the same
+// work at any size; kueue-like neither reserves nor preempts.
+TraceJob ElasticJob(double submit, double duration, int gpus,
+                    const std::string& team = "a", int priority = 0) {
+  TraceJob job = Job(submit, duration, gpus, team, priority);
+  job.elastic = true;
+  return job;
+}
+
+// Every job's estimate is its duration.
+Workload Exact(std::vector<TraceJob> jobs) {
+  Workload w = Load(std::move(jobs));
+  for (size_t i = 0; i < w.jobs.size(); ++i) {
+    w.estimates[i] = w.jobs[i].duration;
+  }
+  return w;
+}
+
+// The (event, job, seconds since T(0), GPUs) of `result`'s events of `types`.
+std::vector<std::tuple<core::EventType, int, double, int64_t>> EventsOf(
+    const ReplayResult& result, std::set<core::EventType> types) {
+  std::vector<std::tuple<core::EventType, int, double, int64_t>> events;
+  for (const EventRecord& e : result.events) {
+    if (!types.contains(e.type)) continue;
+    events.emplace_back(e.type, e.job, absl::ToDoubleSeconds(e.time - T(0)),
+                        e.gpus);
+  }
+  return events;
+}
+
+TEST(JobSpecTest, AnElasticJobMayRunOnHalfItsPods) {
+  const core::GangSpec spec = JobSpec(ElasticJob(0, 1, 64), absl::Seconds(1),
+                                      Fleet(48), core::QueueName("a"));
+  EXPECT_EQ(spec.pod_sets[0].count, 8);
+  EXPECT_EQ(spec.pod_sets[0].min_count, 4);
+  EXPECT_EQ(spec.estimated_runtime, absl::Seconds(1));  // at full size
+}
+
+TEST(ElasticReplayTest, AdmittedAtHalfSizeItRunsTwiceAsLong) {
+  // Four nodes. F holds two until 5000; E (4 pods, 1000 s of work at full
+  // size) starts at 10 on the other two and ends at 10 + 1000 × 4 / 2 =
+  // 2010, when C takes its nodes.
+  const SimFleet fleet = Fleet(4);
+  const Workload w =
+      Exact({Job(0, 5000, 16), ElasticJob(10, 1000, 32), Job(20, 100, 16)});
+  ReplayOptions options = Every(absl::Minutes(1), /*events=*/true);
+  options.checkpoint_interval = absl::ZeroDuration();
+  options.check_gpus = true;
+  auto result = Replay(PolicyOn("kueue-like", fleet), fleet, w, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  using core::EventType;
+  EXPECT_THAT(EventsOf(*result, {EventType::kAdmitted, EventType::kResized}),
+              ElementsAre(std::tuple(EventType::kAdmitted, 0, 0.0, 16),
+                          std::tuple(EventType::kAdmitted, 1, 10.0, 16),
+                          std::tuple(EventType::kAdmitted, 2, 2010.0, 16)));
+  EXPECT_EQ(result->first_gpus[1], 16);
+  EXPECT_EQ(result->finishes[1], T(2010));
+  const PolicyMetrics& m = result->metrics;
+  EXPECT_EQ(m.finished, 3);
+  EXPECT_EQ(m.elastic_jobs, 1);
+  EXPECT_EQ(m.elastic_admitted_below_full, 1);
+  EXPECT_EQ(m.grows + m.shrinks, 0);
+  EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 0);
+  // Its work is what it asked for: 32 GPUs × 1000 s.
+  EXPECT_DOUBLE_EQ(m.demand_gpu_hours,
+                   (16 * 5000 + 32 * 1000 + 16 * 100) / 3600.0);
+}
+
+TEST(ElasticReplayTest, GrownItEndsSoonerFromItsLastCheckpoint) {
+  // F ends at 1000; E, started at 10 on two pods, checkpointed at 610 (300
+  // s of work at full size) and may grow from 610: at 1000 it takes all
+  // four nodes, loses the 390 s since its checkpoint and ends at 1000 +
+  // (3000 − 300) = 3700, where C starts (at half size it would end at
+  // 6010).
+  const SimFleet fleet = Fleet(4);
+  const Workload w =
+      Exact({Job(0, 1000, 16), ElasticJob(10, 3000, 32), Job(1500, 100, 32)});
+  ReplayOptions options = Every(absl::Minutes(1), /*events=*/true);
+  options.checkpoint_interval = absl::Seconds(600);
+  options.check_gpus = true;
+  auto result = Replay(PolicyOn("kueue-like", fleet), fleet, w, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  using core::EventType;
+  EXPECT_THAT(EventsOf(*result, {EventType::kAdmitted, EventType::kResized}),
+              ElementsAre(std::tuple(EventType::kAdmitted, 0, 0.0, 16),
+                          std::tuple(EventType::kAdmitted, 1, 10.0, 16),
+                          std::tuple(EventType::kResized, 1, 1000.0, 32),
+                          std::tuple(EventType::kAdmitted, 2, 3700.0, 32)));
+  const PolicyMetrics& m = result->metrics;
+  EXPECT_EQ(m.grows, 1);
+  EXPECT_EQ(m.shrinks, 0);
+  EXPECT_EQ(result->resizes, (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(result->finishes[1], T(3700));
+  const std::string csv = ElasticCsv(w.jobs, *result, T(0));
+  EXPECT_EQ(csv,
+            "job_line,team,gpus,priority,submit_hours,wait_hours,first_gpus,"
+            "resizes,run_hours\n"
+            "1,a,32,0,0.002778,0.000000,16,1,1.025000\n");
+  EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 16 * 390 / 3600.0);
+}
+
+TEST(ElasticReplayTest, ShrunkItRunsOnAndEndsLater) {
+  // E runs on all four nodes from 0 (4000 s of work), checkpoints at 600;
+  // P (priority 1) comes at 1000 and E is shrunk instead of preempted: it
+  // keeps running, the launcher acknowledges at 1001, E restarts from its
+  // checkpoint on two pods (401 s on four lost) and P starts. E never
+  // grows back (grow_m) and ends at 1001 + (4000 − 600) × 2 = 7801, where
+  // C starts; unshrunk it would have ended at 4000.
+  const SimFleet fleet = Fleet(4);
+  const Workload w = Exact({ElasticJob(0, 4000, 32), Job(1000, 500, 16, "a", 1),
+                            Job(2000, 100, 32)});
+  ReplayOptions options = Every(absl::Minutes(1), /*events=*/true);
+  options.checkpoint_interval = absl::Seconds(600);
+  options.check_gpus = true;
+  auto result =
+      Replay(PolicyOn("phalanx:grow_m=100000", fleet), fleet, w, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  using core::EventType;
+  EXPECT_THAT(EventsOf(*result, {EventType::kAdmitted, EventType::kResized,
+                                 EventType::kPreempting, EventType::kRequeued}),
+              ElementsAre(std::tuple(EventType::kAdmitted, 0, 0.0, 32),
+                          std::tuple(EventType::kPreempting, 0, 1000.0, 32),
+                          std::tuple(EventType::kResized, 0, 1001.0, 16),
+                          std::tuple(EventType::kAdmitted, 1, 1001.0, 16),
+                          std::tuple(EventType::kAdmitted, 2, 7801.0, 32)));
+  const PolicyMetrics& m = result->metrics;
+  EXPECT_EQ(m.finished, 3);
+  EXPECT_EQ(m.preemptions, 0);
+  EXPECT_EQ(m.shrinks, 1);
+  EXPECT_EQ(m.grows, 0);
+  EXPECT_EQ(result->preemptions, (std::vector<int>{0, 0, 0}));
+  EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 32 * 401 / 3600.0);
+  // E waited for nothing; it was never requeued.
+  ASSERT_TRUE(result->waits[0].has_value());
+  EXPECT_EQ(*result->waits[0], absl::ZeroDuration());
+  EXPECT_EQ(result->finishes[0], T(7801));
+}
+
+TEST(ElasticReplayTest, ARunThatEndsWhileShrinkingJustCompletes) {
+  // As above, but E's work ends at 1000.5 s, inside the second before the
+  // acknowledgement (core expects it to run much longer): it succeeds at
+  // full size, nothing is lost.
+  const SimFleet fleet = Fleet(4);
+  Workload w = Exact({ElasticJob(0, 1000.5, 32), Job(1000, 500, 16, "a", 1)});
+  w.estimates[0] = absl::Seconds(10000);
+  ReplayOptions options = Every(absl::Minutes(1), /*events=*/true);
+  options.checkpoint_interval = absl::Seconds(600);
+  options.check_gpus = true;
+  auto result = Replay(PolicyOn("phalanx", fleet), fleet, w, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  using core::EventType;
+  EXPECT_THAT(EventsOf(*result, {EventType::kAdmitted, EventType::kResized,
+                                 EventType::kPreempting}),
+              ElementsAre(std::tuple(EventType::kAdmitted, 0, 0.0, 32),
+                          std::tuple(EventType::kPreempting, 0, 1000.0, 32),
+                          std::tuple(EventType::kAdmitted, 1, 1000.5, 16)));
+  EXPECT_EQ(result->metrics.finished, 2);
+  EXPECT_EQ(result->metrics.shrinks, 0);
+  EXPECT_DOUBLE_EQ(result->metrics.lost_gpu_hours, 0);
+}
+
+TEST(ElasticReplayTest, PreemptedWholeAtItsMinimumItResumesItsWork) {
+  // F holds two nodes for long; E starts at 10 on the other two (its
+  // minimum), checkpoints at 610 (300 s of its 4000 s of work). P
+  // (priority 1) comes at 1010: E cannot shrink further and is the
+  // cheapest victim, preempted whole and requeued at 1011. It starts again
+  // at 1511, when P ends, and runs its 3700 s left at half size: to 8911.
+  const SimFleet fleet = Fleet(4);
+  const Workload w = Exact({Job(0, 100000, 16), ElasticJob(10, 4000, 32),
+                            Job(1010, 500, 16, "a", 1)});
+  ReplayOptions options = Every(absl::Minutes(1), /*events=*/true);
+  options.checkpoint_interval = absl::Seconds(600);
+  options.check_gpus = true;
+  auto result = Replay(PolicyOn("phalanx", fleet), fleet, w, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  using core::EventType;
+  EXPECT_THAT(
+      EventsOf(*result, {EventType::kAdmitted, EventType::kResized,
+                         EventType::kPreempting, EventType::kRequeued}),
+      ElementsAre(std::tuple(EventType::kAdmitted, 0, 0.0, 16),
+                  std::tuple(EventType::kAdmitted, 1, 10.0, 16),
+                  std::tuple(EventType::kPreempting, 1, 1010.0, 16),
+                  std::tuple(EventType::kRequeued, 1, 1011.0, 32),  // asked
+                  std::tuple(EventType::kAdmitted, 2, 1011.0, 16),
+                  std::tuple(EventType::kAdmitted, 1, 1511.0, 16)));
+  EXPECT_EQ(result->finishes[1], T(8911));
+  const PolicyMetrics& m = result->metrics;
+  EXPECT_EQ(m.preemptions, 1);
+  EXPECT_EQ(m.shrinks + m.grows, 0);
+  EXPECT_EQ(m.elastic_admitted_below_full, 2);
+  EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 16 * 401 / 3600.0);
+}
+
+TEST(ElasticReplayTest, ASyntheticElasticLabNeverDoubleBooksAndFinishes) {
+  // Every gang of 64 GPUs or more elastic, with node failures: each job
+  // finishes, resizes happen, and the same inputs give the same result.
+  const SimFleet fleet = Fleet(32);
+  SyntheticOptions synthetic;
+  synthetic.seed = 3;
+  synthetic.days = 4;
+  synthetic.fleet_gpus = 32 * 8;
+  synthetic.max_gang_gpus = 32 * 8;
+  synthetic.elastic_fraction = 1;
+  const Workload w = Load(GenerateSynthetic(synthetic), 3);
+  ReplayOptions options = Every(absl::Minutes(10));
+  options.node_mtbf = absl::Hours(100);
+  options.check_gpus = true;
+  const core::Config config = PolicyOn("phalanx", fleet);
+  auto result = Replay(config, fleet, w, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const PolicyMetrics& m = result->metrics;
+  EXPECT_EQ(m.finished, m.jobs - m.rejected);
+  EXPECT_GT(m.elastic_jobs, 0);
+  EXPECT_GT(m.elastic_admitted_below_full, 0);
+  EXPECT_GT(m.grows, 0);
+  auto again = Replay(config, fleet, w, options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(result->waits, again->waits);
+  EXPECT_EQ(result->resizes, again->resizes);
 }
 
 }  // namespace

@@ -75,6 +75,9 @@ Json MetaJson(const RunMeta& meta) {
   if (!meta.synthetic_profile.empty()) {
     json["synthetic_profile"] = meta.synthetic_profile;
   }
+  if (meta.elastic_fraction > 0) {
+    json["elastic_fraction"] = Number(meta.elastic_fraction);
+  }
   json["checkpoint_interval_s"] = Number(meta.checkpoint_interval_s);
   json["node_mtbf_hours"] = Number(meta.node_mtbf_hours);
   json["node_repair_hours"] = Number(meta.node_repair_hours);
@@ -154,6 +157,11 @@ Json PolicyJson(const PolicyOutcome& outcome) {
   integer("checkpoints", &PolicyMetrics::checkpoints);
   integer("node_failures", &PolicyMetrics::node_failures);
   integer("repairs", &PolicyMetrics::repairs);
+  integer("elastic_jobs", &PolicyMetrics::elastic_jobs);
+  integer("elastic_admitted_below_full",
+          &PolicyMetrics::elastic_admitted_below_full);
+  integer("grows", &PolicyMetrics::grows);
+  integer("shrinks", &PolicyMetrics::shrinks);
   number("sim_seconds", &PolicyMetrics::sim_seconds);
   return json;
 }
@@ -233,6 +241,12 @@ const std::vector<std::pair<std::string, Cell>>& Rows() {
        }},
       {"checkpoints",
        [](const PolicyMetrics& m) { return absl::StrCat(m.checkpoints); }},
+      {"elastic jobs / admitted below full / grows / shrinks",
+       [](const PolicyMetrics& m) {
+         return absl::StrCat(m.elastic_jobs, " / ",
+                             m.elastic_admitted_below_full, " / ", m.grows,
+                             " / ", m.shrinks);
+       }},
       {"sim seconds (wall)",
        [](const PolicyMetrics& m) { return Fixed(m.sim_seconds, 1); }},
   };
@@ -273,6 +287,11 @@ std::string SummaryMarkdown(const RunMeta& meta,
                             meta.node_mtbf_hours, meta.node_repair_hours,
                             meta.failure_seed)
           : std::string("off"),
+      meta.elastic_fraction > 0
+          ? absl::StrFormat("; %g of the gangs of >= 64 GPUs elastic down "
+                            "to half their pods",
+                            meta.elastic_fraction)
+          : std::string(),
       ".\n\n");
   md += "| metric |";
   std::string rule = "| --- |";
@@ -326,6 +345,30 @@ std::string EventsCsv(const std::vector<EventRecord>& events,
   return csv;
 }
 
+std::string ElasticCsv(const std::vector<TraceJob>& jobs,
+                       const ReplayResult& result, absl::Time origin) {
+  std::string csv =
+      "job_line,team,gpus,priority,submit_hours,wait_hours,first_gpus,"
+      "resizes,run_hours\n";
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const TraceJob& job = jobs[i];
+    if (!job.elastic) continue;
+    const std::optional<absl::Time>& start = result.first_starts[i];
+    const std::optional<absl::Time>& end = result.finishes[i];
+    const std::optional<absl::Duration>& wait = result.waits[i];
+    absl::StrAppendFormat(
+        &csv, "%d,%s,%d,%d,%.6f,%s,%d,%d,%s\n",
+        job.line > 0 ? job.line : static_cast<int64_t>(i), job.team, job.gpus,
+        job.priority, absl::ToDoubleHours(job.submit_time - origin),
+        wait ? absl::StrFormat("%.6f", absl::ToDoubleHours(*wait)) : "",
+        result.first_gpus[i], result.resizes[i],
+        start && end
+            ? absl::StrFormat("%.6f", absl::ToDoubleHours(*end - *start))
+            : "");
+  }
+  return csv;
+}
+
 absl::Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -366,12 +409,13 @@ absl::Status WriteReports(const std::string& dir, const RunMeta& meta,
         !s.ok()) {
       return s;
     }
-    if (o.events_csv.empty()) continue;
-    if (absl::Status s =
-            WriteFile((base / absl::StrCat("events-", o.name, ".csv")).string(),
-                      o.events_csv);
-        !s.ok()) {
-      return s;
+    for (const auto& [prefix, csv] : {std::pair{"events-", &o.events_csv},
+                                      std::pair{"elastic-", &o.elastic_csv}}) {
+      if (csv->empty()) continue;
+      const std::string file = absl::StrCat(prefix, o.name, ".csv");
+      if (absl::Status s = WriteFile((base / file).string(), *csv); !s.ok()) {
+        return s;
+      }
     }
   }
   return absl::OkStatus();

@@ -26,6 +26,7 @@ struct RunMeta {
   double synthetic_days = 0;
   double synthetic_load = 0;
   std::string synthetic_profile;     // "" for the default mix (lab)
+  double elastic_fraction = 0;       // of the gangs of >= 64 GPUs
   uint64_t seed = 0;                 // of the runtime estimates
   double checkpoint_interval_s = 0;  // the default; 0 = never
   double node_mtbf_hours = 0;        // 0 = nodes never fail
@@ -53,7 +54,8 @@ struct PolicyOutcome {
   bool not_finished = false;       // set with metrics nullopt: stopped
   std::string unavailable_reason;  // why metrics is nullopt
   std::vector<SeriesRow> series;
-  std::string events_csv;  // written as events-<name>.csv when not empty
+  std::string events_csv;   // written as events-<name>.csv when not empty
+  std::string elastic_csv;  // written as elastic-<name>.csv when not empty
   // Per job, its wait when it finished (ReplayResult::waits).
   std::vector<std::optional<absl::Duration>> waits;
   // Per job, first start minus the start planned at its submit (with
@@ -96,6 +98,14 @@ std::string SeriesFileName(const std::string& policy);
 // jobs).
 std::string EventsCsv(const std::vector<EventRecord>& events,
                       const std::vector<TraceJob>& jobs, absl::Time origin);
+
+// job_line,team,gpus,priority,submit_hours,wait_hours,first_gpus,resizes,
+// run_hours — one row per elastic job (TraceJob::elastic) of `result`: its
+// total wait and the time from its first start to its end (empty when it
+// did not finish), the GPUs it first started on, its resizes; hours since
+// `origin`. Only the header when no job is elastic.
+std::string ElasticCsv(const std::vector<TraceJob>& jobs,
+                       const ReplayResult& result, absl::Time origin);
 
 // Writes `text` to the file `path` (replacing it). Internal naming the file
 // when it cannot be written.

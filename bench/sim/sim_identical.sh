@@ -14,7 +14,9 @@
 # CANDIDATE_SIM defaults to build/bench/phalanx-sim of this tree (built
 # first). Exits 0 when every file matches, 1 naming the first that differs.
 # Environment: SIM_IDENTICAL_KEEP=1 keeps the work folder; SIM_JOBS (default
-# 20000; 0 = all) bounds each replay to the first N jobs.
+# 20000; 0 = all) bounds each replay to the first N jobs; SIM_BASE_SIM, a
+# phalanx-sim already built at BASE_REF, is used instead of building one
+# (for builds made elsewhere, e.g. under a shared build lock).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
@@ -36,10 +38,13 @@ build_sim() {  # build_sim SRC BUILD
   cmake --build "$2" --target phalanx-sim -j "$(nproc)" >/dev/null
 }
 
-git -C "$root" worktree add --detach "$work/base-src" "$base_ref" >/dev/null
-echo "building phalanx-sim at $base_ref" >&2
-build_sim "$work/base-src" "$work/base-build"
-base="$work/base-build/bench/phalanx-sim"
+base="${SIM_BASE_SIM:-}"
+if [ -z "$base" ]; then
+  git -C "$root" worktree add --detach "$work/base-src" "$base_ref" >/dev/null
+  echo "building phalanx-sim at $base_ref" >&2
+  build_sim "$work/base-src" "$work/base-build"
+  base="$work/base-build/bench/phalanx-sim"
+fi
 if [ -z "$candidate" ]; then
   echo "building phalanx-sim of this tree" >&2
   cmake --build build --target phalanx-sim -j "$(nproc)" >/dev/null

@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import re
 
 INF = float("inf")
 # Both waits 0: the candidate cannot be lower; counts as met, never worst.
@@ -274,6 +275,112 @@ def absolute_table(cands, rows):
     return lines
 
 
+def p50(policy, key):
+    d = policy.get(key)
+    return None if d is None else d["p50"] / 3600.0
+
+
+def median(values):
+    vs = sorted(values)
+    n = len(vs)
+    if n == 0:
+        return None
+    return vs[n // 2] if n % 2 else (vs[n // 2 - 1] + vs[n // 2]) / 2
+
+
+def elastic_pairs(rows):
+    """(elastic cell, its fixed twin) for every `-eF-` cell whose twin ran."""
+    by_name = {name: summary for name, summary, _ in rows}
+    pairs = []
+    for name, summary, _ in rows:
+        twin = re.sub(r"-e[0-9.]+-", "-", name, count=1)
+        if twin != name and twin in by_name:
+            pairs.append((name, summary, by_name[twin]))
+    return pairs
+
+
+# (column, function(policy) -> value, digits): what the elastic section
+# shows fixed -> elastic.
+ELASTIC = [
+    ("large p50 h", lambda m: p50(m, "large_wait_seconds"), 2),
+    ("large p95 h", lambda m: p95(m, "large_wait_seconds"), 2),
+    ("blocked", lambda m: m["blocked_gpu_hours"], 0),
+    ("util", lambda m: m["utilization"], 3),
+    ("goodput", lambda m: m["goodput_utilization"], 3),
+    ("lost %", lambda m: 100 * m["lost_gpu_hours"] / m["demand_gpu_hours"], 3),
+]
+
+
+def elastic_tables(cands, rows):
+    pairs = elastic_pairs(rows)
+    if not pairs:
+        return []
+    pols = BASELINES + [c for c in cands if c not in BASELINES]
+    lines = ["### Elastic against fixed", "",
+             "Each `-eF-` cell (a share F of the gangs of ≥ 64 GPUs elastic "
+             "down to half their pods, the same work at any size) against "
+             "the same cell with every gang fixed, per policy: fixed → "
+             "elastic. Large = gangs of ≥ 64 GPUs; blocked GPU-hours count "
+             "an elastic gang at its minimum size. Then the elastic jobs, "
+             "their admissions below full size, grows and shrinks.", ""]
+    lines += ["| cell | policy | " + " | ".join(c for c, _, _ in ELASTIC)
+              + " | elastic / below full / grows / shrinks |",
+              "| --- | --- |" + " --- |" * (len(ELASTIC) + 1)]
+
+    def cell(v, digits):
+        return "–" if v is None else f"{v:.{digits}f}"
+
+    for name, elastic, fixed in pairs:
+        for p in pols:
+            e, f = elastic["policies"][p], fixed["policies"][p]
+            cells = [f"{cell(fn(f), d)} → {cell(fn(e), d)}"
+                     for _, fn, d in ELASTIC]
+            counts = " / ".join(str(e.get(k, "–")) for k in (
+                "elastic_jobs", "elastic_admitted_below_full", "grows",
+                "shrinks"))
+            lines.append(f"| {name} | {p} | " + " | ".join(cells)
+                         + f" | {counts} |")
+    lines += ["", "Median over the cell pairs of elastic − fixed (waits in "
+              "hours, blocked in GPU-hours, utilization, goodput and lost "
+              "work in points), and in brackets the pairs where elastic is "
+              "no worse (lower waits, blocked and lost; higher utilization "
+              "and goodput): over all pairs, then per mix (the cell name's "
+              "first part).", ""]
+    mixes = sorted({name.split("-")[0] for name, _, _ in pairs})
+    groups = [("all", pairs)]
+    if len(mixes) > 1:
+        groups += [(mix, [x for x in pairs if x[0].split("-")[0] == mix])
+                   for mix in mixes]
+    for group, members in groups:
+        lines += [f"| {group}: policy | "
+                  + " | ".join(c for c, _, _ in ELASTIC) + " |",
+                  "| --- |" + " --- |" * len(ELASTIC)]
+        lines += [elastic_median_row(p, members) for p in pols]
+        lines.append("")
+    return lines
+
+
+def elastic_median_row(p, pairs):
+    higher_better = {"util", "goodput"}
+    cells = []
+    for col, fn, _ in ELASTIC:
+        deltas = []
+        for _, elastic, fixed in pairs:
+            a, b = fn(fixed["policies"][p]), fn(elastic["policies"][p])
+            if a is not None and b is not None:
+                deltas.append(b - a)
+        if not deltas:
+            cells.append("–")
+            continue
+        scale = 100 if col in higher_better else 1
+        digits = 0 if col == "blocked" else 2
+        ok = sum(1 for d in deltas
+                 if (d >= -1e-9 if col in higher_better else d <= 1e-9))
+        cells.append(f"{scale * median(deltas):+.{digits}f} "
+                     f"({ok}/{len(deltas)})")
+    return f"| `{p}` | " + " | ".join(cells) + " |"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
@@ -305,6 +412,7 @@ def main():
         lines += candidate_table(cand, rows)
     lines += ["Goals: " + "; ".join(f"{g[0]}: {g[1]}" for g in GOALS) + ".", ""]
     lines += absolute_table(cands, rows)
+    lines += elastic_tables(cands, rows)
     walls = [f"{n} {w:.0f} s" for n, _, w in rows if w is not None and n.startswith("philly")]
     if walls:
         lines += ["Philly cells' wall time (all policies of the cell, one "

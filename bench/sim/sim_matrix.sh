@@ -7,11 +7,14 @@
 #   seeds 1–5 × loads 0.85 and 0.95; each cell once with checkpoints only
 #   (every 30 min of run time, the default) and once with node failures too
 #   (MTBF 6,000 h a node, 4 h to repair). Baselines: kueue-like, slurm-like
-#   (EASY) and slurm-default.
+#   (EASY) and slurm-default. With --elastic, each synthetic cell also runs
+#   with that share of its gangs of >= 64 GPUs elastic (`-e0.5-` in the
+#   cell's name), and the table compares each policy with and without.
 #
 #   bench/sim/sim_matrix.sh [--sim PATH] [--out DIR] [--jobs N] [--quick]
 #                       [--candidates "phalanx phalanx:depth=2 ..."]
 #                       [--seeds "1 2"] [--modes "ckpt"] [--profiles "lab"]
+#                       [--loads "0.95"] [--elastic "0 0.5"]
 #
 # --sim      the phalanx-sim binary (default build/bench/phalanx-sim)
 # --out      where each cell's summary.json goes (default /tmp/phalanx-matrix)
@@ -23,6 +26,9 @@
 # --seeds    synthetic seeds (default "1 2 3 4 5")
 # --modes    ckpt and/or fail (default "ckpt fail")
 # --profiles lab and/or half-fleet (default "lab half-fleet")
+# --loads    synthetic loads (default "0.85 0.95")
+# --elastic  elastic fractions of the synthetic cells (default "0": none);
+#            "0 0.5" runs every synthetic cell fixed and half elastic
 # --table    the Markdown file written (default bench/results/matrix.md)
 set -euo pipefail
 
@@ -38,6 +44,8 @@ mtbf=6000
 seeds="1 2 3 4 5"
 modes="ckpt fail"
 profiles="lab half-fleet"
+loads="0.85 0.95"
+elastic="0"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sim) sim=$2; shift 2 ;;
@@ -50,7 +58,9 @@ while [[ $# -gt 0 ]]; do
     --seeds) seeds=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --profiles) profiles=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    --loads) loads=$2; shift 2 ;;
+    --elastic) elastic=$2; shift 2 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "sim_matrix.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -73,13 +83,20 @@ for mode in $modes; do
     add "philly-$mode --trace $root/bench/traces/philly.csv --nodes 48 $extra"
   fi
   for profile in $profiles; do
-    prefix=syn
-    [[ $profile == half-fleet ]] && prefix=half
-    for load in 0.85 0.95; do
-      for seed in $seeds; do
-        add "$prefix-l$load-s$seed-$mode --synthetic $seed --days 14" \
-            "--load $load --profile $profile --seed $seed --failure-seed $seed" \
-            "$extra"
+    for fraction in $elastic; do
+      prefix=syn
+      [[ $profile == half-fleet ]] && prefix=half
+      flex=""
+      if [[ $fraction != 0 ]]; then
+        prefix="$prefix-e$fraction"
+        flex="--elastic-fraction $fraction"
+      fi
+      for load in $loads; do
+        for seed in $seeds; do
+          add "$prefix-l$load-s$seed-$mode --synthetic $seed --days 14" \
+              "--load $load --profile $profile --seed $seed --failure-seed $seed" \
+              "$flex $extra"
+        done
       done
     done
   done

@@ -79,6 +79,13 @@ struct PolicyMetrics {
   int64_t checkpoints = 0;    // reported by the simulated launcher
   int64_t node_failures = 0;  // nodes set UNHEALTHY
   int64_t repairs = 0;        // gangs repaired in place after a failure
+  // Elastic gangs (core/elastic.h): jobs submitted elastic, admissions at
+  // fewer pods than their maximum, and resizes (RESIZED events: grown, or
+  // shrunk instead of preempted). A shrink is not counted in preemptions.
+  int64_t elastic_jobs = 0;
+  int64_t elastic_admitted_below_full = 0;
+  int64_t grows = 0;
+  int64_t shrinks = 0;
   double sim_seconds = 0;
 };
 
@@ -110,6 +117,10 @@ class MetricsAccumulator {
   void AddNodeFailure() { ++metrics_.node_failures; }
   void AddRepair() { ++metrics_.repairs; }
   void AddFinished() { ++metrics_.finished; }
+  void AddElasticJob() { ++metrics_.elastic_jobs; }
+  void AddAdmittedBelowFull() { ++metrics_.elastic_admitted_below_full; }
+  void AddGrow() { ++metrics_.grows; }
+  void AddShrink() { ++metrics_.shrinks; }
 
   // The metrics (sim_seconds left 0 for the caller).
   PolicyMetrics Finish() const;

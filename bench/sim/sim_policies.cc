@@ -178,6 +178,8 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
         number > 0 ? absl::Hours(number) : absl::InfiniteDuration();
   } else if (key == "usage_only") {
     c.fair_share.decayed_usage_only = number != 0;
+  } else if (key == "grow_m") {
+    c.elastic.grow_interval = absl::Minutes(number);
   } else {
     return BadOverride(
         part, absl::StrCat("unknown key (known: ",
@@ -221,7 +223,8 @@ const std::vector<std::string>& PolicyOverrideKeys() {
                                    "plan_bind",
                                    "plan_interval_s",
                                    "wait_bound_h",
-                                   "usage_only"};
+                                   "usage_only",
+                                   "grow_m"};
   return *keys;
 }
 

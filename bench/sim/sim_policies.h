@@ -58,6 +58,7 @@ const std::vector<std::string>& PolicyNames();
 //   size_credit=X      admission.fair_share_size_credit (score per GPU)
 //   wait_bound_h=H     admission.fair_share_wait_bound (hours; 0 = off)
 //   usage_only=0|1     fair_share.decayed_usage_only
+//   grow_m=M           elastic.grow_interval, minutes
 const std::vector<std::string>& PolicyOverrideKeys();
 
 // The configuration of policy `spec` ("name" or "name:key=value:...") built

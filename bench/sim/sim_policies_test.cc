@@ -119,6 +119,10 @@ TEST(PolicyConfigTest, SessionSevenLeversHaveOverrides) {
   ASSERT_TRUE(bounded.ok()) << bounded.status();
   EXPECT_EQ(bounded->admission.fair_share_wait_bound, absl::Hours(12));
   EXPECT_TRUE(bounded->fair_share.decayed_usage_only);
+  absl::StatusOr<core::Config> slow_growth =
+      PolicyConfig("phalanx:grow_m=30", {});
+  ASSERT_TRUE(slow_growth.ok()) << slow_growth.status();
+  EXPECT_EQ(slow_growth->elastic.grow_interval, absl::Minutes(30));
   absl::StatusOr<core::Config> unbounded =
       PolicyConfig("phalanx:wait_bound_h=0", {});
   ASSERT_TRUE(unbounded.ok()) << unbounded.status();

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "bench/sim/elastic_jobs.h"
 #include "bench/sim/sim_random.h"
 
 namespace phalanx::bench {
@@ -165,6 +166,9 @@ std::vector<TraceJob> GenerateSynthetic(const SyntheticOptions& options) {
     TraceJob job = DrawJob(kind, options.max_gang_gpus, random);
     job.submit_time = t;
     jobs.push_back(std::move(job));
+  }
+  if (options.elastic_fraction > 0) {
+    MakeElastic(jobs, options.elastic_fraction, options.seed);
   }
   return jobs;
 }

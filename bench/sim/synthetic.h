@@ -12,7 +12,9 @@
 // half), 3 % of jobs.
 // Durations are log-normal, capped per kind; debug and eval arrivals follow a
 // working-day cycle. The arrival rate is set so that the mean demand is
-// `load` × `fleet_gpus`. The same options give the same jobs, byte for byte
+// `load` × `fleet_gpus`. With `elastic_fraction`, that share of the gangs of
+// 64 GPUs or more may run on half their pods (TraceJob::elastic); no other
+// draw changes. The same options give the same jobs, byte for byte
 // (a Mersenne Twister and the standard library's math, no std::
 // distributions, whose output differs between library versions).
 // Pure function; thread-safe.
@@ -39,6 +41,10 @@ struct SyntheticOptions {
   double load = 0.95;        // mean demanded GPUs ÷ fleet_gpus
   int max_gang_gpus = 1024;  // larger draws are clamped to this
   SyntheticProfile profile = SyntheticProfile::kLab;
+  // The share of the gangs of at least 64 GPUs that are elastic down to
+  // half their pods, with the same work (MakeElastic, bench/sim/
+  // elastic_jobs.h, from `seed`); 0 = none.
+  double elastic_fraction = 0;
   absl::Time start = absl::FromCivil(absl::CivilSecond(2025, 1, 6, 0, 0, 0),
                                      absl::UTCTimeZone());
 };

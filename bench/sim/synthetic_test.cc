@@ -107,5 +107,30 @@ TEST(SyntheticTest, HalfFleetProfileMakesHalfFleetGangsCarryTheLoad) {
   }
 }
 
+TEST(SyntheticTest, ElasticFractionMarksOnlyLargeGangsAndChangesNoDraw) {
+  SyntheticOptions options;
+  options.days = 14;
+  const auto fixed = GenerateSynthetic(options);
+  options.elastic_fraction = 0.5;
+  const auto elastic = GenerateSynthetic(options);
+  EXPECT_TRUE(SameJobs(fixed, elastic));  // same arrivals, sizes, durations
+  int large = 0;
+  int marked = 0;
+  for (const TraceJob& job : elastic) {
+    if (job.gpus >= 64) ++large;
+    if (!job.elastic) continue;
+    ++marked;
+    EXPECT_GE(job.gpus, 64);
+  }
+  ASSERT_GT(large, 10);
+  EXPECT_EQ(marked, (large + 1) / 2);  // round(0.5 × large)
+  for (const TraceJob& job : fixed) EXPECT_FALSE(job.elastic);
+  // Deterministic from the seed.
+  const auto again = GenerateSynthetic(options);
+  for (size_t i = 0; i < elastic.size(); ++i) {
+    EXPECT_EQ(again[i].elastic, elastic[i].elastic) << i;
+  }
+}
+
 }  // namespace
 }  // namespace phalanx::bench

@@ -72,6 +72,11 @@ struct TraceJob {
   // The trace has the estimated_runtime_s column: an empty value then means
   // the gang declared no estimate, not an unknown one.
   bool runtimes_recorded = false;
+  // Elastic (core/elastic.h): the gang may run on as few as half the pods
+  // of its largest pod set (ElasticMinimum), and grow back. `duration` is
+  // its run time at full size; at fewer pods the same work takes longer
+  // in proportion. Set by MakeElastic, never read from a trace file.
+  bool elastic = false;
 };
 
 // Gives every incomplete job (TraceJob::complete false) a duration for the
