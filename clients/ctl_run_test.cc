@@ -101,8 +101,7 @@ TEST(ElasticTest, ElasticRanksGetTheRangeFixedOnesDoNot) {
   EXPECT_EQ(ranks[2].pod_set, "workers");
   EXPECT_EQ(ranks[2].pod_index, 1);
   EXPECT_THAT(ranks[2].env, ::testing::Contains(Pair("NNODES", "4")));
-  EXPECT_EQ(ranks[2].env.back(),
-            Pair(std::string("PHALANX_NNODES_RANGE"), std::string("3:7")));
+  EXPECT_THAT(ranks[2].env.back(), Pair("PHALANX_NNODES_RANGE", "3:7"));
   for (const RankPlan& rank : PlanRanks(TwoPodsOnOneNode(), {}, 1, "/h")) {
     EXPECT_THAT(rank.env, ::testing::Not(::testing::Contains(
                               ::testing::Key("PHALANX_NNODES_RANGE"))));
