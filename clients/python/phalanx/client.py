@@ -25,8 +25,9 @@ outcome:
 Not retried blindly: cancel and acknowledge_preemption. After a transport
 failure the client reads the gang and resends only if the first call
 evidently did not land (the gang is not yet CANCELLED or finished; the gang
-is still PREEMPTING in the same attempt). A blind second acknowledgement
-could acknowledge a later preemption of the same gang.
+is still PREEMPTING in the same attempt and, for an elastic gang's shrink,
+the same resize). A blind second acknowledgement could acknowledge a later
+preemption or shrink of the same gang.
 
 Thread-safety: a Client may be shared by threads (gRPC channels and stubs
 are thread-safe); a watch iterator belongs to one thread.
