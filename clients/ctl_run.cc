@@ -484,6 +484,9 @@ class Launcher {
       if (interrupt_ != 0) return CancelAndExit(InterruptWhy());
       const v1::GangState state = gang_.state();
       if (state == v1::GANG_STATE_ADMITTED || state == v1::GANG_STATE_RUNNING) {
+        if (stop_cause_ == StopCause::kShrink) {
+          Note(absl::StrCat(ResizeLine(), "; starting every rank"));
+        }
         return kExitOk;
       }
       if (state == v1::GANG_STATE_PENDING) {

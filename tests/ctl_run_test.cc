@@ -621,6 +621,8 @@ TEST_F(CtlRunElasticTest, AShrinkStopsEveryRankAcknowledgesAndRestarts) {
                                   "set; stopping every rank by"));
   EXPECT_THAT(
       log, HasSubstr("shrink acknowledged; " + id + " is RUNNING with 2 pods"));
+  EXPECT_THAT(log,
+              HasSubstr(id + " resized: 8 -> 2 pods; starting every rank"));
   EXPECT_THAT(log, ::testing::Not(HasSubstr("preemption acknowledged")));
   const v1::Gang gang = GetOk(*scheduler_, id);
   EXPECT_EQ(gang.state(), v1::GANG_STATE_RUNNING);
