@@ -720,6 +720,7 @@ class Launcher {
     shrink_acknowledged_ = false;
     ranks_resizes_ = gang_.resizes();
     planned_pods_ = gang_.placement_size();
+    shrink_stopped_.clear();
     const std::string path = HostfilePath();
     std::vector<RankPlan> plans = PlanCurrent(gang_, path);
     if (path.empty() || WriteHostfile(plans, path).empty()) {
@@ -870,10 +871,15 @@ class Launcher {
     const std::string path = HostfilePath();
     std::vector<RankPlan> next = PlanCurrent(gang_, path);
     WriteHostfile(next, path);
-    const RankDiff diff = DiffRanks(LiveRanks(), next);
-    Note(absl::StrCat(ResizeLine(),
-                      "; ranks started: ", RankList(next, diff.added),
-                      "; stopped: ", RankList(LiveRanks(), diff.removed)));
+    const std::vector<RankPlan> live = LiveRanks();
+    const RankDiff diff = DiffRanks(live, next);
+    for (int i : diff.removed) shrink_stopped_.push_back(live[i].rank);
+    Note(absl::StrCat(
+        ResizeLine(), "; ranks started: ", RankList(next, diff.added),
+        "; stopped: ",
+        shrink_stopped_.empty() ? "none"
+                                : absl::StrJoin(shrink_stopped_, ",")));
+    shrink_stopped_.clear();
     planned_pods_ = gang_.placement_size();
     Retire(diff.removed, now + kStopGrace);
     for (int i : diff.added) {
@@ -904,6 +910,7 @@ class Launcher {
       Note(absl::StrCat(line, "ranks ", RankList(live, diff.removed), " by ",
                         absl::FormatTime(deadline)));
       Retire(diff.removed, deadline);
+      for (int i : diff.removed) shrink_stopped_.push_back(live[i].rank);
     }
     if (std::all_of(ranks_.begin(), ranks_.end(), [](const RankProcess& r) {
           return !r.retired || r.exited;
@@ -1075,6 +1082,8 @@ class Launcher {
   int planned_pods_ = 0;  // the placement size of that plan
   // The shrink in progress was acknowledged (--elastic-rendezvous).
   bool shrink_acknowledged_ = false;
+  // The ranks stopped for that shrink, for the line of its resize.
+  std::vector<int> shrink_stopped_;
 };
 
 }  // namespace

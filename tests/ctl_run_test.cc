@@ -658,6 +658,14 @@ TEST_F(CtlRunElasticTest, AShrinkUnderElasticRendezvousStopsOnlyTheLastRanks) {
                                   "stopping ranks 2,3,4,5,6,7 by"));
   EXPECT_THAT(
       log, HasSubstr("shrink acknowledged; " + id + " is RUNNING with 2 pods"));
+  for (int i = 0;
+       i < 100 && ReadFile(log_).find(" resized: 8 -> 2") == std::string::npos;
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_THAT(ReadFile(log_),
+              HasSubstr(id + " resized: 8 -> 2 pods; ranks started: none; "
+                             "stopped: 2,3,4,5,6,7"));
   WaitForGang(
       preemptor_,
       [](const v1::Gang& g) { return g.state() == v1::GANG_STATE_ADMITTED; },
