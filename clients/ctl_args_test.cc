@@ -211,6 +211,14 @@ TEST(TypedOptionsTest, RunQueuesReportAndDrain) {
   EXPECT_EQ(run.options.run.hostfile, "h");
   EXPECT_EQ(run.options.run.exec, kDefaultExec);
   EXPECT_EQ(run.options.run.master_port, kDefaultMasterPort);
+  EXPECT_FALSE(run.options.run.elastic_rendezvous);
+  EXPECT_FALSE(run.options.run.spec.min_pods.has_value());
+  Invocation elastic =
+      Parse({"run", "--queue", "a", "--pods", "8", "--min-pods", "2", "--gpus",
+             "8", "--elastic-rendezvous", "--", "./train.sh"});
+  ASSERT_TRUE(elastic.error.ok()) << elastic.error;
+  EXPECT_EQ(elastic.options.run.spec.min_pods, 2);
+  EXPECT_TRUE(elastic.options.run.elastic_rendezvous);
 
   Invocation put =
       Parse({"queues", "put", "--name", "q", "--weight", "2.5", "--nominal",

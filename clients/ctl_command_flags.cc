@@ -85,6 +85,10 @@ void BindSpec(CLI::App* app, SpecOptions* o) {
   AddValue(app, "--queue", &o->queue, "Q", "queue to charge");
   AddValue(app, "--pods", &o->pods, "N", "number of pods (one pod set)")
       ->check(IntegerIn(1, kInt32Max));
+  AddValue(app, "--min-pods", &o->min_pods, "M",
+           "elastic: run with M..N pods (admitted at the largest size that "
+           "fits, grown and shrunk while running)")
+      ->check(IntegerIn(1, kInt32Max));
   AddValue(app, "--gpus", &o->gpus, "G", "GPUs per pod")
       ->check(IntegerIn(0, kInt32Max));
   AddValue(app, "--level", &o->level, "L",
@@ -130,6 +134,10 @@ void BindRun(CLI::App* app, CommandOptions* o) {
   AddSwitch(app, "--requeue", &run->requeue,
             "after a preemption, wait for re-admission and start again "
             "(default: exit 75)");
+  AddSwitch(app, "--elastic-rendezvous", &run->elastic_rendezvous,
+            "elastic gang: on a resize start or stop only the added or "
+            "removed ranks (torchrun --nnodes=MIN:MAX; default: restart "
+            "every rank)");
   AddValue(app, "--hostfile", &run->hostfile, "FILE",
            "write the hostfile here (default: a temporary file)");
   AddValue(app, "--workdir", &run->workdir, "DIR",

@@ -147,6 +147,8 @@ TEST(FlagValidatorsTest, RejectOutOfRangeValuesNamingTheFlag) {
   const RejectCase cases[] = {
       {{"submit", "--pods", "0"}, "--pods: want an integer in [1, 2147483647]"},
       {{"submit", "--gpus", "-1"}, "--gpus: want an integer in [0, "},
+      {{"run", "--min-pods", "0", "--", "x"},
+       "--min-pods: want an integer in [1, 2147483647]"},
       {{"submit", "--priority", "2147483648"}, "--priority: want an integer"},
       {{"submit", "--mode", "strict"},
        "--mode: want required, preferred or unconstrained, got \"strict\""},

@@ -56,7 +56,9 @@ struct SpecOptions {
   std::optional<std::string> file;  // -f: a GangSpec in JSON ("-" = stdin)
   std::optional<std::string> queue;
   std::optional<int32_t> pods;  // >= 1
-  std::optional<int32_t> gpus;  // >= 0
+  // --min-pods: elastic, runs with min_pods..pods pods; <= pods.
+  std::optional<int32_t> min_pods;  // >= 1
+  std::optional<int32_t> gpus;      // >= 0
   std::optional<std::string> level;
   std::optional<v1::TopologyMode> mode;
   std::optional<int32_t> priority;
@@ -80,6 +82,10 @@ struct RunOptions {
   int master_port = kDefaultMasterPort;
   std::optional<absl::Duration> lease;
   bool requeue = false;
+  // On a resize of an elastic gang, start or stop only the ranks added or
+  // removed (torchrun's --nnodes=MIN:MAX rendezvous) instead of restarting
+  // every rank.
+  bool elastic_rendezvous = false;
   std::string hostfile;  // "" = a temporary file
   std::string workdir;   // where ranks start; "" = the launching directory
 };

@@ -46,6 +46,27 @@ absl::Status SetTopology(const SpecOptions& o, v1::PodSet* pod_set) {
   return absl::OkStatus();
 }
 
+// Sets the pod set's min_count from --min-pods, if given: at most --pods,
+// and a multiple of --slice's size (the sizes an elastic gang takes).
+absl::Status SetMinCount(const SpecOptions& o, v1::PodSet* pod_set) {
+  if (!o.min_pods.has_value()) return absl::OkStatus();
+  const int32_t min_pods = *o.min_pods;
+  if (min_pods > pod_set->count()) {
+    return FlagError("min-pods", absl::StrFormat("want at most --pods (%d), "
+                                                 "got %d",
+                                                 pod_set->count(), min_pods));
+  }
+  const int32_t step = o.slice.has_value() ? o.slice->size : 1;
+  if (min_pods % step != 0) {
+    return FlagError("min-pods",
+                     absl::StrFormat("want a multiple of --slice's size (%d), "
+                                     "got %d",
+                                     step, min_pods));
+  }
+  pod_set->set_min_count(min_pods);
+  return absl::OkStatus();
+}
+
 // Fills the one pod set from --pods, --gpus, --models, --slice, --level and
 // --mode.
 absl::Status FillPodSet(const SpecOptions& o, v1::PodSet* pod_set) {
@@ -63,6 +84,9 @@ absl::Status FillPodSet(const SpecOptions& o, v1::PodSet* pod_set) {
   if (o.slice.has_value()) {
     pod_set->mutable_slice()->set_size(o.slice->size);
     pod_set->mutable_slice()->set_level(o.slice->level);
+  }
+  if (absl::Status status = SetMinCount(o, pod_set); !status.ok()) {
+    return status;
   }
   return SetTopology(o, pod_set);
 }
@@ -142,6 +166,7 @@ absl::StatusOr<v1::GangSpec> BuildSpec(const SpecOptions& options,
   absl::Status status = CheckFileAlone({
       {"queue", o.queue.has_value()},
       {"pods", o.pods.has_value()},
+      {"min-pods", o.min_pods.has_value()},
       {"gpus", o.gpus.has_value()},
       {"level", o.level.has_value()},
       {"mode", o.mode.has_value()},

@@ -161,6 +161,49 @@ TEST(SpecFromFlagsTest, Errors) {
       "--gpus");
 }
 
+TEST(SpecFromFlagsTest, MinPodsMakesTheOnePodSetElastic) {
+  absl::StatusOr<v1::GangSpec> spec =
+      SpecFromFlags(Flags({"submit", "--queue", "q", "--pods", "8",
+                           "--min-pods", "2", "--gpus", "8"})
+                        .spec);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->pod_sets(0).count(), 8);
+  EXPECT_EQ(spec->pod_sets(0).min_count(), 2);
+  absl::StatusOr<v1::GangSpec> sliced = SpecFromFlags(
+      Flags({"submit", "--queue", "q", "--pods", "8", "--min-pods", "4",
+             "--gpus", "8", "--slice", "4@rack"})
+          .spec);
+  ASSERT_TRUE(sliced.ok()) << sliced.status();
+  EXPECT_EQ(sliced->pod_sets(0).min_count(), 4);
+  absl::StatusOr<v1::GangSpec> fixed = SpecFromFlags(
+      Flags({"submit", "--queue", "q", "--pods", "8", "--gpus", "8"}).spec);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_EQ(fixed->pod_sets(0).min_count(), 0) << "no flag: a fixed size";
+}
+
+TEST(SpecFromFlagsTest, MinPodsErrorsNameTheFlag) {
+  ExpectInvalid(SpecFromFlags(Flags({"submit", "--queue", "q", "--pods", "2",
+                                     "--min-pods", "3", "--gpus", "8"})
+                                  .spec)
+                    .status(),
+                "--min-pods: want at most --pods (2), got 3");
+  ExpectInvalid(SpecFromFlags(Flags({"submit", "--queue", "q", "--pods", "8",
+                                     "--min-pods", "3", "--gpus", "8",
+                                     "--slice", "2@rack"})
+                                  .spec)
+                    .status(),
+                "--min-pods: want a multiple of --slice's size (2), got 3");
+  ExpectInvalid(ParseError({"submit", "--queue", "q", "--pods", "2",
+                            "--min-pods", "0", "--gpus", "8"}),
+                "--min-pods: want an integer in [1, 2147483647]");
+  ExpectInvalid(
+      BuildSpec(
+          Flags({"run", "-f", "s.json", "--min-pods", "1", "--", "x"}).run.spec,
+          "{}")
+          .status(),
+      "-f cannot be combined with --min-pods");
+}
+
 TEST(BuildSpecTest, FromFile) {
   absl::StatusOr<v1::GangSpec> spec = BuildSpec(
       Flags({"submit", "-f", "spec.json"}).spec,

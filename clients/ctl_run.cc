@@ -199,10 +199,26 @@ struct RankProcess {
   pid_t pid = -1;  // also its process group
   bool exited = false;
   int exit_code = 0;  // 128+N after signal N
+  // Stopped alone, its pod gone from the gang (--elastic-rendezvous): its
+  // exit is no failure; SIGKILL at kill_at, given up kReapGrace later.
+  bool retired = false;
+  bool killed = false;
+  absl::Time kill_at = absl::InfiniteFuture();
 };
 
-// Why the ranks are being stopped.
-enum class StopCause { kNone, kFailure, kInterrupt, kPreemption, kGangEnded };
+// Why every rank is being stopped: a failure, Ctrl-C, a whole preemption,
+// the gang ended, or an elastic gang's resize (grown or shrunk: the ranks
+// restart at the new size) or shrink request (acknowledged once they
+// stopped).
+enum class StopCause {
+  kNone,
+  kFailure,
+  kInterrupt,
+  kPreemption,
+  kGangEnded,
+  kResize,
+  kShrink
+};
 
 class Launcher {
  public:
@@ -231,15 +247,24 @@ class Launcher {
     if (int code = ParseFlags(); code != kExitOk) return code;
     if (int code = SetUpSignals(); code != kExitOk) return code;
     if (int code = Submit(); code != kExitOk) return code;
+    int next = kRunAgain;  // what to wait for before the ranks start
     while (true) {
-      if (int code = WaitForAdmission(); code != kExitOk) return code;
-      const int code = RunOnce();
-      if (code != kRunAgain) return code;
+      const int code = next == kRestart ? WaitForResize() : WaitForAdmission();
+      if (code == kRunAgain) {
+        next = kRunAgain;
+        continue;
+      }
+      if (code != kExitOk) return code;
+      next = RunOnce();
+      if (next != kRunAgain && next != kRestart) return next;
     }
   }
 
  private:
+  // Wait for the next admission (--requeue), then start the ranks.
   static constexpr int kRunAgain = -1;
+  // Wait until the resized gang runs (a shrink done), then start the ranks.
+  static constexpr int kRestart = -2;
 
   int UsageError(const absl::Status& status) {
     err_ << UsageErrorText(status, inv_.command);
@@ -307,6 +332,13 @@ class Launcher {
     }
     master_port_ = options.master_port;
     requeue_ = options.requeue;
+    rendezvous_ = options.elastic_rendezvous;
+    if (rendezvous_ && ElasticPodSet(spec_) < 0) {
+      return UsageError(absl::InvalidArgumentError(
+          "--elastic-rendezvous: the gang is not elastic (give --min-pods "
+          "below --pods, or a pod set's min_count below its count in -f's "
+          "spec)"));
+    }
     hostfile_ = options.hostfile;
     command_ = inv_.args;
     std::error_code error;
@@ -413,13 +445,12 @@ class Launcher {
     absl::Time next_explain = absl::InfinitePast();
     while (true) {
       if (interrupt_ != 0) {
-        return CancelAndExit(interrupt_ == SIGINT ? "interrupted (SIGINT)"
-                                                  : "terminated (SIGTERM)");
+        return CancelAndExit(InterruptWhy());
       }
       const v1::GangState state = gang_.state();
       if (state == v1::GANG_STATE_ADMITTED || state == v1::GANG_STATE_RUNNING) {
-        Note(absl::StrCat(SafeText(gang_.id()),
-                          " admitted: ", gang_.placement_size(), " pods"));
+        Note(absl::StrCat(SafeText(gang_.id()), " admitted: ",
+                          gang_.placement_size(), " pods", ElasticNote()));
         return kExitOk;
       }
       if (IsFinalState(state) || state == v1::GANG_STATE_PREEMPTING) {
@@ -435,6 +466,57 @@ class Launcher {
       }
       Wait(next_explain - absl::Now());
     }
+  }
+
+  // " (elastic: 2:8 pods)" for an elastic gang, else "".
+  std::string ElasticNote() const {
+    if (ElasticPodSet(gang_.spec()) < 0) return "";
+    return absl::StrCat(" (elastic: ", NnodesRange(gang_.spec()), " pods)");
+  }
+
+  // After every rank stopped for a resize: until the gang runs at its new
+  // size (a shrink ends with the acknowledgement or at the grace deadline).
+  // Returns kExitOk then; kRunAgain when it went back to PENDING with
+  // --requeue; else the exit code (a whole preemption is acknowledged).
+  int WaitForResize() {
+    absl::Time next_renewal = NextRenewal();
+    while (true) {
+      if (interrupt_ != 0) return CancelAndExit(InterruptWhy());
+      const v1::GangState state = gang_.state();
+      if (state == v1::GANG_STATE_ADMITTED || state == v1::GANG_STATE_RUNNING) {
+        if (stop_cause_ == StopCause::kShrink) {
+          Note(absl::StrCat(ResizeLine(), "; starting every rank"));
+        }
+        return kExitOk;
+      }
+      if (state == v1::GANG_STATE_PENDING) {
+        return requeue_ ? kRunAgain : kExitPreempted;
+      }
+      if (state == v1::GANG_STATE_PREEMPTING && gang_.shrink_to_count() == 0) {
+        return AcknowledgePreemption();
+      }
+      if (IsFinalState(state)) {
+        Note(absl::StrCat(SafeText(gang_.id()), " is ", GangStateName(state),
+                          ": ", SafeText(gang_.reason())));
+        return kExitRpcError;
+      }
+      if (absl::Now() >= next_renewal) {
+        RenewLease();
+        next_renewal = NextRenewal();
+      }
+      Wait(next_renewal - absl::Now());
+    }
+  }
+
+  // When the lease is next renewed: in lease/3, never without a lease.
+  absl::Time NextRenewal() const {
+    return lease_ > absl::ZeroDuration() ? absl::Now() + lease_ / 3
+                                         : absl::InfiniteFuture();
+  }
+
+  std::string InterruptWhy() const {
+    return interrupt_ == SIGINT ? "interrupted (SIGINT)"
+                                : "terminated (SIGTERM)";
   }
 
   // "g-1 pending: REASON (position 3, 2 in queue a)", or "" on failure.
@@ -552,9 +634,11 @@ class Launcher {
     return error;
   }
 
-  // Reaps every exited rank; records the first failure.
+  // Reaps every exited rank; records the first failure (a retired rank's
+  // exit is none).
   void Reap() {
-    for (RankProcess& rank : ranks_) {
+    for (int i = 0; i < static_cast<int>(ranks_.size()); ++i) {
+      RankProcess& rank = ranks_[i];
       if (rank.exited || rank.pid <= 0) continue;
       int status = 0;
       const pid_t pid = waitpid(rank.pid, &status, WNOHANG);
@@ -565,9 +649,9 @@ class Launcher {
                                              : 1;
       // Stop the rest of its group (a shell's children).
       kill(-rank.pid, SIGKILL);
-      if (rank.exit_code != 0 && first_failure_ < 0 &&
+      if (rank.exit_code != 0 && !rank.retired && first_failure_ < 0 &&
           stop_cause_ == StopCause::kNone) {
-        first_failure_ = rank.plan.rank;
+        first_failure_ = i;
       }
     }
   }
@@ -616,18 +700,29 @@ class Launcher {
     }
   }
 
+  // The ranks of the gang's current placement.
+  std::vector<RankPlan> PlanCurrent(const v1::Gang& gang,
+                                    const std::string& hostfile) {
+    return PlanRanks(gang,
+                     exec_ == "local" ? LocalAddresses(gang) : Addresses(),
+                     master_port_, hostfile);
+  }
+
   // Starts the ranks of the current placement and supervises them until
-  // they all exited. Returns the exit code, or kRunAgain to wait for the
-  // next admission (--requeue).
+  // they all exited. Returns the exit code, kRunAgain to wait for the next
+  // admission (--requeue), or kRestart to start again once the gang runs
+  // at its new size.
   int RunOnce() {
     ranks_.clear();
     stop_cause_ = StopCause::kNone;
     first_failure_ = -1;
     killed_ = false;
+    shrink_acknowledged_ = false;
+    ranks_resizes_ = gang_.resizes();
+    planned_pods_ = gang_.placement_size();
+    shrink_stopped_.clear();
     const std::string path = HostfilePath();
-    std::vector<RankPlan> plans =
-        PlanRanks(gang_, exec_ == "local" ? LocalAddresses(gang_) : Addresses(),
-                  master_port_, path);
+    std::vector<RankPlan> plans = PlanCurrent(gang_, path);
     if (path.empty() || WriteHostfile(plans, path).empty()) {
       return kExitRpcError;
     }
@@ -638,18 +733,7 @@ class Launcher {
       }
     }
     for (RankPlan& plan : plans) {
-      RankProcess& rank = ranks_.emplace_back();
-      rank.plan = std::move(plan);
-      if (const int error = Spawn(rank); error != 0) {
-        Note(absl::StrCat("rank ", rank.plan.rank, ": cannot start ",
-                          SafeText(command_.front()), ": ",
-                          std::strerror(error)));
-        rank.exited = true;
-        rank.exit_code = 127;
-        first_failure_ = rank.plan.rank;
-        BeginStop(StopCause::kFailure, absl::Now() + kStopGrace);
-        break;
-      }
+      if (!StartRank(std::move(plan))) break;
     }
     if (stop_cause_ == StopCause::kNone) {
       const grpc::Status status = Report(v1::GANG_STATE_RUNNING, false, "");
@@ -662,6 +746,22 @@ class Launcher {
     }
     Supervise();
     return Outcome();
+  }
+
+  // Starts one rank; returns false (a failure: the others are being
+  // stopped) when it cannot start.
+  bool StartRank(RankPlan plan) {
+    RankProcess& rank = ranks_.emplace_back();
+    rank.plan = std::move(plan);
+    const int error = Spawn(rank);
+    if (error == 0) return true;
+    Note(absl::StrCat("rank ", rank.plan.rank, ": cannot start ",
+                      SafeText(command_.front()), ": ", std::strerror(error)));
+    rank.exited = true;
+    rank.exit_code = 127;
+    first_failure_ = static_cast<int>(ranks_.size()) - 1;
+    BeginStop(StopCause::kFailure, absl::Now() + kStopGrace);
+    return false;
   }
 
   // Reports the gang FAILED with `why` (no rank was started) and returns
@@ -677,9 +777,7 @@ class Launcher {
   }
 
   void Supervise() {
-    absl::Time next_renewal = lease_ > absl::ZeroDuration()
-                                  ? absl::Now() + lease_ / 3
-                                  : absl::InfiniteFuture();
+    absl::Time next_renewal = NextRenewal();
     absl::Time give_up = absl::InfiniteFuture();
     while (true) {
       Reap();
@@ -687,25 +785,8 @@ class Launcher {
       const absl::Time now = absl::Now();
       if (first_failure_ >= 0) BeginStop(StopCause::kFailure, now + kStopGrace);
       if (interrupt_ != 0) BeginStop(StopCause::kInterrupt, now + kStopGrace);
-      if (gang_.state() == v1::GANG_STATE_PREEMPTING) {
-        const absl::Time deadline = gang_.has_grace_deadline()
-                                        ? FromProto(gang_.grace_deadline())
-                                        : now + kStopGrace;
-        if (stop_cause_ == StopCause::kNone) {
-          Note(absl::StrCat(SafeText(gang_.id()),
-                            " is being preempted; stopping the ranks by ",
-                            absl::FormatTime(deadline)));
-        }
-        BeginStop(StopCause::kPreemption, deadline);
-      } else if (IsFinalState(gang_.state()) ||
-                 gang_.state() == v1::GANG_STATE_PENDING) {
-        if (stop_cause_ == StopCause::kNone) {
-          Note(absl::StrCat(SafeText(gang_.id()), " is ",
-                            GangStateName(gang_.state()), ": ",
-                            SafeText(gang_.reason()), "; stopping the ranks"));
-        }
-        BeginStop(StopCause::kGangEnded, now + kStopGrace);
-      }
+      FollowGang(now);
+      KillOverdueRetired(now);
       if (stop_cause_ != StopCause::kNone && !killed_ &&
           now >= stop_deadline_) {
         SignalRanks(SIGKILL);
@@ -720,7 +801,7 @@ class Launcher {
         RenewLease();
         next_renewal = now + lease_ / 3;
       }
-      absl::Time wake = std::min(next_renewal, give_up);
+      absl::Time wake = std::min({next_renewal, give_up, NextRetiredKill()});
       if (stop_cause_ != StopCause::kNone && !killed_) {
         wake = std::min(wake, stop_deadline_);
       }
@@ -728,24 +809,218 @@ class Launcher {
     }
   }
 
-  // Reports how the ranks ended; returns the exit code or kRunAgain.
+  // Acts on the gang's latest state while its ranks run: a preemption or a
+  // shrink request, an end, a resize.
+  void FollowGang(absl::Time now) {
+    const v1::GangState state = gang_.state();
+    if (state == v1::GANG_STATE_PREEMPTING && gang_.shrink_to_count() > 0) {
+      OnShrinkRequest(now);
+    } else if (state == v1::GANG_STATE_PREEMPTING) {
+      const absl::Time deadline = GraceDeadline(now);
+      if (stop_cause_ == StopCause::kNone) {
+        Note(absl::StrCat(SafeText(gang_.id()),
+                          " is being preempted; stopping the ranks by ",
+                          absl::FormatTime(deadline)));
+      }
+      BeginStop(StopCause::kPreemption, deadline);
+    } else if (IsFinalState(state) || state == v1::GANG_STATE_PENDING) {
+      if (stop_cause_ == StopCause::kNone) {
+        Note(absl::StrCat(SafeText(gang_.id()), " is ", GangStateName(state),
+                          ": ", SafeText(gang_.reason()),
+                          "; stopping the ranks"));
+      }
+      BeginStop(StopCause::kGangEnded, now + kStopGrace);
+    } else if (state == v1::GANG_STATE_RUNNING &&
+               gang_.resizes() != ranks_resizes_) {
+      OnResized(now);
+    }
+  }
+
+  absl::Time GraceDeadline(absl::Time now) const {
+    return gang_.has_grace_deadline() ? FromProto(gang_.grace_deadline())
+                                      : now + kStopGrace;
+  }
+
+  // The ranks running for a pod the gang still has (not retired).
+  std::vector<RankPlan> LiveRanks() const {
+    std::vector<RankPlan> out;
+    for (const RankProcess& rank : ranks_) {
+      if (!rank.retired) out.push_back(rank.plan);
+    }
+    return out;
+  }
+
+  // "g-1 resized: 2 -> 4 pods" (from the plan the ranks run).
+  std::string ResizeLine() const {
+    return absl::StrCat(SafeText(gang_.id()), " resized: ", planned_pods_,
+                        " -> ", gang_.placement_size(), " pods");
+  }
+
+  // The gang grew, or its shrink is done: restart every rank at the new
+  // size, or (--elastic-rendezvous) start and stop only the ranks whose pods
+  // came or went.
+  void OnResized(absl::Time now) {
+    if (stop_cause_ != StopCause::kNone) return;
+    if (!rendezvous_) {
+      Note(absl::StrCat(ResizeLine(), "; restarting every rank"));
+      BeginStop(StopCause::kResize, now + kStopGrace);
+      return;
+    }
+    ranks_resizes_ = gang_.resizes();
+    shrink_acknowledged_ = false;
+    const std::string path = HostfilePath();
+    std::vector<RankPlan> next = PlanCurrent(gang_, path);
+    WriteHostfile(next, path);
+    const std::vector<RankPlan> live = LiveRanks();
+    const RankDiff diff = DiffRanks(live, next);
+    for (int i : diff.removed) shrink_stopped_.push_back(live[i].rank);
+    Note(absl::StrCat(
+        ResizeLine(), "; ranks started: ", RankList(next, diff.added),
+        "; stopped: ",
+        shrink_stopped_.empty() ? "none"
+                                : absl::StrJoin(shrink_stopped_, ",")));
+    shrink_stopped_.clear();
+    planned_pods_ = gang_.placement_size();
+    Retire(diff.removed, now + kStopGrace);
+    for (int i : diff.added) {
+      if (!StartRank(next[i])) return;
+    }
+  }
+
+  // A shrink request: stop every rank (then acknowledge and restart), or
+  // (--elastic-rendezvous) only those of the pods given up, acknowledging
+  // once they exited.
+  void OnShrinkRequest(absl::Time now) {
+    const absl::Time deadline = GraceDeadline(now);
+    const std::string line = absl::StrCat(
+        SafeText(gang_.id()), " shrinks to ", gang_.shrink_to_count(),
+        " pods of its elastic pod set; stopping ");
+    if (!rendezvous_) {
+      if (stop_cause_ == StopCause::kNone) {
+        Note(absl::StrCat(line, "every rank by ", absl::FormatTime(deadline)));
+      }
+      BeginStop(StopCause::kShrink, deadline);
+      return;
+    }
+    if (shrink_acknowledged_ || stop_cause_ != StopCause::kNone) return;
+    const std::vector<RankPlan> live = LiveRanks();
+    const RankDiff diff =
+        DiffRanks(live, PlanRanks(AfterShrink(gang_), {}, master_port_, ""));
+    if (!diff.removed.empty()) {
+      Note(absl::StrCat(line, "ranks ", RankList(live, diff.removed), " by ",
+                        absl::FormatTime(deadline)));
+      Retire(diff.removed, deadline);
+      for (int i : diff.removed) shrink_stopped_.push_back(live[i].rank);
+    }
+    if (std::all_of(ranks_.begin(), ranks_.end(), [](const RankProcess& r) {
+          return !r.retired || r.exited;
+        })) {
+      AcknowledgeShrink();
+    }
+  }
+
+  // "2,3" (the ranks at `indices` of `plans`), or "none".
+  static std::string RankList(const std::vector<RankPlan>& plans,
+                              const std::vector<int>& indices) {
+    if (indices.empty()) return "none";
+    std::vector<int> ranks;
+    for (int i : indices) ranks.push_back(plans[i].rank);
+    return absl::StrJoin(ranks, ",");
+  }
+
+  // SIGTERM to the live ranks at `indices` (of LiveRanks()), SIGKILL at
+  // `deadline`.
+  void Retire(const std::vector<int>& indices, absl::Time deadline) {
+    int live = -1;
+    size_t next = 0;
+    for (RankProcess& rank : ranks_) {
+      if (rank.retired) continue;
+      ++live;
+      if (next == indices.size() || indices[next] != live) continue;
+      ++next;
+      rank.retired = true;
+      rank.kill_at = deadline;
+      if (!rank.exited && rank.pid > 0) kill(-rank.pid, SIGTERM);
+    }
+  }
+
+  // SIGKILL to retired ranks past their deadline; a rank that outlives its
+  // SIGKILL by kReapGrace is given up.
+  void KillOverdueRetired(absl::Time now) {
+    for (RankProcess& rank : ranks_) {
+      if (!rank.retired || rank.exited || now < rank.kill_at) continue;
+      if (rank.killed) {
+        Note(absl::StrCat("rank ", rank.plan.rank,
+                          " did not exit after SIGKILL; not waiting for it"));
+        rank.exited = true;
+        rank.exit_code = 128 + SIGKILL;
+        continue;
+      }
+      kill(-rank.pid, SIGKILL);
+      rank.killed = true;
+      rank.kill_at = now + kReapGrace;
+    }
+  }
+
+  absl::Time NextRetiredKill() const {
+    absl::Time out = absl::InfiniteFuture();
+    for (const RankProcess& rank : ranks_) {
+      if (rank.retired && !rank.exited) out = std::min(out, rank.kill_at);
+    }
+    return out;
+  }
+
+  // Acknowledges the shrink: the ranks of the pods given up stopped. The
+  // reply carries the gang RUNNING at its new size (or, after a failure,
+  // the daemon ends the shrink at the grace deadline).
+  void AcknowledgeShrink() {
+    shrink_acknowledged_ = true;
+    const grpc::Status status =
+        Report(v1::GANG_STATE_UNSPECIFIED, true,
+               "phalanxctl run: ranks stopped for a shrink");
+    if (!status.ok()) {
+      Note(absl::StrCat("acknowledge shrink: ", RpcErrorLine(status)));
+      return;
+    }
+    Note(absl::StrCat("shrink acknowledged; ", SafeText(gang_.id()), " is ",
+                      GangStateName(gang_.state()), " with ",
+                      gang_.placement_size(), " pods"));
+  }
+
+  // Acknowledges a whole preemption; returns kRunAgain (--requeue) or 75.
+  int AcknowledgePreemption() {
+    const grpc::Status status = Report(v1::GANG_STATE_UNSPECIFIED, true,
+                                       "phalanxctl run: ranks stopped");
+    if (!status.ok()) {
+      Note(absl::StrCat("acknowledge preemption: ", RpcErrorLine(status)));
+    } else {
+      Note(absl::StrCat("preemption acknowledged; ", SafeText(gang_.id()),
+                        " is ", GangStateName(gang_.state())));
+    }
+    return requeue_ ? kRunAgain : kExitPreempted;
+  }
+
+  // After every rank stopped for a resize or a shrink: acknowledges a
+  // shrink (or a whole preemption that came meanwhile); returns kRestart,
+  // or what a preemption returns.
+  int AfterResizeStop() {
+    if (gang_.state() != v1::GANG_STATE_PREEMPTING) return kRestart;
+    if (gang_.shrink_to_count() == 0) return AcknowledgePreemption();
+    AcknowledgeShrink();
+    return kRestart;
+  }
+
+  // Reports how the ranks ended; returns the exit code, kRunAgain or
+  // kRestart.
   int Outcome() {
     switch (stop_cause_) {
       case StopCause::kInterrupt:
-        return CancelAndExit(interrupt_ == SIGINT ? "interrupted (SIGINT)"
-                                                  : "terminated (SIGTERM)");
-      case StopCause::kPreemption: {
-        const grpc::Status status = Report(v1::GANG_STATE_UNSPECIFIED, true,
-                                           "phalanxctl run: ranks stopped");
-        if (!status.ok()) {
-          Note(absl::StrCat("acknowledge preemption: ", RpcErrorLine(status)));
-        } else {
-          Note(absl::StrCat("preemption acknowledged; ", SafeText(gang_.id()),
-                            " is ", GangStateName(gang_.state())));
-        }
-        if (requeue_) return kRunAgain;
-        return kExitPreempted;
-      }
+        return CancelAndExit(InterruptWhy());
+      case StopCause::kPreemption:
+        return AcknowledgePreemption();
+      case StopCause::kResize:
+      case StopCause::kShrink:
+        return AfterResizeStop();
       case StopCause::kGangEnded:
         if (gang_.state() == v1::GANG_STATE_PENDING) {
           return requeue_ ? kRunAgain : kExitPreempted;
@@ -785,6 +1060,7 @@ class Launcher {
   int master_port_ = kDefaultMasterPort;
   absl::Duration lease_ = absl::ZeroDuration();
   bool requeue_ = false;
+  bool rendezvous_ = false;  // --elastic-rendezvous
   std::string hostfile_;
   std::string workdir_;  // absolute: where every rank starts
   std::vector<std::string> command_;
@@ -800,7 +1076,14 @@ class Launcher {
   StopCause stop_cause_ = StopCause::kNone;
   absl::Time stop_deadline_ = absl::InfiniteFuture();
   bool killed_ = false;
-  int first_failure_ = -1;  // rank
+  int first_failure_ = -1;  // index into ranks_
+  // Gang.resizes of the plan the live ranks run (a change: a resize).
+  int32_t ranks_resizes_ = 0;
+  int planned_pods_ = 0;  // the placement size of that plan
+  // The shrink in progress was acknowledged (--elastic-rendezvous).
+  bool shrink_acknowledged_ = false;
+  // The ranks stopped for that shrink, for the line of its resize.
+  std::vector<int> shrink_stopped_;
 };
 
 }  // namespace
@@ -815,10 +1098,14 @@ std::vector<RankPlan> PlanRanks(
   };
   const std::string master =
       gang.placement().empty() ? "" : host_of(gang.placement(0).node());
+  const bool elastic = ElasticPodSet(gang.spec()) >= 0;
+  const std::string range = NnodesRange(gang.spec());
   for (int r = 0; r < gang.placement_size(); ++r) {
     const v1::PodPlacement& pod = gang.placement(r);
     RankPlan& rank = ranks.emplace_back();
     rank.rank = r;
+    rank.pod_set = pod.pod_set();
+    rank.pod_index = pod.index();
     rank.node = pod.node();
     rank.host = host_of(pod.node());
     rank.gpus.assign(pod.gpu_indices().begin(), pod.gpu_indices().end());
@@ -834,8 +1121,64 @@ std::vector<RankPlan> PlanRanks(
         {"NPROC_PER_NODE", absl::StrCat(nproc)},
         {"CUDA_VISIBLE_DEVICES", absl::StrJoin(rank.gpus, ",")},
     };
+    if (elastic) rank.env.emplace_back("PHALANX_NNODES_RANGE", range);
   }
   return ranks;
+}
+
+int ElasticPodSet(const v1::GangSpec& spec) {
+  for (int i = 0; i < spec.pod_sets_size(); ++i) {
+    const v1::PodSet& set = spec.pod_sets(i);
+    if (set.min_count() > 0 && set.min_count() < set.count()) return i;
+  }
+  return -1;
+}
+
+std::string NnodesRange(const v1::GangSpec& spec) {
+  int64_t fewest = 0;
+  int64_t most = 0;
+  const int elastic = ElasticPodSet(spec);
+  for (int i = 0; i < spec.pod_sets_size(); ++i) {
+    const v1::PodSet& set = spec.pod_sets(i);
+    fewest += i == elastic ? set.min_count() : set.count();
+    most += set.count();
+  }
+  return absl::StrCat(fewest, ":", most);
+}
+
+v1::Gang AfterShrink(v1::Gang gang) {
+  const int elastic = ElasticPodSet(gang.spec());
+  if (gang.shrink_to_count() <= 0 || elastic < 0) return gang;
+  const std::string& name = gang.spec().pod_sets(elastic).name();
+  auto* pods = gang.mutable_placement();
+  pods->erase(std::remove_if(pods->begin(), pods->end(),
+                             [&](const v1::PodPlacement& pod) {
+                               return pod.pod_set() == name &&
+                                      pod.index() >= gang.shrink_to_count();
+                             }),
+              pods->end());
+  return gang;
+}
+
+RankDiff DiffRanks(const std::vector<RankPlan>& running,
+                   const std::vector<RankPlan>& next) {
+  auto same_pod = [](const RankPlan& a, const RankPlan& b) {
+    return a.pod_set == b.pod_set && a.pod_index == b.pod_index &&
+           a.node == b.node && a.gpus == b.gpus;
+  };
+  auto absent_from = [&](const std::vector<RankPlan>& plans,
+                         const RankPlan& rank) {
+    return std::none_of(plans.begin(), plans.end(),
+                        [&](const RankPlan& p) { return same_pod(p, rank); });
+  };
+  RankDiff diff;
+  for (int i = 0; i < static_cast<int>(next.size()); ++i) {
+    if (absent_from(running, next[i])) diff.added.push_back(i);
+  }
+  for (int i = 0; i < static_cast<int>(running.size()); ++i) {
+    if (absent_from(next, running[i])) diff.removed.push_back(i);
+  }
+  return diff;
 }
 
 std::map<std::string, std::string> LocalAddresses(const v1::Gang& gang) {

@@ -4,9 +4,12 @@
 // node), reports RUNNING, keeps the lease, and reports SUCCEEDED or FAILED
 // from the ranks' exit codes; on preemption it stops the ranks by the grace
 // deadline and acknowledges; on SIGINT/SIGTERM it stops them and cancels the
-// gang. The pure parts (plan, hostfile, argv, quoting) are declared here for
-// tests. RunGang is one per process: it installs signal handlers for
-// SIGINT, SIGTERM and SIGCHLD.
+// gang. An elastic gang (a pod set with min_count below count) keeps running
+// across resizes: on a grow or a shrink every rank is restarted with the new
+// plan, or, with --elastic-rendezvous, only the added ranks are started and
+// the removed ones stopped. The pure parts (plan, rank diffs, hostfile, argv,
+// quoting) are declared here for tests. RunGang is one per process: it installs
+// signal handlers for SIGINT, SIGTERM and SIGCHLD.
 #ifndef PHALANX_CLIENTS_CTL_RUN_H_
 #define PHALANX_CLIENTS_CTL_RUN_H_
 
@@ -31,14 +34,38 @@ inline constexpr int kExitPreempted = 75;
 // One rank of a gang: where it runs and its environment.
 struct RankPlan {
   int rank = 0;
+  std::string pod_set;    // the pod's pod set
+  int pod_index = 0;      // the pod's index in its pod set
   std::string node;       // node id
   std::string host;       // Node.address, or the node id when it has none
   std::vector<int> gpus;  // GPU indices on that node
   // PHALANX_GANG_ID, PHALANX_NODE, PHALANX_HOSTFILE, MASTER_ADDR,
   // MASTER_PORT, NNODES, NODE_RANK, NPROC_PER_NODE, CUDA_VISIBLE_DEVICES, in
-  // this order.
+  // this order; then, for an elastic gang, PHALANX_NNODES_RANGE.
   std::vector<std::pair<std::string, std::string>> env;
 };
+
+// Returns the index of `spec`'s elastic pod set (0 < min_count < count), or
+// -1 when every pod set has a fixed size.
+int ElasticPodSet(const v1::GangSpec& spec);
+
+// Returns "MIN:MAX", the fewest and the most pods (ranks) `spec` runs with:
+// torchrun's --nnodes=MIN:MAX. For a fixed gang MIN equals MAX.
+std::string NnodesRange(const v1::GangSpec& spec);
+
+// Returns `gang` as it runs once its shrink is done: without the pods of its
+// elastic pod set of index shrink_to_count and up (unchanged when
+// shrink_to_count is 0).
+v1::Gang AfterShrink(v1::Gang gang);
+
+// What changes between two plans of one gang, a pod being its pod set and
+// index (and staying the same only on the same node and GPUs).
+struct RankDiff {
+  std::vector<int> added;    // indices into `next`, ascending
+  std::vector<int> removed;  // indices into `running`, ascending
+};
+RankDiff DiffRanks(const std::vector<RankPlan>& running,
+                   const std::vector<RankPlan>& next);
 
 // The address every rank uses under --exec local: all ranks run on this
 // machine, whatever nodes the placement names.
@@ -47,7 +74,8 @@ inline constexpr char kLocalRankHost[] = "127.0.0.1";
 // Returns the ranks of `gang`'s placement in order. `addresses` maps node
 // ids to Node.address (a missing or empty address, or one equal to the id,
 // falls back to the id); MASTER_ADDR is rank 0's host. NPROC_PER_NODE is
-// the pod's GPU count (1 for a pod without GPUs).
+// the pod's GPU count (1 for a pod without GPUs). An elastic gang's ranks
+// also get PHALANX_NNODES_RANGE (NnodesRange).
 std::vector<RankPlan> PlanRanks(
     const v1::Gang& gang, const std::map<std::string, std::string>& addresses,
     int master_port, const std::string& hostfile_path);
@@ -83,7 +111,8 @@ std::vector<std::string> RankArgv(absl::string_view exec, const RankPlan& rank,
 
 // Runs `phalanxctl run` (see clients/README.md); returns the exit code: 0
 // when every rank exited 0; the first failing rank's exit code (128+N for
-// a signal N); 75 after a preemption (without --requeue); 130/143 after
+// a signal N); 75 after a whole preemption (without --requeue; an elastic
+// gang's shrink is not one); 130/143 after
 // SIGINT/SIGTERM (the gang is cancelled); 1 when the gang ended otherwise,
 // a call failed, or MASTER_ADDR does not resolve here (the gang is
 // reported FAILED before any rank starts); 2 on a usage error; 3 when the

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "clients/ctl_args.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -53,6 +54,103 @@ TEST(PlanRanksTest, RankOrderIsPlacementOrderEvenOnASharedNode) {
                   Pair("CUDA_VISIBLE_DEVICES", "0,1")));
   EXPECT_EQ(HostfileText(ranks),
             "10.0.0.2 slots=4\nn-1 slots=2\n10.0.0.2 slots=4\n");
+}
+
+// A gang of a fixed pod set "head" (1 pod) and an elastic pod set
+// "workers" (2..6 pods) holding `workers` pods: head first, then the
+// workers in index order, one pod a node.
+v1::Gang ElasticGang(int workers) {
+  v1::Gang gang;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(id: "g-9"
+           spec {
+             pod_sets { name: "head" count: 1 gpus: 8 }
+             pod_sets { name: "workers" count: 6 min_count: 2 gpus: 8 }
+           })pb",
+      &gang));
+  v1::PodPlacement* head = gang.add_placement();
+  head->set_pod_set("head");
+  head->set_node("n-head");
+  head->add_gpu_indices(0);
+  for (int i = 0; i < workers; ++i) {
+    v1::PodPlacement* pod = gang.add_placement();
+    pod->set_pod_set("workers");
+    pod->set_index(i);
+    pod->set_node(absl::StrCat("n-", i));
+    pod->add_gpu_indices(0);
+  }
+  return gang;
+}
+
+TEST(ElasticTest, TheElasticPodSetAndTheRangeOfRanks) {
+  const v1::Gang gang = ElasticGang(3);
+  EXPECT_EQ(ElasticPodSet(gang.spec()), 1);
+  EXPECT_EQ(NnodesRange(gang.spec()), "3:7") << "1 head + 2..6 workers";
+  v1::GangSpec fixed = gang.spec();
+  fixed.mutable_pod_sets(1)->set_min_count(6);
+  EXPECT_EQ(ElasticPodSet(fixed), -1) << "min_count == count is fixed";
+  EXPECT_EQ(NnodesRange(fixed), "7:7");
+  fixed.mutable_pod_sets(1)->set_min_count(0);
+  EXPECT_EQ(ElasticPodSet(fixed), -1) << "min_count unset is fixed";
+  EXPECT_EQ(ElasticPodSet(TwoPodsOnOneNode().spec()), -1);
+}
+
+TEST(ElasticTest, ElasticRanksGetTheRangeFixedOnesDoNot) {
+  const std::vector<RankPlan> ranks = PlanRanks(ElasticGang(3), {}, 1, "/h");
+  ASSERT_EQ(ranks.size(), 4u);
+  EXPECT_EQ(ranks[2].pod_set, "workers");
+  EXPECT_EQ(ranks[2].pod_index, 1);
+  EXPECT_THAT(ranks[2].env, ::testing::Contains(Pair("NNODES", "4")));
+  EXPECT_THAT(ranks[2].env.back(), Pair("PHALANX_NNODES_RANGE", "3:7"));
+  for (const RankPlan& rank : PlanRanks(TwoPodsOnOneNode(), {}, 1, "/h")) {
+    EXPECT_THAT(rank.env, ::testing::Not(::testing::Contains(
+                              ::testing::Key("PHALANX_NNODES_RANGE"))));
+  }
+}
+
+TEST(ElasticTest, AfterShrinkKeepsTheFixedPodsAndTheLowIndices) {
+  v1::Gang gang = ElasticGang(5);
+  EXPECT_EQ(AfterShrink(gang).placement_size(), 6) << "no shrink asked";
+  gang.set_shrink_to_count(2);
+  const v1::Gang shrunk = AfterShrink(gang);
+  ASSERT_EQ(shrunk.placement_size(), 3);
+  EXPECT_EQ(shrunk.placement(0).pod_set(), "head");
+  EXPECT_EQ(shrunk.placement(1).node(), "n-0");
+  EXPECT_EQ(shrunk.placement(2).node(), "n-1");
+}
+
+struct RankDiffCase {
+  std::string name;
+  v1::Gang running;
+  v1::Gang next;
+  std::vector<int> added;    // ranks of `next`
+  std::vector<int> removed;  // ranks of `running`
+};
+
+TEST(DiffRanksTest, OnlyThePodsThatCameOrWent) {
+  v1::Gang moved = ElasticGang(3);
+  moved.mutable_placement(2)->set_node("n-elsewhere");
+  v1::Gang shrinking = ElasticGang(5);
+  shrinking.set_shrink_to_count(2);
+  const RankDiffCase cases[] = {
+      {"grow 2 -> 5", ElasticGang(2), ElasticGang(5), {3, 4, 5}, {}},
+      {"shrink 5 -> 2", ElasticGang(5), ElasticGang(2), {}, {3, 4, 5}},
+      {"same plan", ElasticGang(3), ElasticGang(3), {}, {}},
+      {"a pod on another node is another pod", ElasticGang(3), moved, {2}, {2}},
+      {"the plan after a shrink",
+       shrinking,
+       AfterShrink(shrinking),
+       {},
+       {3, 4, 5}},
+  };
+  for (const RankDiffCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::vector<RankPlan> running = PlanRanks(c.running, {}, 1, "/h");
+    const std::vector<RankPlan> next = PlanRanks(c.next, {}, 1, "/h");
+    const RankDiff diff = DiffRanks(running, next);
+    EXPECT_EQ(diff.added, c.added);
+    EXPECT_EQ(diff.removed, c.removed);
+  }
 }
 
 TEST(ShellQuoteTest, QuotesOnlyWhatNeedsIt) {

@@ -1,12 +1,15 @@
 // `phalanxctl run` against the real daemon, with a fake torchrun (a shell
 // script) that records its environment rank by rank: the environment
 // against the placement, failure exit codes, preemption (SIGTERM, then the
-// acknowledgement, then exit 75) and Ctrl-C (the gang is cancelled).
+// acknowledgement, then exit 75), Ctrl-C (the gang is cancelled), and an
+// elastic gang's grow and shrink (every rank restarted at the new size, or
+// with --elastic-rendezvous only the ranks added or removed).
 #include <signal.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -164,6 +167,69 @@ class CtlRunTest : public ::testing::Test {
       absl::SleepFor(absl::Milliseconds(100));
     }
     ADD_FAILURE() << "not running:\n" << ReadFile(log_);
+  }
+
+  // Changes the daemon's config with `change` (compare-and-set).
+  void UpdateConfig(const std::function<void(v1::Config&)>& change) {
+    grpc::ClientContext get_context;
+    v1::Config config;
+    ASSERT_TRUE(daemon_->Admin()->GetConfig(&get_context, {}, &config).ok());
+    change(config);
+    grpc::ClientContext context;
+    v1::UpdateConfigRequest request;
+    *request.mutable_config() = config;
+    request.set_expected_version(config.version());
+    v1::Config updated;
+    ASSERT_TRUE(
+        daemon_->Admin()->UpdateConfig(&context, request, &updated).ok());
+  }
+
+  // Preemption of running gangs at once, with a long grace period (the
+  // launcher's acknowledgement ends it).
+  void EnablePreemption() {
+    UpdateConfig([](v1::Config& config) {
+      config.mutable_preemption()->set_enabled(true);
+      config.mutable_preemption()->mutable_min_runtime()->set_seconds(0);
+      config.mutable_preemption()->mutable_grace_period()->set_seconds(600);
+    });
+  }
+
+  // Waits (at most 30 s) until `predicate` holds of the gang; returns it.
+  v1::Gang WaitForGang(const std::string& id,
+                       const std::function<bool(const v1::Gang&)>& predicate,
+                       const std::string& what) {
+    v1::Gang gang;
+    for (int i = 0; i < 300; ++i) {
+      gang = GetOk(*scheduler_, id);
+      if (predicate(gang)) return gang;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    ADD_FAILURE() << id << " never " << what << ": " << gang.DebugString()
+                  << "\n"
+                  << ReadFile(log_);
+    return gang;
+  }
+
+  // Waits (at most 60 s) until ranks 0..ranks-1 all wrote their
+  // environment with NNODES=nnodes.
+  void WaitForRanksAt(int ranks, int nnodes) {
+    for (int i = 0; i < 600; ++i) {
+      bool all = true;
+      for (int r = 0; all && r < ranks; ++r) {
+        all =
+            std::filesystem::exists(out_ / absl::StrCat("rank-", r, ".env")) &&
+            RankEnv(r)["NNODES"] == absl::StrCat(nnodes);
+      }
+      if (all) return;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    ADD_FAILURE() << "ranks 0.." << ranks - 1
+                  << " never ran with NNODES=" << nnodes << ":\n"
+                  << ReadFile(log_);
+  }
+
+  bool Terminated(int rank) {
+    return std::filesystem::exists(out_ / absl::StrCat("term-", rank));
   }
 
   // The gang as admitted (its placement), from the watch history.
@@ -380,21 +446,7 @@ TEST_F(CtlRunTest, AFailingRankFailsTheGangWithItsExitCode) {
 }
 
 TEST_F(CtlRunTest, PreemptionStopsTheRanksAcknowledgesAndExits75) {
-  {
-    grpc::ClientContext get_context;
-    v1::Config config;
-    ASSERT_TRUE(daemon_->Admin()->GetConfig(&get_context, {}, &config).ok());
-    config.mutable_preemption()->set_enabled(true);
-    config.mutable_preemption()->mutable_min_runtime()->set_seconds(0);
-    config.mutable_preemption()->mutable_grace_period()->set_seconds(600);
-    grpc::ClientContext context;
-    v1::UpdateConfigRequest request;
-    *request.mutable_config() = config;
-    request.set_expected_version(config.version());
-    v1::Config updated;
-    ASSERT_TRUE(
-        daemon_->Admin()->UpdateConfig(&context, request, &updated).ok());
-  }
+  EnablePreemption();
   Start({"run", "--exec", "local", "--queue", "a", "--pods", "8", "--gpus", "8",
          "--", "/bin/sh", torchrun_, out_.string(), "sleep"});
   const std::string id = GangId();
@@ -440,6 +492,195 @@ TEST_F(CtlRunTest, CtrlCWhilePendingCancelsTheGang) {
   phalanxctl_.Signal(SIGINT);
   EXPECT_EQ(Finish(), 130) << ReadFile(log_);
   EXPECT_EQ(GetOk(*scheduler_, id).state(), v1::GANG_STATE_CANCELLED);
+}
+
+// An elastic gang of 1..4 pods started while a gang of queue b holds 6 of
+// the 8 nodes: admitted at 2 pods. Once that gang is cancelled the elastic
+// one grows to 4 at the next cycle (elastic.grow_interval 0s). Returns
+// phalanxctl's gang id, its 2 ranks running.
+class CtlRunElasticTest : public CtlRunTest {
+ protected:
+  std::string StartAtTwoOfFour(const std::vector<std::string>& mode_flags) {
+    UpdateConfig([](v1::Config& config) {
+      config.mutable_elastic()->mutable_grow_interval()->set_seconds(0);
+    });
+    blocker_ = SubmitOk(*scheduler_, SubmitRequest("b", 6, 8)).id();
+    WaitForGang(
+        blocker_,
+        [](const v1::Gang& g) { return g.state() == v1::GANG_STATE_ADMITTED; },
+        "admitted");
+    std::vector<std::string> args = {"run", "--exec", "local", "--queue",
+                                     "a",   "--pods", "4",     "--min-pods",
+                                     "1",   "--gpus", "8"};
+    args.insert(args.end(), mode_flags.begin(), mode_flags.end());
+    args.insert(args.end(),
+                {"--", "/bin/sh", torchrun_, out_.string(), "sleep"});
+    Start(args);
+    const std::string id = GangId();
+    WaitRunning(id, 2);
+    return id;
+  }
+
+  void CancelBlocker() {
+    grpc::ClientContext context;
+    v1::CancelGangRequest request;
+    request.set_gang_id(blocker_);
+    v1::CancelGangResponse response;
+    ASSERT_TRUE(scheduler_->CancelGang(&context, request, &response).ok());
+  }
+
+  // An elastic gang of 2..8 pods on the empty fleet (8 pods), then a gang
+  // of priority 10 needing 6 nodes: the elastic gang is asked to shrink to
+  // 2. Returns phalanxctl's gang id.
+  std::string StartAtEightThenShrink(const std::vector<std::string>& flags) {
+    EnablePreemption();
+    std::vector<std::string> args = {"run", "--exec", "local", "--queue",
+                                     "a",   "--pods", "8",     "--min-pods",
+                                     "2",   "--gpus", "8"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(),
+                {"--", "/bin/sh", torchrun_, out_.string(), "sleep"});
+    Start(args);
+    const std::string id = GangId();
+    WaitRunning(id, 8);
+    v1::SubmitGangRequest high = SubmitRequest("a", 6, 8);
+    high.mutable_spec()->set_priority(10);
+    preemptor_ = SubmitOk(*scheduler_, high).id();
+    return id;
+  }
+
+  std::string blocker_;
+  std::string preemptor_;
+};
+
+TEST_F(CtlRunElasticTest, AGrowRestartsEveryRankAtTheNewSize) {
+  const std::string id = StartAtTwoOfFour({});
+  EXPECT_EQ(RankEnv(0)["NNODES"], "2");
+  EXPECT_EQ(RankEnv(1)["PHALANX_NNODES_RANGE"], "1:4");
+  CancelBlocker();
+
+  WaitForRanksAt(4, 4);
+  EXPECT_TRUE(Terminated(0) && Terminated(1))
+      << "the ranks of 2 pods were stopped before the ranks of 4 started";
+  EXPECT_THAT(ReadFile(log_),
+              HasSubstr(id + " resized: 2 -> 4 pods; restarting every rank"));
+  const v1::Gang gang = GetOk(*scheduler_, id);
+  EXPECT_EQ(gang.state(), v1::GANG_STATE_RUNNING);
+  EXPECT_EQ(gang.resizes(), 1);
+  ASSERT_EQ(gang.placement_size(), 4);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(RankEnv(r)["NODE_RANK"], absl::StrCat(r));
+    EXPECT_EQ(RankEnv(r)["PHALANX_NODE"], gang.placement(r).node());
+  }
+  std::string hostfile;
+  for (int r = 0; r < 4; ++r) absl::StrAppend(&hostfile, "127.0.0.1 slots=8\n");
+  EXPECT_EQ(ReadFile((out_ / "hostfile-3").string()), hostfile);
+
+  phalanxctl_.Signal(SIGINT);
+  EXPECT_EQ(Finish(), 130) << ReadFile(log_);
+  EXPECT_EQ(GetOk(*scheduler_, id).state(), v1::GANG_STATE_CANCELLED);
+}
+
+TEST_F(CtlRunElasticTest, AGrowUnderElasticRendezvousStartsOnlyTheNewRanks) {
+  const std::string id = StartAtTwoOfFour({"--elastic-rendezvous"});
+  CancelBlocker();
+
+  WaitForRanksAt(2, 2);
+  for (int i = 0; i < 600 && !std::filesystem::exists(out_ / "rank-3.env");
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  for (int r = 2; r < 4; ++r) {
+    SCOPED_TRACE(absl::StrCat("new rank ", r));
+    std::map<std::string, std::string> env = RankEnv(r);
+    EXPECT_EQ(env["NNODES"], "4");
+    EXPECT_EQ(env["NODE_RANK"], absl::StrCat(r));
+    EXPECT_EQ(env["PHALANX_NNODES_RANGE"], "1:4");
+  }
+  EXPECT_EQ(RankEnv(0)["NNODES"], "2") << "rank 0 was not restarted";
+  EXPECT_FALSE(Terminated(0) || Terminated(1))
+      << "the first ranks keep running";
+  EXPECT_THAT(ReadFile(log_), HasSubstr(id + " resized: 2 -> 4 pods; ranks "
+                                             "started: 2,3; stopped: none"));
+  EXPECT_EQ(GetOk(*scheduler_, id).placement_size(), 4);
+
+  phalanxctl_.Signal(SIGINT);
+  EXPECT_EQ(Finish(), 130) << ReadFile(log_);
+  for (int r = 0; r < 4; ++r) EXPECT_TRUE(Terminated(r)) << "rank " << r;
+}
+
+TEST_F(CtlRunElasticTest, AShrinkStopsEveryRankAcknowledgesAndRestarts) {
+  const std::string id = StartAtEightThenShrink({});
+
+  WaitForRanksAt(2, 2);
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_TRUE(Terminated(r)) << "rank " << r << " got SIGTERM";
+  }
+  const std::string log = ReadFile(log_);
+  EXPECT_THAT(log, HasSubstr(id + " shrinks to 2 pods of its elastic pod "
+                                  "set; stopping every rank by"));
+  EXPECT_THAT(
+      log, HasSubstr("shrink acknowledged; " + id + " is RUNNING with 2 pods"));
+  EXPECT_THAT(log,
+              HasSubstr(id + " resized: 8 -> 2 pods; starting every rank"));
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("preemption acknowledged")));
+  const v1::Gang gang = GetOk(*scheduler_, id);
+  EXPECT_EQ(gang.state(), v1::GANG_STATE_RUNNING);
+  EXPECT_EQ(gang.placement_size(), 2);
+  EXPECT_EQ(gang.resizes(), 1);
+  WaitForGang(
+      preemptor_,
+      [](const v1::Gang& g) { return g.state() == v1::GANG_STATE_ADMITTED; },
+      "admitted");
+
+  phalanxctl_.Signal(SIGINT);
+  EXPECT_EQ(Finish(), 130) << ReadFile(log_);
+  EXPECT_EQ(GetOk(*scheduler_, id).state(), v1::GANG_STATE_CANCELLED);
+}
+
+TEST_F(CtlRunElasticTest, AShrinkUnderElasticRendezvousStopsOnlyTheLastRanks) {
+  const std::string id = StartAtEightThenShrink({"--elastic-rendezvous"});
+
+  const v1::Gang gang = WaitForGang(
+      id,
+      [](const v1::Gang& g) {
+        return g.state() == v1::GANG_STATE_RUNNING && g.resizes() == 1;
+      },
+      "shrank");
+  EXPECT_EQ(gang.placement_size(), 2);
+  for (int r = 2; r < 8; ++r) {
+    EXPECT_TRUE(Terminated(r)) << "rank " << r << " got SIGTERM";
+  }
+  EXPECT_FALSE(Terminated(0) || Terminated(1)) << "ranks 0 and 1 keep running";
+  EXPECT_EQ(RankEnv(0)["NNODES"], "8") << "rank 0 was not restarted";
+  const std::string log = ReadFile(log_);
+  EXPECT_THAT(log, HasSubstr(id + " shrinks to 2 pods of its elastic pod set; "
+                                  "stopping ranks 2,3,4,5,6,7 by"));
+  EXPECT_THAT(
+      log, HasSubstr("shrink acknowledged; " + id + " is RUNNING with 2 pods"));
+  for (int i = 0;
+       i < 100 && ReadFile(log_).find(" resized: 8 -> 2") == std::string::npos;
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_THAT(ReadFile(log_),
+              HasSubstr(id + " resized: 8 -> 2 pods; ranks started: none; "
+                             "stopped: 2,3,4,5,6,7"));
+  WaitForGang(
+      preemptor_,
+      [](const v1::Gang& g) { return g.state() == v1::GANG_STATE_ADMITTED; },
+      "admitted");
+
+  phalanxctl_.Signal(SIGINT);
+  EXPECT_EQ(Finish(), 130) << ReadFile(log_);
+}
+
+TEST_F(CtlRunElasticTest, ElasticRendezvousNeedsAnElasticGang) {
+  Start({"run", "--exec", "local", "--elastic-rendezvous", "--queue", "a",
+         "--pods", "2", "--gpus", "8", "--", "/bin/true"});
+  EXPECT_EQ(Finish(), 2) << ReadFile(log_);
+  EXPECT_THAT(ReadFile(log_),
+              HasSubstr("--elastic-rendezvous: the gang is not elastic"));
 }
 
 // One rank of torch.distributed (started by torch.distributed.run, which

@@ -15,6 +15,7 @@ __path__ = pkgutil.extend_path(__path__, __name__)
 
 from phalanx.client import (  # noqa: E402
     Client,
+    GangChange,
     GangFinished,
     LeaseKeeper,
     PlannedStart,
@@ -25,13 +26,17 @@ from phalanx.client import (  # noqa: E402
     reason_code_name,
 )
 from phalanx.placement import (  # noqa: E402
+    after_shrink,
     gpu_lists,
     hostfile,
     hosts,
+    nnodes_range,
+    rank_diff,
 )
 
 __all__ = [
     "Client",
+    "GangChange",
     "GangFinished",
     "LeaseKeeper",
     "PlannedStart",
@@ -40,7 +45,10 @@ __all__ = [
     "Tls",
     "plan_of",
     "reason_code_name",
+    "after_shrink",
     "gpu_lists",
     "hostfile",
     "hosts",
+    "nnodes_range",
+    "rank_diff",
 ]

@@ -25,8 +25,9 @@ outcome:
 Not retried blindly: cancel and acknowledge_preemption. After a transport
 failure the client reads the gang and resends only if the first call
 evidently did not land (the gang is not yet CANCELLED or finished; the gang
-is still PREEMPTING in the same attempt). A blind second acknowledgement
-could acknowledge a later preemption of the same gang.
+is still PREEMPTING in the same attempt and, for an elastic gang's shrink,
+the same resize). A blind second acknowledgement could acknowledge a later
+preemption or shrink of the same gang.
 
 Thread-safety: a Client may be shared by threads (gRPC channels and stubs
 are thread-safe); a watch iterator belongs to one thread.
@@ -125,6 +126,67 @@ def _events_of(stream, batched):
         return
     for batch in stream:
         yield from batch.events
+
+
+@dataclasses.dataclass(frozen=True)
+class GangChange:
+    """A change of a gang its launcher acts on (``Client.follow``).
+
+    ``kind``:
+
+    - "ADMITTED": admitted (again, after a requeue): start the ranks of
+      ``gang.placement``.
+    - "RESIZED": an elastic gang grew, or finished a shrink; it is RUNNING
+      on its new placement (``previous_pods`` pods before). Restart every
+      rank at the new size, or start and stop only the ranks whose pods
+      came or went (``rank_diff``).
+    - "SHRINK": an elastic gang is asked to shrink: it keeps the pods of its
+      elastic pod set of index below ``gang.shrink_to_count``
+      (``after_shrink(gang)``). Stop the ranks of the other pods (or every
+      rank) by ``deadline``, then ``acknowledge_preemption``; a RESIZED
+      follows (also without the acknowledgement, at the deadline).
+    - "PREEMPTED": a whole preemption: stop every rank by ``deadline``, then
+      ``acknowledge_preemption``; the gang is requeued.
+    - "REQUEUED": back to PENDING (preempted, evicted, start timeout); an
+      ADMITTED follows when it is admitted again.
+    - "FINISHED": SUCCEEDED, FAILED or CANCELLED; ``follow`` ends.
+
+    ``gang`` is the gang's state with the change, ``revision`` the event's."""
+    kind: str
+    gang: types_pb2.Gang
+    revision: int
+    previous_pods: int = 0
+
+    @property
+    def deadline(self):
+        """The grace deadline (an aware UTC datetime) of a SHRINK or a
+        PREEMPTED, else None."""
+        if not self.gang.HasField("grace_deadline"):
+            return None
+        return self.gang.grace_deadline.ToDatetime().replace(
+            tzinfo=datetime.timezone.utc)
+
+
+def _change_of(last, gang, revision):
+    """The GangChange from state ``last`` to state ``gang`` of one gang, or
+    None when the launcher has nothing to do. Compares states rather than
+    event types, so a re-list (OUT_OF_RANGE) reads the same."""
+    state, before = gang.state, last.state
+    if state in _TERMINAL:
+        return GangChange("FINISHED", gang, revision)
+    if state == types_pb2.GANG_STATE_PREEMPTING:
+        if before == state and last.shrink_to_count == gang.shrink_to_count:
+            return None
+        kind = "SHRINK" if gang.shrink_to_count > 0 else "PREEMPTED"
+        return GangChange(kind, gang, revision)
+    if state == types_pb2.GANG_STATE_PENDING:
+        return None if before == state else GangChange(
+            "REQUEUED", gang, revision)
+    if before == types_pb2.GANG_STATE_PENDING:
+        return GangChange("ADMITTED", gang, revision)
+    if gang.resizes != last.resizes:
+        return GangChange("RESIZED", gang, revision, len(last.placement))
+    return None
 
 
 class GangFinished(Exception):
@@ -388,12 +450,15 @@ class Client:
     def spec(spec=None, *, queue=None, pods=None, gpus=None, level=None,
              mode=None, priority=None, priority_class=None, name=None,
              labels=None, models=None, request_id=None,
-             estimated_runtime=None, max_runtime=None, lease_duration=None):
+             estimated_runtime=None, max_runtime=None, lease_duration=None,
+             min_pods=None):
         """Returns a GangSpec: from ``spec`` (a dict in proto3 JSON form, or
         a GangSpec) or from keyword arguments (one pod set "workers" of
         ``pods`` pods of ``gpus`` GPUs; ``level`` without ``mode`` means
-        REQUIRED, as phalanxctl's --level). Keywords given with ``spec``
-        override its fields."""
+        REQUIRED, as phalanxctl's --level). ``min_pods`` (1..pods) makes
+        that pod set elastic (its ``min_count``): the gang runs with
+        min_pods..pods pods, grows and shrinks (``follow``). Keywords given
+        with ``spec`` override its fields."""
         if isinstance(spec, types_pb2.GangSpec):
             out = types_pb2.GangSpec()
             out.CopyFrom(spec)
@@ -404,12 +469,18 @@ class Client:
             if pods is None or gpus is None:
                 raise ValueError("pods and gpus are required without spec")
             out.pod_sets.add(name="workers")
-        if pods is not None or gpus is not None or level or mode:
+        if pods is not None or gpus is not None or level or mode or \
+                min_pods is not None:
             if not out.pod_sets:
                 out.pod_sets.add(name="workers")
             pod_set = out.pod_sets[0]
             if pods is not None:
                 pod_set.count = pods
+            if min_pods is not None:
+                if not 1 <= min_pods <= pod_set.count:
+                    raise ValueError("min_pods: want 1..%d (pods), got %r"
+                                     % (pod_set.count, min_pods))
+                pod_set.min_count = min_pods
             if gpus is not None:
                 pod_set.gpus = gpus
             if models:
@@ -537,10 +608,14 @@ class Client:
             gang_id=gang_id, last_checkpoint_time=_timestamp(when)))
 
     def acknowledge_preemption(self, gang_id, message=""):
-        """Tells the daemon the preempted gang's ranks stopped (PREEMPTING
-        -> PENDING, requeued). Not idempotent: after a transport failure the
-        gang is read, and the acknowledgement resent only while the gang is
-        still PREEMPTING in the same attempt."""
+        """Tells the daemon the preempted gang's ranks stopped: PREEMPTING
+        -> PENDING (requeued) for a whole preemption; for a shrink
+        (``shrink_to_count`` > 0) the ranks of the pods given up stopped,
+        and the gang is RUNNING again on the pods it keeps (a RESIZED
+        event). Returns the ReportGangResponse (its ``gang`` is the new
+        state). Not idempotent: after a transport failure the gang is read,
+        and the acknowledgement resent only while the gang is still
+        PREEMPTING in the same attempt and resize (else None)."""
         before = self.get(gang_id)
         request = scheduler_pb2.ReportGangRequest(
             gang_id=gang_id, preemption_acknowledged=True, message=message)
@@ -553,7 +628,8 @@ class Client:
                     raise
             now = self.get(gang_id)
             if now.state != types_pb2.GANG_STATE_PREEMPTING or \
-                    now.attempts != before.attempts:
+                    now.attempts != before.attempts or \
+                    now.resizes != before.resizes:
                 return None
         raise AssertionError("unreachable")
 
@@ -630,6 +706,40 @@ class Client:
             # The stream ended (the daemon shut down) or broke: resume.
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
+
+    def follow(self, gang, stop=None):
+        """Yields the ``GangChange``s a launcher acts on, for one gang:
+        ADMITTED, RESIZED (an elastic gang grew or finished a shrink),
+        SHRINK (asked to shrink), PREEMPTED, REQUEUED and, last, FINISHED;
+        other events (RUNNING, checkpoints) are skipped.
+
+        ``gang``: the Gang whose state the launcher acts on (e.g. what
+        ``wait`` returned, the ranks started on its placement): the changes
+        after its ``revision``. Or a gang id: the gang is read now, and a
+        PREEMPTING or final state yields its change first. Reconnects as
+        ``watch`` does; ends after FINISHED, or when ``stop`` (a
+        threading.Event) is set and the next event or bookmark arrives."""
+        if isinstance(gang, str):
+            last, revision = self.get_with_revision(gang)
+            if last.state in _TERMINAL or \
+                    last.state == types_pb2.GANG_STATE_PREEMPTING:
+                running = types_pb2.Gang(state=types_pb2.GANG_STATE_RUNNING,
+                                         resizes=last.resizes)
+                change = _change_of(running, last, revision)
+                yield change
+                if change.kind == "FINISHED":
+                    return
+        else:
+            last, revision = gang, gang.revision
+        for event in self.watch(gang_ids=(last.id,), after_revision=revision,
+                                stop=stop):
+            change = _change_of(last, event.gang, event.revision)
+            last = event.gang
+            if change is None:
+                continue
+            yield change
+            if change.kind == "FINISHED":
+                return
 
     def wait(self, gang_id, states, timeout=None):
         """Waits until the gang is in one of ``states`` (GangState values or
