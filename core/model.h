@@ -363,7 +363,10 @@ struct PlanningConfig {
 struct ElasticConfig {
   // A running elastic gang grows no sooner than this after its admission
   // or its last resize: each resize restarts its ranks from a checkpoint.
-  absl::Duration grow_interval = absl::Minutes(10);
+  // Default 30 min: across the simulator's elastic matrix it gave more
+  // goodput and lost less work than 10 or 120
+  // (bench/results/2026-12-07-sim-elastic.md).
+  absl::Duration grow_interval = absl::Minutes(30);
   bool operator==(const ElasticConfig&) const = default;
 };
 

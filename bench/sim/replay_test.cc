@@ -456,17 +456,18 @@ TEST(ElasticReplayTest, AdmittedAtHalfSizeItRunsTwiceAsLong) {
 
 TEST(ElasticReplayTest, GrownItEndsSoonerFromItsLastCheckpoint) {
   // F ends at 1000; E, started at 10 on two pods, checkpointed at 610 (300
-  // s of work at full size) and may grow from 610: at 1000 it takes all
-  // four nodes, loses the 390 s since its checkpoint and ends at 1000 +
-  // (3000 − 300) = 3700, where C starts (at half size it would end at
-  // 6010).
+  // s of work at full size) and may grow (every 10 min) from 610: at 1000
+  // it takes all four nodes, loses the 390 s since its checkpoint and ends
+  // at 1000 + (3000 − 300) = 3700, where C starts (at half size it would
+  // end at 6010).
   const SimFleet fleet = Fleet(4);
   const Workload w =
       Exact({Job(0, 1000, 16), ElasticJob(10, 3000, 32), Job(1500, 100, 32)});
   ReplayOptions options = Every(absl::Minutes(1), /*events=*/true);
   options.checkpoint_interval = absl::Seconds(600);
   options.check_gpus = true;
-  auto result = Replay(PolicyOn("kueue-like", fleet), fleet, w, options);
+  auto result =
+      Replay(PolicyOn("kueue-like:grow_m=10", fleet), fleet, w, options);
   ASSERT_TRUE(result.ok()) << result.status();
   using core::EventType;
   EXPECT_THAT(EventsOf(*result, {EventType::kAdmitted, EventType::kResized}),
