@@ -89,6 +89,9 @@ bool Preemptor::FitsAsIs(const GangPtr& gang) {
   options.restricted_slots = &s_.RestrictedSlots();
   // An elastic preemptor makes room for its minimum; it is admitted at the
   // largest size that fits once its victims stop.
+  if (!IsElastic(gang->spec)) {
+    return PlaceGang(gang->spec, s_.fleet_, options).placed;
+  }
   return PlaceGang(MinimumSpec(gang->spec), s_.fleet_, options).placed;
 }
 
