@@ -639,10 +639,9 @@ void AdmissionCycle::ClearLostReservations(
     if (s_.reservations_.Of(lost.gang) != nullptr) continue;
     ReservationBook::Cause cause = s_.reservations_.TakeCause(lost.gang);
     const GangPtr gang = s_.gangs_.Find(lost.gang);
-    if (gang == nullptr || gang->state != GangState::kPending ||
-        gang->reason_code != ReasonCode::kReserved) {
-      continue;
-    }
+    if (gang == nullptr || gang->state != GangState::kPending) continue;
+    s_.reservations_.NoteTakenOver(lost.gang);
+    if (gang->reason_code != ReasonCode::kReserved) continue;
     // Keep the cause, drop the hold.
     if (cause.code == ReasonCode::kNone) {
       cause = {ReasonCode::kWaiting, kWaitingReason};

@@ -328,6 +328,16 @@ struct ReservationConfig {
   // the reservation slot to the gangs behind it); it reserves once its
   // start comes within the window. 0 = no window.
   absl::Duration window = absl::ZeroDuration();
+  // Plan protection. Every few seconds the reservations are planned again
+  // from scratch in the cycle's order, so a gang that arrived later with a
+  // better place in that order (a higher fair-share rank, the wait bound)
+  // may take a reservation's slot. A gang whose reservation went while it
+  // stayed pending this many times keeps the next one it makes: a full
+  // re-plan re-estimates it on its own domain instead of dropping it, until
+  // it starts, leaves PENDING, or its domain can no longer host it. -1 = no
+  // protection (every full re-plan starts over); 0 = a reservation, once
+  // made, is never taken over.
+  int max_takeovers = -1;
   bool operator==(const ReservationConfig&) const = default;
 };
 

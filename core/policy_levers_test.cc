@@ -198,6 +198,66 @@ TEST_F(LeversTest, TableReservationWindow) {
   }
 }
 
+// Plan protection (reservation.max_takeovers). One rack of five 8-GPU
+// nodes: X, Y, Z1 and Z2 run (10 h each), one node is free. H (priority 0,
+// four nodes) reserves (depth 1). A later gang of priority 1 asking for the
+// same four nodes goes ahead of H in the order, so the full re-plan that
+// follows a change of capacity (Z1, later Z2, cancelled) gives it the one
+// reservation — unless H is protected. Round 2 repeats that after the first
+// challenger is cancelled and H has reserved again.
+TEST_F(LeversTest, TablePlanProtectionBoundsTakeovers) {
+  struct Case {
+    std::string name;
+    int max_takeovers;
+    bool h_holds_after_round_1;
+    bool h_holds_after_round_2;
+  } cases[] = {
+      {"no protection: every later gang of a higher priority takes it", -1,
+       false, false},
+      {"0: a reservation once made is never taken over", 0, true, true},
+      {"1: taken over once, kept the second time", 1, false, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    now_ = kT0;
+    Config config;
+    config.reservation.depth = 1;
+    config.reservation.max_takeovers = c.max_takeovers;
+    config.preemption.enabled = false;
+    config.planning.max_gangs = 0;  // the reservations alone
+    Init(config, 5);
+    for (int i = 0; i < 2; ++i) {
+      Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(10)));
+    }
+    GangPtr z1 = Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(10)));
+    GangPtr z2 = Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(10)));
+    Cycle();
+    GangPtr h = Submit(WithEstimate(Spec("a").Pods(4, 8), absl::Hours(1)));
+    Cycle();
+    auto holder = [&] {
+      const auto& all = scheduler_->reservations();
+      return all.size() == 1 ? all[0].gang : GangId();
+    };
+    ASSERT_EQ(holder(), h->id) << Get(h)->reason;
+    auto challenge = [&](const GangPtr& freed) {
+      GangPtr challenger = Submit(
+          WithEstimate(Spec("b").Pods(4, 8).Priority(1), absl::Hours(1)));
+      Cycle(absl::Seconds(20));
+      EXPECT_TRUE(scheduler_->Cancel(freed->id, "", now_).ok());
+      Cycle(absl::Seconds(20));  // a full re-plan: capacity changed
+      EXPECT_EQ(StateOf(h), GangState::kPending);
+      return challenger;
+    };
+    GangPtr first = challenge(z1);
+    EXPECT_EQ(holder() == h->id, c.h_holds_after_round_1) << Get(h)->reason;
+    EXPECT_TRUE(scheduler_->Cancel(first->id, "", now_).ok());
+    Cycle(absl::Seconds(20));
+    ASSERT_EQ(holder(), h->id) << Get(h)->reason;
+    challenge(z2);
+    EXPECT_EQ(holder() == h->id, c.h_holds_after_round_2) << Get(h)->reason;
+  }
+}
+
 // With a window, the gang reserves once its start comes within it.
 TEST_F(LeversTest, WindowReservesOnceTheStartIsNear) {
   Config config;

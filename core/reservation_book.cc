@@ -63,17 +63,21 @@ bool ReservationBook::KeepOrReplan(const ReservationConfig& config,
   const bool resized = reserved_slot_.size() != fleet.slots().size();
   const bool due = now - replanned_at_ >= kFullReplanInterval;
   if (!resized && !(moved || (refreshed_ && due))) return false;
-  if (resized || due) {
-    reservations_.clear();
+  const bool from_scratch = resized || due;
+  std::vector<Reservation> previous = std::move(reservations_);
+  reservations_.clear();
+  if (resized) previous.clear();
+  if (from_scratch) {
     replanned_at_ = now;
     refreshed_ = false;
+    ForgetTakeoversOfStartedGangs(gangs);
   } else {
     refreshed_ = true;  // a full plan is owed once due
   }
-  std::vector<Reservation> kept;
   std::vector<char> taken(fleet.slots().size(), 0);
-  for (const Reservation& reservation : reservations_) {
-    if (static_cast<int>(kept.size()) >= config.depth) break;
+  for (const Reservation& reservation : previous) {
+    if (static_cast<int>(reservations_.size()) >= config.depth) break;
+    if (from_scratch && !Protected(config, reservation.gang)) continue;
     const GangPtr gang = gangs.Find(reservation.gang);
     if (gang == nullptr || gang->state != GangState::kPending) continue;
     std::optional<Reservation> again = RefreshReservation(
@@ -81,11 +85,31 @@ bool ReservationBook::KeepOrReplan(const ReservationConfig& config,
         [&gangs](GangHandle h) { return gangs.Peek(h); }, now);
     if (!again || !WithinWindow(config, *again, now)) continue;
     for (int slot : SlotsOf(*again, fleet)) taken[slot] = 1;
-    kept.push_back(*std::move(again));
+    reservations_.push_back(*std::move(again));
   }
-  reservations_ = std::move(kept);
   IndexSlots(fleet);
   return true;
+}
+
+int ReservationBook::TakeoversOf(const GangId& gang) const {
+  auto it = takeovers_.find(gang);
+  return it == takeovers_.end() ? 0 : it->second;
+}
+
+bool ReservationBook::Protected(const ReservationConfig& config,
+                                const GangId& gang) const {
+  return config.max_takeovers >= 0 && TakeoversOf(gang) >= config.max_takeovers;
+}
+
+void ReservationBook::ForgetTakeoversOfStartedGangs(const GangTable& gangs) {
+  for (auto it = takeovers_.begin(); it != takeovers_.end();) {
+    const GangPtr gang = gangs.Find(it->first);
+    if (gang == nullptr || gang->state != GangState::kPending) {
+      it = takeovers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void ReservationBook::IndexSlots(const Fleet& fleet) {

@@ -51,9 +51,10 @@ class ReservationBook {
   // Records a new reservation (each node stays with the first holder).
   void Add(Reservation reservation, const Fleet& fleet);
   // When capacity changed since the last plan (`epoch` moved) or the fleet
-  // was resized: re-plans from scratch at most every few seconds, else
-  // re-estimates the kept ones on their own domains, dropping those whose
-  // gang left PENDING, no longer fits there, or starts beyond the window.
+  // was resized: re-plans from scratch at most every few seconds (keeping
+  // only protected reservations), else re-estimates the kept ones on their
+  // own domains, dropping those whose gang left PENDING, no longer fits
+  // there, or starts beyond the window.
   // Returns whether the reservations may have changed.
   bool KeepOrReplan(const ReservationConfig& config, int64_t epoch,
                     Fleet& fleet, const GangTable& gangs, absl::Time now);
@@ -64,6 +65,11 @@ class ReservationBook {
   // Removes and returns the cause noted for `gang` (a default Cause when
   // none was); for a gang whose reservation went.
   Cause TakeCause(const GangId& gang);
+  // Counts that `gang`, still PENDING, lost its reservation (plan
+  // protection: ReservationConfig::max_takeovers).
+  void NoteTakenOver(const GangId& gang) { ++takeovers_[gang]; }
+  // How many times `gang` lost a reservation while it stayed PENDING.
+  int TakeoversOf(const GangId& gang) const;
 
   // The slots of the nodes `reservation` holds (those still in `fleet`).
   static std::vector<int> SlotsOf(const Reservation& reservation,
@@ -78,6 +84,10 @@ class ReservationBook {
 
  private:
   void IndexSlots(const Fleet& fleet);
+  // Whether a full re-plan keeps `gang`'s reservation (plan protection).
+  bool Protected(const ReservationConfig& config, const GangId& gang) const;
+  // Forgets the takeover counts of gangs no longer PENDING.
+  void ForgetTakeoversOfStartedGangs(const GangTable& gangs);
 
   std::vector<Reservation> reservations_;
   std::vector<int> reserved_slot_;  // fleet slot -> index in reservations_
@@ -92,6 +102,9 @@ class ReservationBook {
   // The noted causes of the gangs holding reservations (or whose
   // reservation went this cycle).
   std::map<GangId, Cause> causes_;
+  // Per PENDING gang, how many times its reservation went (kept in memory
+  // only: a restart starts every count over).
+  std::map<GangId, int> takeovers_;
 };
 
 }  // namespace phalanx::core

@@ -487,6 +487,9 @@ absl::Status ValidateConfig(const Config& config, absl::string_view field) {
   if (config.reservation.window < absl::ZeroDuration()) {
     return Bad(f + ".reservation.window", "must be >= 0");
   }
+  if (config.reservation.max_takeovers < -1) {
+    return Bad(f + ".reservation.max_takeovers", "must be >= -1");
+  }
   RETURN_IF_ERROR(ValidatePlanning(config.planning, f + ".planning"));
   if (config.preemption.grace_period < absl::ZeroDuration()) {
     return Bad(f + ".preemption.grace_period", "must be >= 0");

@@ -614,6 +614,9 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   }
   RETURN_IF_ERROR(duration(reservation.has_window(), reservation.window(),
                            "reservation.window", &out.reservation.window));
+  if (reservation.has_max_takeovers()) {
+    out.reservation.max_takeovers = reservation.max_takeovers();
+  }
   const pb::PlanningConfig& planning = in.planning();
   if (planning.has_max_gangs()) out.planning.max_gangs = planning.max_gangs();
   RETURN_IF_ERROR(duration(planning.has_window(), planning.window(),
@@ -759,6 +762,7 @@ void ToProto(const core::Config& in, pb::Config* out) {
     ToProto(in.reservation.window,
             out->mutable_reservation()->mutable_window());
   }
+  out->mutable_reservation()->set_max_takeovers(in.reservation.max_takeovers);
   pb::PlanningConfig* planning = out->mutable_planning();
   planning->set_max_gangs(in.planning.max_gangs);
   ToProto(in.planning.window, planning->mutable_window());

@@ -229,6 +229,7 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
   config.admission.aging_max_levels = 3;
   config.admission.fair_share_size_credit = 1.5;
   config.reservation.window = absl::Hours(24);
+  config.reservation.max_takeovers = 2;
   config.placement.domain_end_time_packing =
       !config.placement.domain_end_time_packing;
   pb::Config proto;
@@ -245,6 +246,11 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
   EXPECT_EQ(core::ValidateConfig(*ConfigFromProto(proto, "config"), "config")
                 .message(),
             "config.reservation.window: must be >= 0");
+  proto.mutable_reservation()->clear_window();
+  proto.mutable_reservation()->set_max_takeovers(-2);
+  EXPECT_EQ(core::ValidateConfig(*ConfigFromProto(proto, "config"), "config")
+                .message(),
+            "config.reservation.max_takeovers: must be >= -1");
   // Unset: the defaults (no tier, no window).
   pb::Config empty;
   auto defaults = ConfigFromProto(empty, "config");
@@ -252,6 +258,7 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
   EXPECT_EQ(defaults->admission.fair_share_first_below_priority,
             core::AdmissionConfig().fair_share_first_below_priority);
   EXPECT_EQ(defaults->reservation.window, absl::ZeroDuration());
+  EXPECT_EQ(defaults->reservation.max_takeovers, -1);
   EXPECT_EQ(defaults->admission.aging_per_hour, 0);
   EXPECT_EQ(defaults->admission.aging_max_levels, 1);
   EXPECT_EQ(defaults->admission.fair_share_size_credit, 0);

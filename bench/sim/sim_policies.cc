@@ -157,6 +157,8 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
     c.admission.fair_share_first_below_priority = static_cast<int>(number);
   } else if (key == "window_h") {
     c.reservation.window = absl::Hours(number);
+  } else if (key == "takeovers") {
+    c.reservation.max_takeovers = static_cast<int>(number);
   } else if (key == "domain_end") {
     c.placement.domain_end_time_packing = number != 0;
   } else if (key == "aging") {
@@ -214,6 +216,7 @@ const std::vector<std::string>& PolicyOverrideKeys() {
                                    "fgd",
                                    "fs_tier",
                                    "window_h",
+                                   "takeovers",
                                    "domain_end",
                                    "aging",
                                    "aging_max",

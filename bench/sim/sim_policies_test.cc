@@ -101,7 +101,7 @@ TEST(PolicyConfigTest, OverridesChangeOneLeverEach) {
               HasSubstr("key=value"));
 }
 
-TEST(PolicyConfigTest, SessionSevenLeversHaveOverrides) {
+TEST(PolicyConfigTest, PolicyLeversHaveOverrides) {
   absl::StatusOr<core::Config> c =
       PolicyConfig("phalanx:fs_tier=2:window_h=24:domain_end=1", {});
   ASSERT_TRUE(c.ok()) << c.status();
@@ -123,6 +123,10 @@ TEST(PolicyConfigTest, SessionSevenLeversHaveOverrides) {
       PolicyConfig("phalanx:grow_m=30", {});
   ASSERT_TRUE(slow_growth.ok()) << slow_growth.status();
   EXPECT_EQ(slow_growth->elastic.grow_interval, absl::Minutes(30));
+  absl::StatusOr<core::Config> protected_plan =
+      PolicyConfig("phalanx:takeovers=1", {});
+  ASSERT_TRUE(protected_plan.ok()) << protected_plan.status();
+  EXPECT_EQ(protected_plan->reservation.max_takeovers, 1);
   absl::StatusOr<core::Config> unbounded =
       PolicyConfig("phalanx:wait_bound_h=0", {});
   ASSERT_TRUE(unbounded.ok()) << unbounded.status();
