@@ -130,7 +130,8 @@ void AdmissionCycle::Run() {
     // 7. Reserve: a head gang that does not fit reserves the domain where
     //    it can start soonest.
     if (!reason.empty() && !preempting && !never_fits &&
-        code != ReasonCode::kQuota && code != ReasonCode::kQueueHeld) {
+        (code != ReasonCode::kQuota || QuotaWaitsForLending(*gang)) &&
+        code != ReasonCode::kQueueHeld) {
       if (auto reserved = ReserveFor(gang, {code, reason})) {
         code = ReasonCode::kReserved;
         reason = absl::StrCat(*reserved, " (", reason, ")");
@@ -348,6 +349,19 @@ void AdmissionCycle::AdmitPreemptors() {
     s_.DropHolds(id);  // it did not fit even so; it may try again
     s_.SetReason(gang, attempt.code, std::move(attempt.reason));
   }
+}
+
+bool AdmissionCycle::QuotaWaitsForLending(const Gang& gang) const {
+  if (!s_.config_.reservation.for_quota_waits) return false;
+  const Queue& queue = s_.quotas_.queues().at(gang.spec.queue);
+  const int64_t gpus = gang.spec.TotalGpus();
+  for (const std::string& model : s_.fleet_.Models()) {
+    if (!s_.quotas_.QuotaReason(queue, model, gpus).empty() &&
+        s_.quotas_.WaitsForLending(queue, model, gpus)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool AdmissionCycle::MayReserve(const Gang& gang) const {

@@ -61,6 +61,9 @@ class AdmissionCycle {
   // reservation; null in strict FIFO (every failure blocks).
   CycleOrder::CouldReserve CouldReserveNow() const;
   bool MayReserve(const Gang& gang) const;
+  // Whether `gang`, refused by quota, waits only for its cohort to lend
+  // (and reservation.for_quota_waits lets it reserve).
+  bool QuotaWaitsForLending(const Gang& gang) const;
   // Why a gang that failed with reservations in force waits, if the
   // reservations are the cause.
   std::optional<std::string> BlockedByReservation(const GangPtr& gang,

@@ -338,6 +338,11 @@ struct ReservationConfig {
   // protection (every full re-plan starts over); 0 = a reservation, once
   // made, is never taken over.
   int max_takeovers = -1;
+  // Whether a gang refused by quota only because its cohort lends too
+  // little now (within its own borrowing limit) may reserve like a gang
+  // that does not fit: it waits for capacity others hold, so the nodes
+  // freed for it are not taken by gangs behind it that end later.
+  bool for_quota_waits = false;
   bool operator==(const ReservationConfig&) const = default;
 };
 

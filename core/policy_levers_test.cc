@@ -258,6 +258,57 @@ TEST_F(LeversTest, TablePlanProtectionBoundsTakeovers) {
   }
 }
 
+// Quota waits (reservation.for_quota_waits). Cohort c of queues a and b,
+// 16 GPUs nominal each, on one rack of four 8-GPU nodes: b runs two gangs
+// (its 16 GPUs), a one (8 GPUs); one node is free. H of queue a asks 24
+// GPUs: 16 above a's nominal, and b lends nothing now, so quota refuses it
+// until gangs end. Only a refusal that waits for the cohort to lend may
+// reserve, and only with the lever on.
+TEST_F(LeversTest, TableAGangWaitingForItsCohortToLendMayReserve) {
+  struct Case {
+    std::string name;
+    bool for_quota_waits;
+    int64_t borrowing_limit;  // of queue a; -1 = unlimited
+    bool reserved;
+  } cases[] = {
+      {"off: a gang refused by quota holds nothing", false, -1, false},
+      {"on: it waits only for the cohort, so it reserves", true, -1, true},
+      {"on, but above a's borrowing limit: it waits on its own queue", true, 8,
+       false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    now_ = kT0;
+    Config config;
+    config.topology_levels = {"block", "rack"};
+    config.reservation.for_quota_waits = c.for_quota_waits;
+    config.preemption.enabled = false;
+    config.planning.max_gangs = 0;  // the reservations alone
+    Queue a = testing::MakeQueue("a", 16, "c");
+    a.borrowing_limit_gpus = c.borrowing_limit;
+    SchedulerFixture::Init(
+        config, MakeNodes(1, 1, 4),
+        {testing::MakeQueue("c"), a, testing::MakeQueue("b", 16, "c")});
+    for (int i = 0; i < 2; ++i) {
+      Submit(WithEstimate(Spec("b").Pods(1, 8), absl::Hours(10)));
+    }
+    Submit(WithEstimate(Spec("a").Pods(1, 8), absl::Hours(10)));
+    Cycle();
+    GangPtr h = Submit(WithEstimate(Spec("a").Pods(3, 8), absl::Hours(1)));
+    Cycle();
+    const auto& reservations = scheduler_->reservations();
+    EXPECT_EQ(reservations.size(), c.reserved ? 1u : 0u) << Get(h)->reason;
+    EXPECT_EQ(Get(h)->reason_code,
+              c.reserved ? ReasonCode::kReserved : ReasonCode::kQuota)
+        << Get(h)->reason;
+    if (c.reserved) {
+      EXPECT_EQ(reservations[0].gang, h->id);
+      EXPECT_EQ(reservations[0].start,
+                kT0 + absl::Seconds(1) + absl::Hours(10));
+    }
+  }
+}
+
 // With a window, the gang reserves once its start comes within it.
 TEST_F(LeversTest, WindowReservesOnceTheStartIsNear) {
   Config config;

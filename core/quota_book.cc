@@ -105,6 +105,16 @@ std::string QuotaBook::QuotaReason(const Queue& queue, const std::string& model,
                              lendable, " and ", already, " are borrowed"));
 }
 
+bool QuotaBook::WaitsForLending(const Queue& queue, const std::string& model,
+                                int64_t gpus) const {
+  if (queue.nominal_gpus.empty() || queue.parent.empty()) return false;
+  const int64_t over =
+      SaturatingSub(SaturatingAdd(Lookup(Held(queue.name), model), gpus),
+                    Lookup(queue.nominal_gpus, model));
+  return over > 0 &&
+         (queue.borrowing_limit_gpus < 0 || over <= queue.borrowing_limit_gpus);
+}
+
 int64_t QuotaBook::BorrowedGpus(const QueueName& name) const {
   const Queue* queue = FindQueue(name);
   if (queue == nullptr || queue->nominal_gpus.empty()) return 0;

@@ -47,6 +47,11 @@ class QuotaBook {
                           int64_t gpus) const;
   // GPUs the queue holds above its nominal quota, over all models.
   int64_t BorrowedGpus(const QueueName& name) const;
+  // Whether `queue`, asking `gpus` more `model` GPUs above its nominal
+  // quota, stays within its borrowing limit and has a cohort: a refusal
+  // then waits only for the cohort to lend more.
+  bool WaitsForLending(const Queue& queue, const std::string& model,
+                       int64_t gpus) const;
   // The sibling queues above their nominal quota of some model, from which
   // a gang of `queue` asking for `gpus` more may reclaim: none unless
   // `queue` stays within its own total nominal quota after it.

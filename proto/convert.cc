@@ -617,6 +617,9 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   if (reservation.has_max_takeovers()) {
     out.reservation.max_takeovers = reservation.max_takeovers();
   }
+  if (reservation.has_for_quota_waits()) {
+    out.reservation.for_quota_waits = reservation.for_quota_waits();
+  }
   const pb::PlanningConfig& planning = in.planning();
   if (planning.has_max_gangs()) out.planning.max_gangs = planning.max_gangs();
   RETURN_IF_ERROR(duration(planning.has_window(), planning.window(),
@@ -763,6 +766,8 @@ void ToProto(const core::Config& in, pb::Config* out) {
             out->mutable_reservation()->mutable_window());
   }
   out->mutable_reservation()->set_max_takeovers(in.reservation.max_takeovers);
+  out->mutable_reservation()->set_for_quota_waits(
+      in.reservation.for_quota_waits);
   pb::PlanningConfig* planning = out->mutable_planning();
   planning->set_max_gangs(in.planning.max_gangs);
   ToProto(in.planning.window, planning->mutable_window());

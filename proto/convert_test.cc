@@ -230,6 +230,7 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
   config.admission.fair_share_size_credit = 1.5;
   config.reservation.window = absl::Hours(24);
   config.reservation.max_takeovers = 2;
+  config.reservation.for_quota_waits = !config.reservation.for_quota_waits;
   config.placement.domain_end_time_packing =
       !config.placement.domain_end_time_packing;
   pb::Config proto;

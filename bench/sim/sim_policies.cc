@@ -157,6 +157,8 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
     c.admission.fair_share_first_below_priority = static_cast<int>(number);
   } else if (key == "window_h") {
     c.reservation.window = absl::Hours(number);
+  } else if (key == "quota_reserve") {
+    c.reservation.for_quota_waits = number != 0;
   } else if (key == "takeovers") {
     c.reservation.max_takeovers = static_cast<int>(number);
   } else if (key == "domain_end") {
@@ -217,6 +219,7 @@ const std::vector<std::string>& PolicyOverrideKeys() {
                                    "fs_tier",
                                    "window_h",
                                    "takeovers",
+                                   "quota_reserve",
                                    "domain_end",
                                    "aging",
                                    "aging_max",

@@ -124,9 +124,10 @@ TEST(PolicyConfigTest, PolicyLeversHaveOverrides) {
   ASSERT_TRUE(slow_growth.ok()) << slow_growth.status();
   EXPECT_EQ(slow_growth->elastic.grow_interval, absl::Minutes(30));
   absl::StatusOr<core::Config> protected_plan =
-      PolicyConfig("phalanx:takeovers=1", {});
+      PolicyConfig("phalanx:takeovers=1:quota_reserve=1", {});
   ASSERT_TRUE(protected_plan.ok()) << protected_plan.status();
   EXPECT_EQ(protected_plan->reservation.max_takeovers, 1);
+  EXPECT_TRUE(protected_plan->reservation.for_quota_waits);
   absl::StatusOr<core::Config> unbounded =
       PolicyConfig("phalanx:wait_bound_h=0", {});
   ASSERT_TRUE(unbounded.ok()) << unbounded.status();
