@@ -28,7 +28,12 @@ std::string DecimalSeconds(int64_t seconds, int32_t nanos) {
   return text;
 }
 
+// A Timestamp's nanos are never negative (-1.5 s is -2 s + 0.5 s), unlike
+// a Duration's, which carry the sign of its seconds.
 std::string Seconds(const google::protobuf::Timestamp& time) {
+  if (time.seconds() < 0 && time.nanos() > 0) {
+    return DecimalSeconds(time.seconds() + 1, time.nanos() - 1'000'000'000);
+  }
   return DecimalSeconds(time.seconds(), time.nanos());
 }
 

@@ -53,6 +53,16 @@ TEST(HistoryCsvTest, AFinishedGang) {
             "required:rack,1700000010,1700000200,2,1,3600,\n");
 }
 
+TEST(HistoryCsvTest, TimesBefore1970KeepTheirFraction) {
+  v1::HistoryRecord record = Finished();
+  record.mutable_submit_time()->set_seconds(-2);  // -2 s + 0.5 s
+  EXPECT_THAT(HistoryCsvRow(record, false), ::testing::StartsWith("-1.5,"));
+  record.mutable_submit_time()->set_seconds(-1);
+  EXPECT_THAT(HistoryCsvRow(record, false), ::testing::StartsWith("-0.5,"));
+  record.mutable_submit_time()->set_nanos(0);
+  EXPECT_THAT(HistoryCsvRow(record, false), ::testing::StartsWith("-1,"));
+}
+
 TEST(HistoryCsvTest, ARunningGangIsNotComplete) {
   v1::HistoryRecord record = Finished();
   record.set_state(v1::GANG_STATE_RUNNING);

@@ -61,9 +61,10 @@ ABSL_FLAG(std::string, fleet, "",
           "of --nodes etc.");
 constexpr char kDefaultPolicies[] =
     "fifo,kueue-like,slurm-like,slurm-default,phalanx";
-ABSL_FLAG(std::string, policies, kDefaultPolicies,
-          "comma list of policies to compare (with --config: none unless "
-          "given)");
+ABSL_FLAG(std::string, policies, "",
+          "comma list of policies to compare (default "
+          "fifo,kueue-like,slurm-like,slurm-default,phalanx; with --config: "
+          "none unless given)");
 ABSL_FLAG(std::string, config, "",
           "comma list of daemon configuration files (`phalanxctl config get` "
           "output), each replayed as a policy named by its file's base name");
@@ -350,13 +351,16 @@ absl::Status WriteComparison(const std::string& out, const SimFleet& fleet,
 }
 
 // The policy names to replay: --compare's two, else --policies (none when
-// --config is given and --policies is left at its default).
+// --config is given and --policies is not).
 absl::StatusOr<std::vector<std::string>> PolicyList() {
   const std::string compare = absl::GetFlag(FLAGS_compare);
   if (compare.empty()) {
-    const std::string policies = absl::GetFlag(FLAGS_policies);
-    if (!absl::GetFlag(FLAGS_config).empty() && policies == kDefaultPolicies) {
-      return std::vector<std::string>();
+    std::string policies = absl::GetFlag(FLAGS_policies);
+    if (policies.empty()) {
+      if (!absl::GetFlag(FLAGS_config).empty()) {
+        return std::vector<std::string>();
+      }
+      policies = kDefaultPolicies;
     }
     return std::vector<std::string>(
         absl::StrSplit(policies, ',', absl::SkipEmpty()));
