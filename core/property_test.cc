@@ -143,12 +143,14 @@ void CheckInvariants(const Scheduler& s, absl::Time now) {
 
 // Runs a random workload for `steps` minutes; returns the event log.
 std::vector<std::string> RunWorkload(uint64_t seed, bool preemption, int steps,
-                                     bool elastic = false) {
+                                     bool elastic = false,
+                                     bool binding = false) {
   std::mt19937_64 rng(seed);
   Config config;
   config.topology_levels = {"block", "rack"};
   config.preemption.enabled = preemption;
   config.preemption.min_runtime = absl::Minutes(5);
+  config.planning.binding = binding;
   Scheduler s(config);
   EXPECT_TRUE(s.UpsertNodes(MakeNodes(2, 2, 3), kT0).ok());
   if (elastic) config.elastic.grow_interval = absl::Minutes(rng() % 20);
@@ -258,6 +260,16 @@ TEST(PropertyTest, InvariantsHoldAndReplaysAreIdentical) {
   // Both ways off a failed or drained node are exercised.
   EXPECT_GT(vacated[" REPAIRED "], 10);
   EXPECT_GT(vacated[" EVICTED "], 10);
+}
+
+TEST(PropertyTest, ABindingPlanKeepsTheInvariantsAndLetsEveryGangThrough) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE(seed);
+    const bool preemption = seed % 2 == 0;
+    std::vector<std::string> first =
+        RunWorkload(seed, preemption, 300, false, true);
+    EXPECT_EQ(first, RunWorkload(seed, preemption, 300, false, true));
+  }
 }
 
 TEST(PropertyTest, ElasticGangsKeepTheInvariantsAndReplayIdentically) {
