@@ -354,9 +354,11 @@ void AdmissionCycle::AdmitPreemptors() {
 bool AdmissionCycle::QuotaWaitsForLending(const Gang& gang) const {
   if (!s_.config_.reservation.for_quota_waits) return false;
   const Queue& queue = s_.quotas_.queues().at(gang.spec.queue);
-  const int64_t gpus = gang.spec.TotalGpus();
+  // An elastic gang reserves for its minimum size (Reserve).
+  const int64_t gpus = MinimumSpec(gang.spec).TotalGpus();
   for (const std::string& model : s_.fleet_.Models()) {
-    if (!s_.quotas_.QuotaReason(queue, model, gpus).empty() &&
+    if (AcceptsModel(gang.spec, model) &&
+        !s_.quotas_.QuotaReason(queue, model, gpus).empty() &&
         s_.quotas_.WaitsForLending(queue, model, gpus)) {
       return true;
     }

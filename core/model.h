@@ -332,16 +332,21 @@ struct ReservationConfig {
   // from scratch in the cycle's order, so a gang that arrived later with a
   // better place in that order (a higher fair-share rank, the wait bound)
   // may take a reservation's slot. A gang whose reservation went while it
-  // stayed pending this many times keeps the next one it makes: a full
-  // re-plan re-estimates it on its own domain instead of dropping it, until
-  // it starts, leaves PENDING, or its domain can no longer host it. -1 = no
+  // stayed pending this many times (for any cause) keeps the next one it
+  // makes: a full re-plan re-estimates it on its own domain instead of
+  // dropping it, until it starts, leaves PENDING, stops waiting on it (its
+  // queue held, a quota refusal, a preemption of its own, no longer allowed
+  // to reserve) or its domain can no longer host it. -1 = no
   // protection (every full re-plan starts over); 0 = a reservation, once
   // made, is never taken over.
   int max_takeovers = -1;
   // Whether a gang refused by quota only because its cohort lends too
   // little now (within its own borrowing limit) may reserve like a gang
-  // that does not fit: it waits for capacity others hold, so the nodes
-  // freed for it are not taken by gangs behind it that end later.
+  // that does not fit, on the capacity projection alone (quota is not
+  // projected): the nodes freed for it are then not taken by gangs behind
+  // it that end later. Once they are free it starts when quota lets it;
+  // a gang that fits the free nodes reserves nothing, so where the cohort's
+  // nominal quotas are less than its nodes it may still wait on quota.
   bool for_quota_waits = false;
   bool operator==(const ReservationConfig&) const = default;
 };

@@ -710,13 +710,7 @@ std::vector<const std::string*> ModelChoices(
   }
   std::vector<const std::string*> choices;
   for (const std::string& model : *order) {
-    const bool everyone_accepts = std::all_of(
-        spec.pod_sets.begin(), spec.pod_sets.end(), [&](const PodSetSpec& set) {
-          return set.gpu_models.empty() ||
-                 std::find(set.gpu_models.begin(), set.gpu_models.end(),
-                           model) != set.gpu_models.end();
-        });
-    if (everyone_accepts) choices.push_back(&model);
+    if (AcceptsModel(spec, model)) choices.push_back(&model);
   }
   return choices;
 }
@@ -960,6 +954,17 @@ std::string PlacementShapeKey(const GangSpec& spec) {
   std::string key = spec.allow_mixed_models ? "mixed" : "single";
   for (const PodSetSpec& set : spec.pod_sets) AppendPodSetShape(key, set);
   return key;
+}
+
+bool AcceptsModel(const GangSpec& spec, const std::string& model) {
+  return spec.allow_mixed_models ||
+         std::all_of(spec.pod_sets.begin(), spec.pod_sets.end(),
+                     [&](const PodSetSpec& set) {
+                       return set.gpu_models.empty() ||
+                              std::find(set.gpu_models.begin(),
+                                        set.gpu_models.end(),
+                                        model) != set.gpu_models.end();
+                     });
 }
 
 PlacementResult PlaceGang(const GangSpec& spec, Fleet& fleet,

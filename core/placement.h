@@ -57,6 +57,10 @@ struct PlacementOptions {
   std::function<NodeRank(int slot, int gpus)> node_rank;
 };
 
+// Whether a gang of `spec` may run on GPUs of `model`: it allows mixed
+// models, or every pod set accepts that model (or any).
+bool AcceptsModel(const GangSpec& spec, const std::string& model);
+
 // Finds a placement for every pod of `spec` on `fleet`. Leaves `fleet` as it
 // was (pod sets are placed tentatively one after another, then released).
 // Deterministic: ties are broken by fleet order.

@@ -129,7 +129,8 @@ void Planner::PlanGang(const Gang& gang) {
         gang.spec, MinCountOf(gang.spec.pod_sets[set]), request.runtime);
   }
   // A gang its quota or a hold refuses may not start when capacity frees:
-  // it is planned (its estimate) without holding capacity from others.
+  // it is planned (its estimate) without holding capacity from others
+  // (one that reserved under reservation.for_quota_waits holds it).
   request.binding = gang.reason_code != ReasonCode::kQuota &&
                     gang.reason_code != ReasonCode::kQueueHeld &&
                     gang.reason_code != ReasonCode::kPreempting;

@@ -258,6 +258,31 @@ TEST_F(LeversTest, TablePlanProtectionBoundsTakeovers) {
   }
 }
 
+// A protected reservation ends once its gang stops waiting on it: here its
+// queue is held, and the next full re-plan drops it.
+TEST_F(LeversTest, AProtectedReservationEndsWhenItsQueueIsHeld) {
+  Config config;
+  config.reservation.depth = 1;
+  config.reservation.max_takeovers = 0;
+  config.preemption.enabled = false;
+  config.planning.max_gangs = 0;
+  Init(config, 3);
+  GangPtr x = Submit(WithEstimate(Spec("b").Pods(1, 8), absl::Hours(10)));
+  Submit(WithEstimate(Spec("b").Pods(1, 8), absl::Hours(10)));
+  Cycle();
+  GangPtr h = Submit(WithEstimate(Spec("a").Pods(3, 8), absl::Hours(1)));
+  Cycle();
+  ASSERT_EQ(scheduler_->reservations().size(), 1u) << Get(h)->reason;
+  Queue held = testing::MakeQueue("a");
+  held.held = true;
+  ASSERT_TRUE(scheduler_->PutQueue(held).ok());
+  Cycle(absl::Seconds(20));
+  EXPECT_EQ(Get(h)->reason_code, ReasonCode::kQueueHeld) << Get(h)->reason;
+  ASSERT_TRUE(scheduler_->Cancel(x->id, "", now_).ok());  // capacity moves
+  Cycle(absl::Seconds(20));
+  EXPECT_TRUE(scheduler_->reservations().empty());
+}
+
 // Quota waits (reservation.for_quota_waits). Cohort c of queues a and b,
 // 16 GPUs nominal each, on one rack of four 8-GPU nodes: b runs two gangs
 // (its 16 GPUs), a one (8 GPUs); one node is free. H of queue a asks 24

@@ -267,8 +267,9 @@ TEST(PropertyTest, ABindingPlanKeepsTheInvariantsAndLetsEveryGangThrough) {
     SCOPED_TRACE(seed);
     const bool preemption = seed % 2 == 0;
     std::vector<std::string> first =
-        RunWorkload(seed, preemption, 300, false, true);
-    EXPECT_EQ(first, RunWorkload(seed, preemption, 300, false, true));
+        RunWorkload(seed, preemption, 300, /*elastic=*/false, /*binding=*/true);
+    EXPECT_EQ(first, RunWorkload(seed, preemption, 300, /*elastic=*/false,
+                                 /*binding=*/true));
   }
 }
 

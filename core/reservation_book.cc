@@ -42,7 +42,13 @@ std::vector<char> ReservationBook::TakenSlots() const {
 
 bool ReservationBook::MayReserve(const ReservationConfig& config, int priority,
                                  absl::Time submit_time, absl::Time now) const {
-  if (size() >= config.depth) return false;
+  return size() < config.depth &&
+         MayHoldReservation(config, priority, submit_time, now);
+}
+
+bool ReservationBook::MayHoldReservation(const ReservationConfig& config,
+                                         int priority, absl::Time submit_time,
+                                         absl::Time now) {
   return priority >= config.min_priority ||
          (config.after > absl::ZeroDuration() &&
           now - submit_time >= config.after);
@@ -66,7 +72,6 @@ bool ReservationBook::KeepOrReplan(const ReservationConfig& config,
   const bool from_scratch = resized || due;
   std::vector<Reservation> previous = std::move(reservations_);
   reservations_.clear();
-  if (resized) previous.clear();
   if (from_scratch) {
     replanned_at_ = now;
     refreshed_ = false;
@@ -77,9 +82,9 @@ bool ReservationBook::KeepOrReplan(const ReservationConfig& config,
   std::vector<char> taken(fleet.slots().size(), 0);
   for (const Reservation& reservation : previous) {
     if (static_cast<int>(reservations_.size()) >= config.depth) break;
-    if (from_scratch && !Protected(config, reservation.gang)) continue;
     const GangPtr gang = gangs.Find(reservation.gang);
     if (gang == nullptr || gang->state != GangState::kPending) continue;
+    if (from_scratch && !Protected(config, *gang, now)) continue;
     std::optional<Reservation> again = RefreshReservation(
         reservation, *gang, fleet, taken,
         [&gangs](GangHandle h) { return gangs.Peek(h); }, now);
@@ -97,8 +102,14 @@ int ReservationBook::TakeoversOf(const GangId& gang) const {
 }
 
 bool ReservationBook::Protected(const ReservationConfig& config,
-                                const GangId& gang) const {
-  return config.max_takeovers >= 0 && TakeoversOf(gang) >= config.max_takeovers;
+                                const Gang& gang, absl::Time now) const {
+  // Only a gang still waiting on its reservation, and still entitled to
+  // one: a held queue, a quota refusal or a preemption of its own ends it.
+  return config.max_takeovers >= 0 &&
+         gang.reason_code == ReasonCode::kReserved &&
+         MayHoldReservation(config, gang.spec.priority, gang.submit_time,
+                            now) &&
+         TakeoversOf(gang.id) >= config.max_takeovers;
 }
 
 void ReservationBook::ForgetTakeoversOfStartedGangs(const GangTable& gangs) {

@@ -52,10 +52,10 @@ class ReservationBook {
   void Add(Reservation reservation, const Fleet& fleet);
   // When capacity changed since the last plan (`epoch` moved) or the fleet
   // was resized: re-plans from scratch at most every few seconds (keeping
-  // only protected reservations), else re-estimates the kept ones on their
-  // own domains, dropping those whose gang left PENDING, no longer fits
-  // there, or starts beyond the window.
-  // Returns whether the reservations may have changed.
+  // only protected reservations, re-estimated), else re-estimates the kept ones
+  // on their own domains, dropping those whose gang left PENDING, no longer
+  // fits there, or starts beyond the window. Returns whether the reservations
+  // may have changed.
   bool KeepOrReplan(const ReservationConfig& config, int64_t epoch,
                     Fleet& fleet, const GangTable& gangs, absl::Time now);
   // Notes that the reservations now stand for capacity epoch `epoch`.
@@ -65,11 +65,9 @@ class ReservationBook {
   // Removes and returns the cause noted for `gang` (a default Cause when
   // none was); for a gang whose reservation went.
   Cause TakeCause(const GangId& gang);
-  // Counts that `gang`, still PENDING, lost its reservation (plan
-  // protection: ReservationConfig::max_takeovers).
+  // Counts that `gang`, still PENDING, lost its reservation, whatever the
+  // cause (plan protection: ReservationConfig::max_takeovers).
   void NoteTakenOver(const GangId& gang) { ++takeovers_[gang]; }
-  // How many times `gang` lost a reservation while it stayed PENDING.
-  int TakeoversOf(const GangId& gang) const;
 
   // The slots of the nodes `reservation` holds (those still in `fleet`).
   static std::vector<int> SlotsOf(const Reservation& reservation,
@@ -84,8 +82,16 @@ class ReservationBook {
 
  private:
   void IndexSlots(const Fleet& fleet);
-  // Whether a full re-plan keeps `gang`'s reservation (plan protection).
-  bool Protected(const ReservationConfig& config, const GangId& gang) const;
+  // How many times `gang` lost a reservation while it stayed PENDING.
+  int TakeoversOf(const GangId& gang) const;
+  // Whether a full re-plan keeps the reservation of `gang` (PENDING; plan
+  // protection).
+  bool Protected(const ReservationConfig& config, const Gang& gang,
+                 absl::Time now) const;
+  // Whether a gang of `priority` submitted at `submit_time` is one that may
+  // hold a reservation (priority or age enough), depth aside.
+  static bool MayHoldReservation(const ReservationConfig& config, int priority,
+                                 absl::Time submit_time, absl::Time now);
   // Forgets the takeover counts of gangs no longer PENDING.
   void ForgetTakeoversOfStartedGangs(const GangTable& gangs);
 

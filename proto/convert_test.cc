@@ -260,6 +260,7 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
             core::AdmissionConfig().fair_share_first_below_priority);
   EXPECT_EQ(defaults->reservation.window, absl::ZeroDuration());
   EXPECT_EQ(defaults->reservation.max_takeovers, -1);
+  EXPECT_FALSE(defaults->reservation.for_quota_waits);
   EXPECT_EQ(defaults->admission.aging_per_hour, 0);
   EXPECT_EQ(defaults->admission.aging_max_levels, 1);
   EXPECT_EQ(defaults->admission.fair_share_size_credit, 0);
