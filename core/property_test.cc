@@ -262,8 +262,10 @@ TEST(PropertyTest, InvariantsHoldAndReplaysAreIdentical) {
   EXPECT_GT(vacated[" EVICTED "], 10);
 }
 
+// Four of the workloads above (two with preemption) with the plan binding:
+// the plan is made every cycle there, so the runs are the slowest of these.
 TEST(PropertyTest, ABindingPlanKeepsTheInvariantsAndLetsEveryGangThrough) {
-  for (uint64_t seed = 1; seed <= 12; ++seed) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
     SCOPED_TRACE(seed);
     const bool preemption = seed % 2 == 0;
     std::vector<std::string> first =
