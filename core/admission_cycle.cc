@@ -656,7 +656,7 @@ void AdmissionCycle::ClearLostReservations(
     ReservationBook::Cause cause = s_.reservations_.TakeCause(lost.gang);
     const GangPtr gang = s_.gangs_.Find(lost.gang);
     if (gang == nullptr || gang->state != GangState::kPending) continue;
-    s_.reservations_.NoteTakenOver(lost.gang);
+    s_.reservations_.NoteTakenOver(s_.config_.reservation, lost.gang);
     if (gang->reason_code != ReasonCode::kReserved) continue;
     // Keep the cause, drop the hold.
     if (cause.code == ReasonCode::kNone) {

@@ -87,11 +87,11 @@ bool Preemptor::FitsAsIs(const GangPtr& gang) {
     return !holds.HeldForOther(slot, gang->id, fleet);
   };
   options.restricted_slots = &s_.RestrictedSlots();
-  // An elastic preemptor makes room for its minimum; it is admitted at the
-  // largest size that fits once its victims stop.
   if (!IsElastic(gang->spec)) {
     return PlaceGang(gang->spec, s_.fleet_, options).placed;
   }
+  // An elastic preemptor makes room for its minimum; it is admitted at the
+  // largest size that fits once its victims stop.
   return PlaceGang(MinimumSpec(gang->spec), s_.fleet_, options).placed;
 }
 

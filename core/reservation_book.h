@@ -66,8 +66,10 @@ class ReservationBook {
   // none was); for a gang whose reservation went.
   Cause TakeCause(const GangId& gang);
   // Counts that `gang`, still PENDING, lost its reservation, whatever the
-  // cause (plan protection: ReservationConfig::max_takeovers).
-  void NoteTakenOver(const GangId& gang) { ++takeovers_[gang]; }
+  // cause, when plan protection is on (ReservationConfig::max_takeovers).
+  void NoteTakenOver(const ReservationConfig& config, const GangId& gang) {
+    if (config.max_takeovers >= 0) ++takeovers_[gang];
+  }
 
   // The slots of the nodes `reservation` holds (those still in `fleet`).
   static std::vector<int> SlotsOf(const Reservation& reservation,
