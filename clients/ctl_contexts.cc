@@ -71,7 +71,9 @@ absl::StatusOr<ClientContext> ParseContext(const Json& json,
   const std::string base =
       std::filesystem::path(std::string(path)).parent_path().string();
   ClientContext context;
-  for (const auto& [key, value] : json.items()) {
+  for (const auto& item : json.items()) {
+    const std::string key = item.key();
+    const Json& value = item.value();
     const std::string name = absl::StrCat(field, ".", key);
     if (key == "token") {
       return FieldError(path, name,

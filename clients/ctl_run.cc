@@ -223,10 +223,9 @@ enum class StopCause {
 class Launcher {
  public:
   Launcher(const Invocation& inv, const Connection& connection,
-           std::ostream& out, std::ostream& err)
+           std::ostream& err)
       : inv_(inv),
         connection_(connection),
-        out_(out),
         err_(err),
         scheduler_(v1::Scheduler::NewStub(connection.channel())),
         fleet_(v1::Fleet::NewStub(connection.channel())) {}
@@ -1050,7 +1049,6 @@ class Launcher {
 
   const Invocation& inv_;
   const Connection& connection_;
-  std::ostream& out_;
   std::ostream& err_;
   std::unique_ptr<v1::Scheduler::Stub> scheduler_;
   std::unique_ptr<v1::Fleet::Stub> fleet_;
@@ -1249,8 +1247,8 @@ std::vector<std::string> RankArgv(absl::string_view exec, const RankPlan& rank,
 }
 
 int RunGang(const Invocation& invocation, const Connection& connection,
-            std::ostream& out, std::ostream& err) {
-  Launcher launcher(invocation, connection, out, err);
+            std::ostream& /*out: the ranks own stdout*/, std::ostream& err) {
+  Launcher launcher(invocation, connection, err);
   return launcher.Run();
 }
 
