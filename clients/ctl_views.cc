@@ -185,6 +185,14 @@ Table GangFields(const v1::Gang& gang, absl::Time now,
         {"Resizes:", absl::StrCat(gang.resizes(), ", last ",
                                   TimeAndAge(&gang.last_resize_time(), now))});
   }
+  const bool holds = gang.state() == v1::GANG_STATE_ADMITTED ||
+                     gang.state() == v1::GANG_STATE_RUNNING ||
+                     gang.state() == v1::GANG_STATE_PREEMPTING;
+  if (gang.on_loan() && holds) {
+    table.AddRow({"On loan:",
+                  "yes: on nodes reserved for another gang, which may "
+                  "preempt it"});
+  }
   AddIfSet(&table, "Message", gang.message());
   table.AddRow({"Revision:", absl::StrCat(gang.revision())});
   return table;

@@ -13,6 +13,7 @@ namespace phalanx::ctl {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const absl::Time kNow = absl::FromUnixSeconds(1714564803);  // 12:00:03Z
 
@@ -124,6 +125,15 @@ TEST(GangsTableTest, AnElasticGangShowsWhatItHoldsOfItsMaximum) {
       details,
       HasSubstr("Resizes:       2, last 2024-05-01T11:59:03Z (1m ago)"));
   EXPECT_THAT(details, HasSubstr("workers  1..4  4 "));
+}
+
+TEST(GangDetailsTest, AGangOnLoanSaysSo) {
+  v1::Gang gang = AdmittedGang();
+  EXPECT_THAT(GangDetails(gang, kNow), Not(HasSubstr("On loan:")));
+  gang.set_on_loan(true);
+  EXPECT_THAT(GangDetails(gang, kNow),
+              HasSubstr("On loan:    yes: on nodes reserved for another "
+                        "gang, which may preempt it\n"));
 }
 
 TEST(GangDetailsTest, AReasonCodeGetsItsOwnRow) {

@@ -135,6 +135,13 @@ void AdmissionCycle::Run() {
       if (auto reserved = ReserveFor(gang, {code, reason})) {
         code = ReasonCode::kReserved;
         reason = absl::StrCat(*reserved, " (", reason, ")");
+        // 7b. Its nodes are taken back from gangs on loan there once they
+        //     are all it waits for (their capacity, or the quota they
+        //     borrow).
+        if (auto taking_back = Preemptor(s_, now_).TakeBackLoans(gang)) {
+          code = ReasonCode::kPreempting;
+          reason = *std::move(taking_back);
+        }
       }
     }
     // 8. Every gang left pending carries its reason.
@@ -199,7 +206,7 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
   if (!reservations.empty() || !holds.held_for().empty() || planned) {
     options.node_allowed = [this, &gang, &reservations, &holds](int slot) {
       const Reservation* r = reservations.AtSlot(slot);
-      return (r == nullptr || ReservationBook::MayBackfill(*gang, *r, now_)) &&
+      return (r == nullptr || MayUse(*gang, *r)) &&
              !holds.HeldForOther(slot, gang->id, s_.fleet_);
     };
     options.restricted_slots = &s_.RestrictedSlots();
@@ -231,9 +238,7 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
     // With rights to every reservation it was offered all the nodes.
     const bool may_use_all =
         std::all_of(reservations.all().begin(), reservations.all().end(),
-                    [&](const Reservation& r) {
-                      return ReservationBook::MayBackfill(*gang, r, now_);
-                    });
+                    [&](const Reservation& r) { return MayUse(*gang, r); });
     if (!may_use_all && placement.code != ReasonCode::kQuota) {
       if (auto why = BlockedByReservation(gang, queue)) {
         return {ReasonCode::kBlockedByReservation, *std::move(why),
@@ -245,8 +250,38 @@ AdmissionCycle::Attempt AdmissionCycle::TryAdmit(const GangPtr& gang) {
   if (s_.config_.placement.domain_end_time_packing) {
     PackByDomainEnd(*shape, options, room, placement);
   }
-  s_.Admit(gang, std::move(placement.pods), now_);
+  const bool on_loan = OnLoan(*gang, placement.pods);
+  s_.Admit(gang, std::move(placement.pods), now_, on_loan);
   return {};
+}
+
+bool AdmissionCycle::MayBorrow(const Gang& gang,
+                               const Reservation& reservation) const {
+  const Config& config = s_.config_;
+  if (!config.reservation.preemptible_backfill || !config.preemption.enabled ||
+      gang.id == reservation.gang) {
+    return false;
+  }
+  const Gang* holder = s_.gangs_.Peek(reservation.gang);
+  return holder != nullptr && gang.spec.priority <= holder->spec.priority;
+}
+
+bool AdmissionCycle::MayUse(const Gang& gang,
+                            const Reservation& reservation) const {
+  return ReservationBook::MayBackfill(gang, reservation, now_) ||
+         MayBorrow(gang, reservation);
+}
+
+bool AdmissionCycle::OnLoan(const Gang& gang,
+                            const std::vector<PodPlacement>& pods) const {
+  for (const PodPlacement& pod : pods) {
+    const int slot = s_.fleet_.Find(pod.node);
+    const Reservation* r = slot < 0 ? nullptr : s_.reservations_.AtSlot(slot);
+    if (r != nullptr && !ReservationBook::MayBackfill(gang, *r, now_)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 absl::Time AdmissionCycle::LatestEndIn(int domain) const {
@@ -560,7 +595,7 @@ std::optional<std::string> AdmissionCycle::BlockedByPlan(const GangPtr& gang,
   const PreemptionBook& holds = s_.preemptions_;
   options.node_allowed = [this, &gang, &reservations, &holds](int slot) {
     const Reservation* r = reservations.AtSlot(slot);
-    return (r == nullptr || ReservationBook::MayBackfill(*gang, *r, now_)) &&
+    return (r == nullptr || MayUse(*gang, *r)) &&
            !holds.HeldForOther(slot, gang->id, s_.fleet_);
   };
   options.restricted_slots = &s_.RestrictedSlots();
@@ -580,6 +615,11 @@ std::optional<std::string> AdmissionCycle::BlockedByPlan(const GangPtr& gang,
 bool AdmissionCycle::MayPreemptFrom(const Gang& gang) const {
   const Config& config = s_.config_;
   if (!config.preemption.enabled) return false;
+  // A gang holding a reservation, at any priority, may take its nodes back
+  // from gangs on loan.
+  if (config.reservation.preemptible_backfill && !s_.reservations_.empty()) {
+    return true;
+  }
   // In priority order every later gang has at most this one's priority: below
   // the preemptors' tier, none of them may preempt either. With a fair-share
   // tier, a later gang of that tier may have a higher priority than this

@@ -61,6 +61,16 @@ class AdmissionCycle {
   // reservation; null in strict FIFO (every failure blocks).
   CycleOrder::CouldReserve CouldReserveNow() const;
   bool MayReserve(const Gang& gang) const;
+  // Whether `gang` may take nodes `reservation` holds past its start, on
+  // loan (ReservationConfig::preemptible_backfill: preemption on, and the
+  // holder of no lower priority).
+  bool MayBorrow(const Gang& gang, const Reservation& reservation) const;
+  // Whether `gang` may use nodes `reservation` holds: backfill that ends
+  // before it starts, or a loan.
+  bool MayUse(const Gang& gang, const Reservation& reservation) const;
+  // Whether `pods` take nodes reserved for another gang that `gang` could
+  // not backfill into: it then runs on loan (Gang::on_loan).
+  bool OnLoan(const Gang& gang, const std::vector<PodPlacement>& pods) const;
   // Whether `gang`, refused by quota, waits only for its cohort to lend
   // (and reservation.for_quota_waits lets it reserve).
   bool QuotaWaitsForLending(const Gang& gang) const;

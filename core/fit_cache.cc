@@ -84,9 +84,11 @@ FitCache::NaturalStart FitCache::WhenItFits(const Gang& gang, Fleet& fleet,
   }
   const std::vector<char> none(fleet.slots().size());
   // PlanReservation releases gangs tentatively and restores them.
+  // Gangs on loan leave only when a reservation takes its nodes back: on
+  // its own the gang waits for their expected ends.
   const std::optional<Reservation> natural = PlanReservation(
       gang, fleet, none, [&gangs](GangHandle h) { return gangs.Peek(h); }, now,
-      earliest_end);
+      earliest_end, /*by_stranding=*/false, /*loans_leave_now=*/false);
   if (natural) answer.start = natural->start;
   return answer;
 }

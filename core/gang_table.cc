@@ -5,9 +5,11 @@
 namespace phalanx::core {
 namespace {
 
-// When a gang holding capacity is expected to end, unclamped:
-// InfiniteFuture without an estimate (ExpectedEnd clamps it to now).
+// When a gang holding capacity is expected to free it, unclamped:
+// InfiniteFuture without an estimate (ExpectedEnd clamps it to now), and
+// InfinitePast on loan (core/reservation.h ReleaseTime: now).
 absl::Time RunningUntil(const Gang& gang) {
+  if (gang.on_loan) return absl::InfinitePast();
   if (gang.spec.estimated_runtime <= absl::ZeroDuration() || !gang.admit_time) {
     return absl::InfiniteFuture();
   }

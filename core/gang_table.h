@@ -121,8 +121,9 @@ class GangTable {
   // The gangs of `queue` holding capacity, or null when none does.
   const ActiveByPriority* ActiveIn(const QueueName& queue) const;
   // The earliest expected end (admit time + estimate; InfiniteFuture
-  // without one) of the gangs holding capacity, InfiniteFuture when none:
-  // no capacity frees up on its own before it.
+  // without one; InfinitePast for a gang on loan) of the gangs holding
+  // capacity, InfiniteFuture when none: no reservation plan sees capacity
+  // free up before it.
   absl::Time EarliestEnd() const;
   const Counts& counts() const { return counts_; }
   // Gangs of `queue` pending and holding capacity.

@@ -144,6 +144,11 @@ struct Gang {
   // The work done in this attempt before the last resize, as run time at
   // full size (core/elastic.h ElasticEnd).
   absl::Duration elastic_work_done = absl::ZeroDuration();
+  // This attempt runs on loan (ReservationConfig::preemptible_backfill): it
+  // took nodes reserved for another gang past that reservation's start, so
+  // a gang holding a reservation on its nodes may preempt it, whatever the
+  // priorities and queues.
+  bool on_loan = false;
   bool operator==(const Gang&) const = default;
 };
 using GangPtr = std::shared_ptr<const Gang>;
@@ -348,6 +353,16 @@ struct ReservationConfig {
   // a gang that fits the free nodes reserves nothing, so where the cohort's
   // nominal quotas are less than its nodes it may still wait on quota.
   bool for_quota_waits = false;
+  // Preemptible backfill. Off: a gang may use nodes reserved for another
+  // only if it is expected to end before the reservation starts. On, with
+  // preemption enabled: a gang of no higher priority than the holder may
+  // also take them past that start, on loan (Gang::on_loan). The holder
+  // then preempts it (after preemption.min_runtime, with the grace period)
+  // once that is all it still waits for; reservations are planned as if
+  // gangs on loan left now. Held nodes run work instead of standing idle,
+  // at the cost of the work a preempted borrower loses since its last
+  // checkpoint.
+  bool preemptible_backfill = false;
   bool operator==(const ReservationConfig&) const = default;
 };
 

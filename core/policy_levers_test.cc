@@ -334,6 +334,60 @@ TEST_F(LeversTest, TableAGangWaitingForItsCohortToLendMayReserve) {
   }
 }
 
+// Four 8-GPU nodes: X runs on two for 2 h; H (all four nodes) reserves
+// them from X's end. S (one node, 10 h) would run past that start: it may
+// take a held node only on loan, and H then takes it back.
+TEST_F(LeversTest, TablePreemptibleBackfillLendsHeldNodes) {
+  struct Case {
+    std::string name;
+    bool lever;
+    bool preemption;
+    int s_priority;
+    bool s_on_loan;
+  } cases[] = {
+      {"off: S waits for H", false, true, 0, false},
+      {"on: S runs on loan, then H takes its node back", true, true, 0, true},
+      {"on, S of a higher priority than H: no loan", true, true, 1, false},
+      {"on, preemption off: no loan (H could not take it back)", true, false, 0,
+       false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    now_ = kT0;
+    Config config;
+    config.reservation.depth = 1;
+    config.reservation.preemptible_backfill = c.lever;
+    config.preemption.enabled = c.preemption;
+    config.preemption.min_preemptor_priority = 10;  // loans only
+    config.planning.max_gangs = 0;                  // the reservations alone
+    Init(config, 4);
+    GangPtr x = Submit(WithEstimate(Spec("a").Pods(2, 8), absl::Hours(2)));
+    Cycle();
+    GangPtr h = Submit(WithEstimate(Spec("a").Pods(4, 8), absl::Hours(1)));
+    Cycle();
+    ASSERT_EQ(scheduler_->reservations().size(), 1u) << Get(h)->reason;
+    const absl::Time start = scheduler_->reservations()[0].start;
+    GangPtr s = Submit(WithEstimate(Spec("b").Pods(1, 8).Priority(c.s_priority),
+                                    absl::Hours(10)));
+    Cycle();
+    EXPECT_EQ(StateOf(s) == GangState::kAdmitted, c.s_on_loan)
+        << Get(s)->reason;
+    EXPECT_EQ(Get(s)->on_loan, c.s_on_loan);
+    Cycle(absl::Seconds(20));  // a full re-plan: the loan does not delay H
+    ASSERT_EQ(scheduler_->reservations().size(), 1u) << Get(h)->reason;
+    EXPECT_EQ(scheduler_->reservations()[0].start, start);
+    if (!c.s_on_loan) continue;
+    now_ = start;
+    ASSERT_TRUE(scheduler_->Cancel(x->id, "", now_).ok());
+    Cycle();
+    EXPECT_EQ(StateOf(s), GangState::kPreempting);
+    EXPECT_EQ(Get(h)->reason_code, ReasonCode::kPreempting) << Get(h)->reason;
+    Cycle(config.preemption.grace_period);
+    EXPECT_EQ(StateOf(s), GangState::kPending);
+    EXPECT_EQ(StateOf(h), GangState::kAdmitted) << Get(h)->reason;
+  }
+}
+
 // With a window, the gang reserves once its start comes within it.
 TEST_F(LeversTest, WindowReservesOnceTheStartIsNear) {
   Config config;

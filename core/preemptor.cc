@@ -1,6 +1,7 @@
 #include "core/preemptor.h"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -165,6 +166,42 @@ std::vector<Preemptor::Candidate> Preemptor::Candidates(
     for (const auto& [priority, admitted] : *theirs) collect(admitted);
   }
   return candidates;
+}
+
+std::optional<std::string> Preemptor::TakeBackLoans(const GangPtr& gang) {
+  const PreemptionConfig& config = s_.config_.preemption;
+  const Reservation* reservation = s_.reservations_.Of(gang->id);
+  if (!config.enabled || reservation == nullptr ||
+      s_.preemptions_.HoldsFor(gang->id)) {
+    return std::nullopt;
+  }
+  std::vector<Candidate> candidates;
+  std::set<GangId> seen;
+  for (int slot : ReservationBook::SlotsOf(*reservation, s_.fleet_)) {
+    for (const Fleet::GangPods& on : s_.fleet_.slots()[slot].gang_pods) {
+      const GangPtr& other = s_.gangs_.At(on.gang);
+      if (!other->on_loan || !other->admit_time ||
+          (other->state != GangState::kAdmitted &&
+           other->state != GangState::kRunning) ||
+          !seen.insert(other->id).second) {
+        continue;
+      }
+      const absl::Time protected_until =
+          *other->admit_time + config.min_runtime;
+      if (now_ < protected_until) {
+        s_.preemptions_.WakeAt(protected_until);
+        continue;
+      }
+      candidates.push_back({LostWork(*other, now_), {other, 0}});
+    }
+  }
+  if (candidates.empty()) return std::nullopt;
+  std::optional<std::vector<Victim>> victims = Choose(
+      gang, std::move(candidates), std::numeric_limits<double>::infinity());
+  if (!victims) return std::nullopt;
+  const std::vector<std::string> names = Start(gang, *victims);
+  return absl::StrCat("PREEMPTING: taking its reserved nodes back from ",
+                      absl::StrJoin(names, ", "), ", on loan there");
 }
 
 std::optional<std::string> Preemptor::TryPreempt(const GangPtr& gang) {

@@ -16,10 +16,15 @@
 // above it released at the end of the grace period (core/resizer.h). Only
 // when shrinks cannot make room are elastic victims taken whole.
 //
+// A gang holding a reservation also takes its nodes back from gangs that
+// run there on loan (ReservationConfig::preemptible_backfill; TakeBackLoans),
+// whatever their priority or queue and whatever its own tier: the loan is
+// what they were admitted on, so no budget bounds their lost work.
+//
 // No loops: a victim has strictly lower priority than its preemptor in the
 // same queue, or belongs to a queue above its nominal quota while the
-// preemptor's queue stays within its own — so a victim can never preempt its
-// preemptor back.
+// preemptor's queue stays within its own, or runs on loan on nodes reserved
+// for the preemptor — so a victim can never preempt its preemptor back.
 //
 // Lives for one call on a Scheduler's owners; not thread-safe.
 #ifndef PHALANX_CORE_PREEMPTOR_H_
@@ -43,6 +48,11 @@ class Preemptor {
   // to PREEMPTING; returns the gang's pending reason, or nullopt (nothing
   // changed).
   std::optional<std::string> TryPreempt(const GangPtr& gang);
+  // For `gang`, which holds a reservation: when it would fit once the
+  // gangs on loan on its reserved nodes are gone, moves the fewest of them
+  // to PREEMPTING (min_runtime guards them as any victim); returns its
+  // pending reason, or nullopt (nothing changed).
+  std::optional<std::string> TakeBackLoans(const GangPtr& gang);
 
  private:
   // Which gangs a preemptor may take capacity from: its own queue's lower

@@ -147,7 +147,12 @@ int64_t EligibleFreeGpus(const Fleet& fleet, int domain,
 Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
                  const std::vector<char>& taken,
                  const std::vector<int>& taken_slots, const HolderLookup& find,
-                 absl::Time now, int64_t eligible_free, const Candidate* best) {
+                 absl::Time now, int64_t eligible_free, const Candidate* best,
+                 bool loans_leave_now) {
+  auto release_time = [now, loans_leave_now](const Gang& holder) {
+    return loans_leave_now ? ReleaseTime(holder, now)
+                           : ExpectedEnd(holder, now);
+  };
   const Fleet::Domain& domain = fleet.domains()[domain_index];
   int64_t capacity = 0;  // healthy GPUs of eligible nodes
   for (int i = domain.node_begin; i < domain.node_end; ++i) {
@@ -173,7 +178,7 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
   ends.reserve(seen.size());
   for (GangHandle handle : seen) {
     if (const Gang* holder = find(handle)) {
-      ends.emplace_back(ExpectedEnd(*holder, now),
+      ends.emplace_back(release_time(*holder),
                         Projection::Holder{holder, handle});
     }
   }
@@ -282,7 +287,7 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
     for (size_t i = 0; i < hi; ++i) {
       const Gang& holder = *projection.holder(i);
       const double idle =
-          absl::ToDoubleSeconds(candidate.start - ExpectedEnd(holder, now));
+          absl::ToDoubleSeconds(candidate.start - release_time(holder));
       for (const PodPlacement& pod : holder.placement) {
         const int slot = fleet.Find(pod.node);
         if (slot >= 0 && held[slot]) {
@@ -311,6 +316,10 @@ std::vector<NodeId> NodesAt(const Fleet& fleet, const std::vector<int>& slots) {
 
 }  // namespace
 
+absl::Time ReleaseTime(const Gang& gang, absl::Time now) {
+  return gang.on_loan ? now : ExpectedEnd(gang, now);
+}
+
 absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {
   if (gang.spec.estimated_runtime <= absl::ZeroDuration() || !gang.admit_time) {
     return absl::InfiniteFuture();
@@ -321,12 +330,10 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {
   return std::max(now, *gang.admit_time + gang.spec.estimated_runtime);
 }
 
-std::optional<Reservation> PlanReservation(const Gang& gang, Fleet& fleet,
-                                           const std::vector<char>& taken,
-                                           const HolderLookup& find,
-                                           absl::Time now,
-                                           absl::Time earliest_end,
-                                           bool by_stranding) {
+std::optional<Reservation> PlanReservation(
+    const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
+    const HolderLookup& find, absl::Time now, absl::Time earliest_end,
+    bool by_stranding, bool loans_leave_now) {
   const std::vector<int> taken_slots = TakenSlots(taken);
   const int64_t need = gang.spec.TotalGpus();
   const absl::Time start_floor = std::max(now, earliest_end);
@@ -360,7 +367,7 @@ std::optional<Reservation> PlanReservation(const Gang& gang, Fleet& fleet,
         continue;
       }
       Outcome outcome = Evaluate(domain, gang, fleet, taken, taken_slots, find,
-                                 now, free, to_beat);
+                                 now, free, to_beat, loans_leave_now);
       // It fits now: nothing is to be waited for, and holding nodes for it
       // would only keep others out.
       if (outcome.kind == Outcome::kNow) return std::nullopt;
@@ -390,7 +397,8 @@ std::optional<Reservation> RefreshReservation(const Reservation& reservation,
   const std::vector<int> taken_slots = TakenSlots(taken);
   Outcome again = Evaluate(
       reservation.domain, gang, fleet, taken, taken_slots, find, now,
-      EligibleFreeGpus(fleet, reservation.domain, taken_slots), nullptr);
+      EligibleFreeGpus(fleet, reservation.domain, taken_slots), nullptr,
+      /*loans_leave_now=*/true);
   if (again.kind != Outcome::kLater) return std::nullopt;
   Reservation refreshed = reservation;
   refreshed.start = again.candidate.start;

@@ -43,6 +43,11 @@ using HolderLookup = std::function<const Gang*(GangHandle)>;
 // before `now`; InfiniteFuture without an estimate.
 absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
 
+// When a reservation plan expects `gang`'s nodes to free up: its expected
+// end, or now for a gang on loan (Gang::on_loan), which a reservation
+// holder on its nodes may preempt.
+absl::Time ReleaseTime(const Gang& gang, absl::Time now);
+
 // Plans a reservation for `gang` on `fleet`, avoiding nodes where
 // `taken[slot]` is true (reserved for earlier gangs, held for preemptors).
 // `find` looks up the gangs holding nodes (null for an unknown one; the
@@ -54,10 +59,14 @@ absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
 // it could take already). Leaves `fleet` as it was. Of the domains that
 // could host it, the earliest expected start wins; with `by_stranding`,
 // the least idle capacity (ReservationConfig::choose_by_stranding).
+// `loans_leave_now`: gangs on loan free their nodes now (ReleaseTime, for a
+// reservation whose holder takes them back); else at their expected end
+// (when the gang would fit on its own).
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,
     const HolderLookup& find, absl::Time now,
-    absl::Time earliest_end = absl::InfinitePast(), bool by_stranding = false);
+    absl::Time earliest_end = absl::InfinitePast(), bool by_stranding = false,
+    bool loans_leave_now = true);
 
 // Re-estimates `reservation` of `gang` on its own domain (start, GPUs still
 // to release, nodes), avoiding `taken` slots. Returns nullopt when that

@@ -68,9 +68,10 @@ void SchedulerState::ReleaseCapacity(Gang& gang, absl::Time now) {
 }
 
 void SchedulerState::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
-                           absl::Time now) {
+                           absl::Time now, bool on_loan) {
   Gang admitted = *gang;
   admitted.placement = std::move(pods);
+  admitted.on_loan = on_loan;
   PHALANX_CHECK(
       fleet_.Allocate(admitted, gangs_.HandleOf(gang->id), admitted.placement)
           .ok());

@@ -54,8 +54,9 @@ class SchedulerState {
   void ReleaseCapacity(Gang& gang, absl::Time now);
   // ADMITTED on `pods`, which must be free: allocates them, charges the
   // queue, arms the start timeout; sets first_admit_time at the first.
+  // `on_loan`: the attempt borrows reserved nodes (Gang::on_loan).
   void Admit(const GangPtr& gang, std::vector<PodPlacement> pods,
-             absl::Time now);
+             absl::Time now, bool on_loan = false);
   // Moves `gang`, which holds GPUs, to `pods` (its pods that stay keep
   // their GPUs; new ones must be free), re-charges its queue and stores it
   // with a RESIZED event (core/resizer.h).

@@ -311,6 +311,7 @@ void ToProto(const core::Gang& in, pb::Gang* out) {
   out->set_attempts(in.attempts);
   out->set_preemptions(in.preemptions);
   out->set_shrink_to_count(in.shrink_to);
+  out->set_on_loan(in.on_loan);
   out->set_resizes(in.resizes);
   if (in.last_resize_time) {
     ToProto(*in.last_resize_time, out->mutable_last_resize_time());
@@ -387,6 +388,7 @@ absl::StatusOr<core::Gang> GangFromProto(const pb::Gang& in) {
   out.attempts = in.attempts();
   out.preemptions = in.preemptions();
   out.shrink_to = in.shrink_to_count();
+  out.on_loan = in.on_loan();
   out.resizes = in.resizes();
   out.last_resize_time =
       OptionalTime(in.has_last_resize_time(), in.last_resize_time());
@@ -620,6 +622,9 @@ absl::StatusOr<core::Config> ConfigFromProto(const pb::Config& in,
   if (reservation.has_for_quota_waits()) {
     out.reservation.for_quota_waits = reservation.for_quota_waits();
   }
+  if (reservation.has_preemptible_backfill()) {
+    out.reservation.preemptible_backfill = reservation.preemptible_backfill();
+  }
   const pb::PlanningConfig& planning = in.planning();
   if (planning.has_max_gangs()) out.planning.max_gangs = planning.max_gangs();
   RETURN_IF_ERROR(duration(planning.has_window(), planning.window(),
@@ -768,6 +773,8 @@ void ToProto(const core::Config& in, pb::Config* out) {
   out->mutable_reservation()->set_max_takeovers(in.reservation.max_takeovers);
   out->mutable_reservation()->set_for_quota_waits(
       in.reservation.for_quota_waits);
+  out->mutable_reservation()->set_preemptible_backfill(
+      in.reservation.preemptible_backfill);
   pb::PlanningConfig* planning = out->mutable_planning();
   planning->set_max_gangs(in.planning.max_gangs);
   ToProto(in.planning.window, planning->mutable_window());

@@ -22,8 +22,10 @@ TEST(ConvertTest, GangRoundTrips) {
   gang.placement = {{"set-0", 0, core::NodeId("n1"), {0, 1, 2, 3, 4, 5, 6, 7}}};
   gang.revision = 42;
   gang.attempts = 1;
+  gang.on_loan = true;
   pb::Gang proto;
   ToProto(gang, &proto);
+  EXPECT_TRUE(proto.on_loan());
   auto back = GangFromProto(proto);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, gang);
@@ -231,6 +233,8 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
   config.reservation.window = absl::Hours(24);
   config.reservation.max_takeovers = 2;
   config.reservation.for_quota_waits = !config.reservation.for_quota_waits;
+  config.reservation.preemptible_backfill =
+      !config.reservation.preemptible_backfill;
   config.placement.domain_end_time_packing =
       !config.placement.domain_end_time_packing;
   pb::Config proto;
@@ -261,6 +265,7 @@ TEST(ConvertTest, PolicyLeversRoundTripAndSetBeatsTheDefault) {
   EXPECT_EQ(defaults->reservation.window, absl::ZeroDuration());
   EXPECT_EQ(defaults->reservation.max_takeovers, -1);
   EXPECT_FALSE(defaults->reservation.for_quota_waits);
+  EXPECT_FALSE(defaults->reservation.preemptible_backfill);
   EXPECT_EQ(defaults->admission.aging_per_hour, 0);
   EXPECT_EQ(defaults->admission.aging_max_levels, 1);
   EXPECT_EQ(defaults->admission.fair_share_size_credit, 0);

@@ -159,6 +159,8 @@ absl::Status ApplyOverride(absl::string_view part, Config& c) {
     c.reservation.window = absl::Hours(number);
   } else if (key == "quota_reserve") {
     c.reservation.for_quota_waits = number != 0;
+  } else if (key == "loan") {
+    c.reservation.preemptible_backfill = number != 0;
   } else if (key == "takeovers") {
     c.reservation.max_takeovers = static_cast<int>(number);
   } else if (key == "domain_end") {
@@ -220,6 +222,7 @@ const std::vector<std::string>& PolicyOverrideKeys() {
                                    "window_h",
                                    "takeovers",
                                    "quota_reserve",
+                                   "loan",
                                    "domain_end",
                                    "aging",
                                    "aging_max",
