@@ -417,7 +417,7 @@ std::string FixedDecimal(double value, int decimals) {
   return text;
 }
 
-std::string StatusCodeName(grpc::StatusCode code) {
+std::string StatusCodeName(int code) {
   switch (code) {
     case grpc::StatusCode::OK:
       return "OK";
@@ -454,7 +454,7 @@ std::string StatusCodeName(grpc::StatusCode code) {
     case grpc::StatusCode::DATA_LOSS:
       return "DATA_LOSS";
     default:
-      return absl::StrCat("CODE_", static_cast<int>(code));
+      return absl::StrCat("CODE_", code);
   }
 }
 

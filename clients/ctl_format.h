@@ -150,8 +150,10 @@ absl::StatusOr<std::string> ToYaml(const google::protobuf::Message& message);
 // decimals), never an exponent.
 std::string FixedDecimal(double value, int decimals = 6);
 
-// Returns the canonical name of a gRPC status code, e.g. "NOT_FOUND".
-std::string StatusCodeName(grpc::StatusCode code);
+// Returns the canonical name of a gRPC status code, e.g. "NOT_FOUND", or
+// "CODE_<n>" for one gRPC does not name. An int, so that a code outside the
+// enum's values (a peer may send any) is not an invalid enum value here.
+std::string StatusCodeName(int code);
 
 // Returns the stderr line of a failed call, its message through SafeText:
 // "phalanxctl: NOT_FOUND: gang_id: no gang \"g-9\"". A reply larger than

@@ -348,7 +348,7 @@ TEST(RpcErrorTest, EveryCodeHasItsName) {
             "FAILED_PRECONDITION");
   EXPECT_EQ(StatusCodeName(grpc::StatusCode::UNAUTHENTICATED),
             "UNAUTHENTICATED");
-  EXPECT_EQ(StatusCodeName(static_cast<grpc::StatusCode>(42)), "CODE_42");
+  EXPECT_EQ(StatusCodeName(42), "CODE_42");
 }
 
 }  // namespace

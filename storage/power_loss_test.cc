@@ -352,6 +352,19 @@ Outcome RunPowerLosses(const std::string& root, uint64_t seed, int rounds,
   return outcome;
 }
 
+// Whether AddressSanitizer instruments this build: GCC defines
+// __SANITIZE_ADDRESS__, clang answers __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define PHALANX_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PHALANX_UNDER_ASAN 1
+#endif
+#endif
+#ifndef PHALANX_UNDER_ASAN
+#define PHALANX_UNDER_ASAN 0
+#endif
+
 class PowerLossTest : public ::testing::Test {
  protected:
   PowerLossTest() {
@@ -367,7 +380,7 @@ TEST_F(PowerLossTest, EveryAcknowledgedBatchSurvivesAndNoneIsPartial) {
   // dozen commits); an AddressSanitizer build runs fewer rounds to stay
   // well under a minute on 2 cores. PHALANX_POWER_LOSS_ROUNDS overrides the
   // count (longer soaks by hand).
-#if defined(__SANITIZE_ADDRESS__)
+#if PHALANX_UNDER_ASAN
   constexpr int kDefaultRounds = 120;
 #else
   constexpr int kDefaultRounds = 250;
