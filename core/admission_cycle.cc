@@ -113,7 +113,11 @@ void AdmissionCycle::Run() {
     bool preempting = false;
     if (!reason.empty() && !known && !never_fits &&
         code != ReasonCode::kQueueHeld) {
-      if (auto started = Preemptor(s_, now_).TryPreempt(gang)) {
+      // A gang holding a reservation first takes back its nodes on loan.
+      Preemptor preemptor(s_, now_);
+      std::optional<std::string> started = preemptor.TakeBackLoans(gang);
+      if (!started) started = preemptor.TryPreempt(gang);
+      if (started) {
         code = ReasonCode::kPreempting;
         reason = *started;
         preempting = true;
@@ -617,9 +621,7 @@ bool AdmissionCycle::MayPreemptFrom(const Gang& gang) const {
   if (!config.preemption.enabled) return false;
   // A gang holding a reservation, at any priority, may take its nodes back
   // from gangs on loan.
-  if (config.reservation.preemptible_backfill && !s_.reservations_.empty()) {
-    return true;
-  }
+  if (!s_.reservations_.empty() && s_.gangs_.AnyOnLoan()) return true;
   // In priority order every later gang has at most this one's priority: below
   // the preemptors' tier, none of them may preempt either. With a fair-share
   // tier, a later gang of that tier may have a higher priority than this

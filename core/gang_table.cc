@@ -7,7 +7,8 @@ namespace {
 
 // When a gang holding capacity is expected to free it, unclamped:
 // InfiniteFuture without an estimate (ExpectedEnd clamps it to now), and
-// InfinitePast on loan (core/reservation.h ReleaseTime: now).
+// InfinitePast on loan (a reservation may take it back now:
+// core/reservation.h ReleaseTime).
 absl::Time RunningUntil(const Gang& gang) {
   if (gang.on_loan) return absl::InfinitePast();
   if (gang.spec.estimated_runtime <= absl::ZeroDuration() || !gang.admit_time) {

@@ -125,6 +125,8 @@ class GangTable {
   // capacity, InfiniteFuture when none: no reservation plan sees capacity
   // free up before it.
   absl::Time EarliestEnd() const;
+  // Whether a gang holding capacity runs on loan (Gang::on_loan).
+  bool AnyOnLoan() const { return EarliestEnd() == absl::InfinitePast(); }
   const Counts& counts() const { return counts_; }
   // Gangs of `queue` pending and holding capacity.
   std::pair<int, int> PendingAndActive(const QueueName& queue) const;

@@ -388,6 +388,37 @@ TEST_F(LeversTest, TablePreemptibleBackfillLendsHeldNodes) {
   }
 }
 
+// A loan outlives the reservation it came from, but only a holder of no
+// lower priority than the borrower may take it back: L, of a lower
+// priority than S, plans around S's expected end and never preempts it.
+TEST_F(LeversTest, OnlyAHolderOfNoLowerPriorityTakesALoanBack) {
+  Config config;
+  config.reservation.depth = 1;
+  config.reservation.preemptible_backfill = true;
+  config.preemption.min_preemptor_priority = 10;  // loans only
+  config.planning.max_gangs = 0;
+  Init(config, 4);
+  GangPtr x = Submit(WithEstimate(Spec("a").Pods(2, 8), absl::Hours(2)));
+  Cycle();
+  GangPtr h =
+      Submit(WithEstimate(Spec("a").Pods(4, 8).Priority(1), absl::Hours(1)));
+  Cycle();
+  GangPtr s =
+      Submit(WithEstimate(Spec("b").Pods(1, 8).Priority(1), absl::Hours(10)));
+  Cycle();
+  ASSERT_TRUE(Get(s)->on_loan) << Get(s)->reason;
+  ASSERT_TRUE(scheduler_->Cancel(h->id, "", now_).ok());
+  GangPtr l = Submit(WithEstimate(Spec("a").Pods(4, 8), absl::Hours(1)));
+  Cycle(absl::Seconds(20));
+  ASSERT_EQ(scheduler_->reservations().size(), 1u) << Get(l)->reason;
+  EXPECT_EQ(scheduler_->reservations()[0].start,
+            *Get(s)->admit_time + absl::Hours(10));
+  ASSERT_TRUE(scheduler_->Cancel(x->id, "", now_ += absl::Hours(2)).ok());
+  Cycle();
+  EXPECT_EQ(StateOf(s), GangState::kAdmitted);
+  EXPECT_EQ(StateOf(l), GangState::kPending);
+}
+
 // With a window, the gang reserves once its start comes within it.
 TEST_F(LeversTest, WindowReservesOnceTheStartIsNear) {
   Config config;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "core/check.h"
 #include "core/elastic.h"
+#include "core/reservation.h"
 
 namespace phalanx::core {
 namespace {
@@ -84,8 +85,9 @@ bool Preemptor::FitsAsIs(const GangPtr& gang) {
   PlacementOptions options = s_.OptionsFor(queue);
   const PreemptionBook& holds = s_.preemptions_;
   const Fleet& fleet = s_.fleet_;
-  options.node_allowed = [&holds, &fleet, &gang](int slot) {
-    return !holds.HeldForOther(slot, gang->id, fleet);
+  options.node_allowed = [this, &holds, &fleet, &gang](int slot) {
+    return (within_.empty() || within_[slot]) &&
+           !holds.HeldForOther(slot, gang->id, fleet);
   };
   options.restricted_slots = &s_.RestrictedSlots();
   if (!IsElastic(gang->spec)) {
@@ -168,26 +170,21 @@ std::vector<Preemptor::Candidate> Preemptor::Candidates(
   return candidates;
 }
 
-std::optional<std::string> Preemptor::TakeBackLoans(const GangPtr& gang) {
-  const PreemptionConfig& config = s_.config_.preemption;
-  const Reservation* reservation = s_.reservations_.Of(gang->id);
-  if (!config.enabled || reservation == nullptr ||
-      s_.preemptions_.HoldsFor(gang->id)) {
-    return std::nullopt;
-  }
+std::vector<Preemptor::Candidate> Preemptor::LoansOn(
+    const Gang& gang, const std::vector<int>& slots) {
+  const absl::Duration min_runtime = s_.config_.preemption.min_runtime;
   std::vector<Candidate> candidates;
   std::set<GangId> seen;
-  for (int slot : ReservationBook::SlotsOf(*reservation, s_.fleet_)) {
+  for (int slot : slots) {
     for (const Fleet::GangPods& on : s_.fleet_.slots()[slot].gang_pods) {
       const GangPtr& other = s_.gangs_.At(on.gang);
-      if (!other->on_loan || !other->admit_time ||
+      if (!MayTakeBack(gang, *other) || !other->admit_time ||
           (other->state != GangState::kAdmitted &&
            other->state != GangState::kRunning) ||
           !seen.insert(other->id).second) {
         continue;
       }
-      const absl::Time protected_until =
-          *other->admit_time + config.min_runtime;
+      const absl::Time protected_until = *other->admit_time + min_runtime;
       if (now_ < protected_until) {
         s_.preemptions_.WakeAt(protected_until);
         continue;
@@ -195,9 +192,25 @@ std::optional<std::string> Preemptor::TakeBackLoans(const GangPtr& gang) {
       candidates.push_back({LostWork(*other, now_), {other, 0}});
     }
   }
+  return candidates;
+}
+
+std::optional<std::string> Preemptor::TakeBackLoans(const GangPtr& gang) {
+  const Reservation* reservation = s_.reservations_.Of(gang->id);
+  if (!s_.config_.preemption.enabled || reservation == nullptr ||
+      !s_.gangs_.AnyOnLoan() || s_.preemptions_.HoldsFor(gang->id)) {
+    return std::nullopt;
+  }
+  const std::vector<int> slots =
+      ReservationBook::SlotsOf(*reservation, s_.fleet_);
+  std::vector<Candidate> candidates = LoansOn(*gang, slots);
   if (candidates.empty()) return std::nullopt;
+  // Where it will be admitted: on its reserved nodes.
+  within_.assign(s_.fleet_.slots().size(), 0);
+  for (int slot : slots) within_[slot] = 1;
   std::optional<std::vector<Victim>> victims = Choose(
       gang, std::move(candidates), std::numeric_limits<double>::infinity());
+  within_.clear();
   if (!victims) return std::nullopt;
   const std::vector<std::string> names = Start(gang, *victims);
   return absl::StrCat("PREEMPTING: taking its reserved nodes back from ",

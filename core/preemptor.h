@@ -16,15 +16,18 @@
 // above it released at the end of the grace period (core/resizer.h). Only
 // when shrinks cannot make room are elastic victims taken whole.
 //
-// A gang holding a reservation also takes its nodes back from gangs that
-// run there on loan (ReservationConfig::preemptible_backfill; TakeBackLoans),
-// whatever their priority or queue and whatever its own tier: the loan is
-// what they were admitted on, so no budget bounds their lost work.
+// A gang holding a reservation also takes its nodes back from gangs of no
+// higher priority that run there on loan (ReservationConfig::
+// preemptible_backfill; TakeBackLoans), whatever their queue and whatever
+// its own tier: the loan is what they were admitted on, so no budget bounds
+// their lost work.
 //
 // No loops: a victim has strictly lower priority than its preemptor in the
 // same queue, or belongs to a queue above its nominal quota while the
-// preemptor's queue stays within its own, or runs on loan on nodes reserved
-// for the preemptor — so a victim can never preempt its preemptor back.
+// preemptor's queue stays within its own — so a victim can never preempt
+// its preemptor back. A gang whose loan was taken back may later reclaim
+// quota from its taker by the second rule, but it then runs without a loan,
+// so that taker cannot take it back again.
 //
 // Lives for one call on a Scheduler's owners; not thread-safe.
 #ifndef PHALANX_CORE_PREEMPTOR_H_
@@ -48,10 +51,11 @@ class Preemptor {
   // to PREEMPTING; returns the gang's pending reason, or nullopt (nothing
   // changed).
   std::optional<std::string> TryPreempt(const GangPtr& gang);
-  // For `gang`, which holds a reservation: when it would fit once the
-  // gangs on loan on its reserved nodes are gone, moves the fewest of them
-  // to PREEMPTING (min_runtime guards them as any victim); returns its
-  // pending reason, or nullopt (nothing changed).
+  // For `gang`, which holds a reservation: when it would fit on its
+  // reserved nodes once the gangs on loan there that it may take back
+  // (MayTakeBack) are gone, moves a cheapest sufficient set of them to
+  // PREEMPTING (min_runtime guards them as any victim; an elastic one goes
+  // whole); returns its pending reason, or nullopt (nothing changed).
   std::optional<std::string> TakeBackLoans(const GangPtr& gang);
 
  private:
@@ -97,6 +101,10 @@ class Preemptor {
   void SetAside(const Victim& victim);  // its capacity freed, tentatively
   void PutBack(const Victim& victim);   // undoes SetAside
   bool FitsAsIs(const GangPtr& gang);   // holds for others respected
+  // The gangs on loan on `slots` that `gang` may take back, past
+  // min_runtime (sets the wake-up for the first one it still guards).
+  std::vector<Candidate> LoansOn(const Gang& gang,
+                                 const std::vector<int>& slots);
   // Moves `victims` to PREEMPTING, holding their nodes for `gang`; returns
   // their ids.
   std::vector<std::string> Start(const GangPtr& gang,
@@ -104,6 +112,9 @@ class Preemptor {
 
   SchedulerState& s_;
   const absl::Time now_;
+  // Per fleet slot, whether FitsAsIs may place there; empty = every slot
+  // (TakeBackLoans: the reserved nodes only).
+  std::vector<char> within_;
 };
 
 }  // namespace phalanx::core

@@ -149,8 +149,8 @@ Outcome Evaluate(int domain_index, const Gang& gang, Fleet& fleet,
                  const std::vector<int>& taken_slots, const HolderLookup& find,
                  absl::Time now, int64_t eligible_free, const Candidate* best,
                  bool loans_leave_now) {
-  auto release_time = [now, loans_leave_now](const Gang& holder) {
-    return loans_leave_now ? ReleaseTime(holder, now)
+  auto release_time = [&gang, now, loans_leave_now](const Gang& holder) {
+    return loans_leave_now ? ReleaseTime(holder, gang, now)
                            : ExpectedEnd(holder, now);
   };
   const Fleet::Domain& domain = fleet.domains()[domain_index];
@@ -316,8 +316,13 @@ std::vector<NodeId> NodesAt(const Fleet& fleet, const std::vector<int>& slots) {
 
 }  // namespace
 
-absl::Time ReleaseTime(const Gang& gang, absl::Time now) {
-  return gang.on_loan ? now : ExpectedEnd(gang, now);
+absl::Time ReleaseTime(const Gang& holder, const Gang& reserving,
+                       absl::Time now) {
+  return MayTakeBack(reserving, holder) ? now : ExpectedEnd(holder, now);
+}
+
+bool MayTakeBack(const Gang& taker, const Gang& borrower) {
+  return borrower.on_loan && borrower.spec.priority <= taker.spec.priority;
 }
 
 absl::Time ExpectedEnd(const Gang& gang, absl::Time now) {

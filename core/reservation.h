@@ -43,10 +43,15 @@ using HolderLookup = std::function<const Gang*(GangHandle)>;
 // before `now`; InfiniteFuture without an estimate.
 absl::Time ExpectedEnd(const Gang& gang, absl::Time now);
 
-// When a reservation plan expects `gang`'s nodes to free up: its expected
-// end, or now for a gang on loan (Gang::on_loan), which a reservation
-// holder on its nodes may preempt.
-absl::Time ReleaseTime(const Gang& gang, absl::Time now);
+// Whether a gang holding a reservation on `borrower`'s nodes may take them
+// back (core/preemptor.h TakeBackLoans): `borrower` runs on loan
+// (Gang::on_loan) and has no higher priority than `taker`.
+bool MayTakeBack(const Gang& taker, const Gang& borrower);
+
+// When a reservation plan for `reserving` expects the nodes of `holder` to
+// free up: now if it may take them back, else at `holder`'s expected end.
+absl::Time ReleaseTime(const Gang& holder, const Gang& reserving,
+                       absl::Time now);
 
 // Plans a reservation for `gang` on `fleet`, avoiding nodes where
 // `taken[slot]` is true (reserved for earlier gangs, held for preemptors).
@@ -59,8 +64,8 @@ absl::Time ReleaseTime(const Gang& gang, absl::Time now);
 // it could take already). Leaves `fleet` as it was. Of the domains that
 // could host it, the earliest expected start wins; with `by_stranding`,
 // the least idle capacity (ReservationConfig::choose_by_stranding).
-// `loans_leave_now`: gangs on loan free their nodes now (ReleaseTime, for a
-// reservation whose holder takes them back); else at their expected end
+// `loans_leave_now`: gangs on loan that `gang` may take back free their
+// nodes now (ReleaseTime); else every gang frees them at its expected end
 // (when the gang would fit on its own).
 std::optional<Reservation> PlanReservation(
     const Gang& gang, Fleet& fleet, const std::vector<char>& taken,

@@ -65,6 +65,7 @@ void SchedulerState::ReleaseCapacity(Gang& gang, absl::Time now) {
   BumpEpoch();
   fleet_.Release(gang, gangs_.HandleOf(gang.id), gang.placement);
   gang.placement_released = true;
+  gang.on_loan = false;  // a loan lasts one attempt
 }
 
 void SchedulerState::Admit(const GangPtr& gang, std::vector<PodPlacement> pods,

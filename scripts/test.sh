@@ -3,8 +3,9 @@
 #
 # In CI (CI=true), or with PHALANX_SANITIZE=address,undefined, the build is
 # the AddressSanitizer + UndefinedBehaviorSanitizer variant in ./build-asan
-# (clang) instead of the plain one in ./build, every test runs under it, and in CI
-# each libFuzzer target of tests/fuzz/ then runs for 30 s (scripts/fuzz.sh); CI
+# (clang) instead of the plain one in ./build, every test runs under it,
+# and in CI each libFuzzer target of tests/fuzz/ then runs for 30 s
+# (scripts/fuzz.sh, one a core at a time); CI
 # installs python3-torch for the launcher's torch.distributed test.
 # PHALANX_SANITIZE=thread builds everything with ThreadSanitizer in
 # ./build-thread and runs every test under it; the suites that serve gRPC
@@ -43,7 +44,9 @@ if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 # ASan + UBSan builds with clang: with the sanitizers it compiles this code
 # in about 0.6x (test code, -O0) to 0.8x (libraries, -O1) of GCC's time.
 compiler=()
-if [ "$sanitize" = address,undefined ]; then compiler=(-DCMAKE_CXX_COMPILER=clang++); fi
+if [ "$sanitize" = address,undefined ]; then
+  compiler=(-DCMAKE_CXX_COMPILER=clang++)
+fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   # -O1 -g1: half the compile time of -O2 -g, line numbers kept in reports.
   cmake -S . -B "$build" "${generator[@]}" "${compiler[@]}" \

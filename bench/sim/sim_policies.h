@@ -54,6 +54,7 @@ const std::vector<std::string>& PolicyNames();
 //   window_h=H         reservation.window, hours
 //   takeovers=N        reservation.max_takeovers (-1 = no protection)
 //   quota_reserve=0|1  reservation.for_quota_waits
+//   loan=0|1           reservation.preemptible_backfill
 //   domain_end=0|1     placement.domain_end_time_packing
 //   aging=X            admission.aging_per_hour (priority levels an hour)
 //   aging_max=N        admission.aging_max_levels
