@@ -111,11 +111,13 @@ void AdmissionCycle::Run() {
     // 6. Preempt: cheapest sufficient victims of lower priority (or
     //    borrowing beyond nominal in the cohort), only on a fresh attempt.
     bool preempting = false;
+    bool took_back_tried = false;
     if (!reason.empty() && !known && !never_fits &&
         code != ReasonCode::kQueueHeld) {
       // A gang holding a reservation first takes back its nodes on loan.
       Preemptor preemptor(s_, now_);
       std::optional<std::string> started = preemptor.TakeBackLoans(gang);
+      took_back_tried = s_.reservations_.Of(gang->id) != nullptr;
       if (!started) started = preemptor.TryPreempt(gang);
       if (started) {
         code = ReasonCode::kPreempting;
@@ -141,8 +143,12 @@ void AdmissionCycle::Run() {
         reason = absl::StrCat(*reserved, " (", reason, ")");
         // 7b. Its nodes are taken back from gangs on loan there once they
         //     are all it waits for (their capacity, or the quota they
-        //     borrow).
-        if (auto taking_back = Preemptor(s_, now_).TakeBackLoans(gang)) {
+        //     borrow), unless step 6 already tried on this reservation.
+        std::optional<std::string> taking_back;
+        if (!took_back_tried) {
+          taking_back = Preemptor(s_, now_).TakeBackLoans(gang);
+        }
+        if (taking_back) {
           code = ReasonCode::kPreempting;
           reason = *std::move(taking_back);
         }
