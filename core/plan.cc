@@ -4,6 +4,8 @@
 #include <limits>
 #include <numeric>
 
+#include "core/placement.h"
+
 namespace phalanx::core {
 namespace {
 
@@ -221,6 +223,7 @@ void Plan::Clear() {
   binding_slots_.clear();
   next_rank_ = 1;
   tested_ = 0;
+  shape_floors_.clear();
 }
 
 void Plan::Reset(const Fleet& fleet, const std::vector<Running>& running,
@@ -458,6 +461,30 @@ int64_t Plan::AvailableOver(absl::Time start, absl::Duration runtime) {
   return total;
 }
 
+std::optional<absl::Time> Plan::EarliestFit(const Request& request,
+                                            const Fleet& fleet, absl::Time from,
+                                            absl::Time last,
+                                            const std::vector<char>* only,
+                                            std::vector<Use>& uses) {
+  const int64_t need = request.gang->spec.TotalGpus();
+  // Between two tries only the nodes that gain GPUs in between can have
+  // more room over the run (the others only lose some, as the run ends
+  // later), so a gang refused at one start is tried again only once one
+  // of those has more room than then.
+  std::optional<absl::Time> refused;
+  return FirstStartWithRoom(
+      from, last, request.runtime, need, [&](absl::Time at) {
+        const bool again =
+            !refused || GainsSince(*refused, at, request.runtime);
+        refused = at;
+        if (!again || AvailableOver(at, request.runtime) < need) return false;
+        placer_avail_ = avail_;
+        uses.clear();
+        return CountPlacer(fleet, placer_avail_, only)
+            .Place(request.gang->spec, uses);
+      });
+}
+
 PlannedStart Plan::Add(const Request& request, const Fleet& fleet,
                        absl::Time now) {
   PlannedStart result;
@@ -471,37 +498,72 @@ PlannedStart Plan::Add(const Request& request, const Fleet& fleet,
     allowed.assign(free_now_.size(), 0);
     for (int slot : *request.only_slots) allowed[slot] = 1;
   }
-  const int64_t need = gang.spec.TotalGpus();
   const absl::Time last = now + config_.window;
   const std::vector<char>* only = allowed.empty() ? nullptr : &allowed;
   // The earliest start that fits, tried in time order among the starts at
-  // which the fleet as a whole has room for the gang throughout its run.
+  // which the fleet as a whole has room for the gang throughout its run,
+  // from the floor of its shape on.
   std::optional<Entry> kept = KeepPrevious(request, now);
   std::vector<Use> uses;
   const absl::Time before = kept ? kept->start - absl::Nanoseconds(1) : last;
-  // Between two tries only the nodes that gain GPUs in between can have
-  // more room over the run (the others only lose some, as the run ends
-  // later), so a gang refused at one start is tried again only once one
-  // of those has more room than then.
-  std::optional<absl::Time> refused;
-  std::optional<absl::Time> start = FirstStartWithRoom(
-      now, before, request.runtime, need, [&](absl::Time at) {
-        const bool again =
-            !refused || GainsSince(*refused, at, request.runtime);
-        refused = at;
-        if (!again || AvailableOver(at, request.runtime) < need) return false;
-        placer_avail_ = avail_;
-        uses.clear();
-        return CountPlacer(fleet, placer_avail_, only).Place(gang.spec, uses);
-      });
-  if (start) return Record(request, fleet, *start, Merged(std::move(uses)));
-  if (kept) return Record(request, fleet, kept->start, std::move(kept->uses));
+  // A gang on reserved nodes only is not like others of its shape.
+  std::string shape;
+  absl::Time from = now;
+  if (only == nullptr) {
+    if (floors_now_ != now) {
+      shape_floors_.clear();
+      floors_now_ = now;
+    }
+    shape = PlacementShapeKey(gang.spec);
+    from = std::max(now, FloorOf(shape, request.runtime));
+  }
+  std::optional<absl::Time> start;
+  if (from <= before) {
+    start = EarliestFit(request, fleet, from, before, only, uses);
+  }
+  if (only == nullptr) {
+    NoteFloor(shape, request.runtime,
+              start  ? *start
+              : kept ? kept->start
+                     : absl::InfiniteFuture());
+  }
+  if (start) {
+    return Record(request, fleet, *start, Merged(std::move(uses)));
+  }
+  if (kept) {
+    return Record(request, fleet, kept->start, std::move(kept->uses));
+  }
   result.status = FirstReleaseAfter(last) != release_slots_.end()
                       ? PlanStatus::kBeyondWindow
                       : PlanStatus::kNeverFits;
   unplaced_[gang.id] = result.status;
   ++tested_;
   return result;
+}
+
+absl::Time Plan::FloorOf(const std::string& shape,
+                         absl::Duration runtime) const {
+  absl::Time floor = absl::InfinitePast();
+  auto it = shape_floors_.find(shape);
+  if (it == shape_floors_.end()) return floor;
+  for (const ShapeFloor& known : it->second) {
+    if (known.runtime <= runtime) floor = std::max(floor, known.start);
+  }
+  return floor;
+}
+
+void Plan::NoteFloor(const std::string& shape, absl::Duration runtime,
+                     absl::Time start) {
+  if (FloorOf(shape, runtime) >= start) return;  // known already
+  std::vector<ShapeFloor>& floors = shape_floors_[shape];
+  // A floor no shorter run and no later start than another says nothing
+  // more.
+  auto weaker = [&](const ShapeFloor& f) {
+    return f.runtime >= runtime && f.start <= start;
+  };
+  floors.erase(std::remove_if(floors.begin(), floors.end(), weaker),
+               floors.end());
+  floors.push_back({runtime, start});
 }
 
 PlannedStart Plan::Record(const Request& request, const Fleet& fleet,
@@ -538,6 +600,7 @@ void Plan::Drop(const GangId& gang) {
   unplaced_.erase(gang);
   auto it = index_.find(gang);
   if (it == index_.end()) return;
+  shape_floors_.clear();  // its capacity comes back
   const int index = it->second;
   index_.erase(it);
   Entry& entry = entries_[index];

@@ -170,6 +170,14 @@ class Plan {
   std::optional<absl::Time> FirstStartWithRoom(
       absl::Time now, absl::Time last, absl::Duration runtime, int64_t need,
       absl::FunctionRef<bool(absl::Time)> fits) const;
+  // The earliest start in [from, last] at which `request` fits on what the
+  // profile leaves (on the `only` slots when set), with its uses; nullopt
+  // if none.
+  std::optional<absl::Time> EarliestFit(const Request& request,
+                                        const Fleet& fleet, absl::Time from,
+                                        absl::Time last,
+                                        const std::vector<char>* only,
+                                        std::vector<Use>& uses);
   using ReleaseIt = std::vector<std::pair<absl::Time, int>>::const_iterator;
   // The first (time, slot) of release_slots_ after `time`.
   ReleaseIt FirstReleaseAfter(absl::Time time) const;
@@ -231,6 +239,22 @@ class Plan {
   std::vector<std::vector<int>> slot_entries_;  // per slot: entries_ indexes
   std::vector<int> binding_slots_;
   int next_rank_ = 1;
+  // The earliest start found at `floors_now_` for gangs of each placement
+  // shape, by run time (InfiniteFuture: none within the window). While the
+  // profile only loses capacity (gangs planned or admitted, nothing given
+  // back), a gang of that shape running at least as long cannot start
+  // earlier, so its search begins there. Forgotten when capacity comes back
+  // (Drop, Reset) or time moves.
+  struct ShapeFloor {
+    absl::Duration runtime;
+    absl::Time start;
+  };
+  absl::flat_hash_map<std::string, std::vector<ShapeFloor>> shape_floors_;
+  absl::Time floors_now_ = absl::InfinitePast();
+  // The latest floor of `shape` for a run of `runtime`, or InfinitePast.
+  absl::Time FloorOf(const std::string& shape, absl::Duration runtime) const;
+  void NoteFloor(const std::string& shape, absl::Duration runtime,
+                 absl::Time start);
 };
 
 // The GPUs `pods` take on each node, by fleet slot.

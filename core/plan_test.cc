@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -255,6 +256,38 @@ TEST(PlanAloneTest, APlanMadeOnASmallerFleetKeepsNoStaleNode) {
   ASSERT_TRUE(fleet.Remove(nodes.back().spec.id));
   plan.Reset(fleet, {}, kT0, config);
   EXPECT_EQ(plan.Add(request, fleet, kT0).status, PlanStatus::kNeverFits);
+}
+
+// Gangs of one shape planned one after another: a later one that runs at
+// least as long starts no earlier than the last (its search begins there),
+// a shorter one still fills a hole before that, and a gang dropped from the
+// plan gives its place back.
+TEST(PlanAloneTest, GangsOfOneShapeStillFillHolesAndRegainDroppedCapacity) {
+  Fleet fleet({"block", "rack"});
+  fleet.Upsert(MakeNodes(1, 1, 2));
+  Plan plan;
+  plan.Reset(fleet, {}, kT0, PlanningConfig());
+  std::vector<std::unique_ptr<Gang>> gangs;
+  auto add = [&](const std::string& id, int pods, absl::Duration runtime) {
+    gangs.push_back(std::make_unique<Gang>());
+    gangs.back()->id = GangId(id);
+    gangs.back()->spec = Spec("a").Pods(pods, 8);
+    Plan::Request request;
+    request.gang = gangs.back().get();
+    request.runtime = runtime;
+    const PlannedStart planned = plan.Add(request, fleet, kT0);
+    EXPECT_EQ(planned.status, PlanStatus::kPlanned) << id;
+    return planned.start - kT0;
+  };
+  EXPECT_EQ(add("a", 1, absl::Hours(2)), absl::ZeroDuration());
+  EXPECT_EQ(add("both", 2, absl::Hours(4)), absl::Hours(2));
+  // One node is free for 2 h: too short for 10 h, long enough for 1 h.
+  EXPECT_EQ(add("long-1", 1, absl::Hours(10)), absl::Hours(6));
+  EXPECT_EQ(add("short", 1, absl::Hours(1)), absl::ZeroDuration());
+  EXPECT_EQ(add("long-2", 1, absl::Hours(10)), absl::Hours(6));
+  EXPECT_EQ(add("long-3", 1, absl::Hours(10)), absl::Hours(16));
+  plan.Drop(GangId("long-1"));
+  EXPECT_EQ(add("long-4", 1, absl::Hours(10)), absl::Hours(6));
 }
 
 // Over random fleets and queues with exact runtimes and no new arrivals,

@@ -84,7 +84,7 @@ Config SlurmLike(Config c) {
 // (planning.binding, `phalanx:plan_bind=1`) stacks starts in time as Slurm
 // does and is as fast on the synthetic cells, but made every 30 s at a
 // depth of 500 on the Philly replay (48 nodes, hundreds waiting) it takes
-// 506 s where slurm-like takes 8 s (bench/README.md), so it is not yet
+// 409 s where slurm-like takes 8 s (bench/README.md), so it is not yet
 // this baseline.
 Config SlurmDefault(Config c) {
   c = SlurmLike(c);
