@@ -760,8 +760,10 @@ void Engine::OnPreempting(JobRun& job, int index, absl::Time now) {
   metrics_.AddPreemption();
   job.phase = Phase::kPreempting;
   const absl::Time ack = now + config_.cycle_interval;
-  // A run that ends before the launcher would acknowledge just completes.
-  if (job.since + WallFor(job, workload_.jobs[index].duration) <= ack) return;
+  // A run that ends before the launcher would acknowledge just completes
+  // (a run from a checkpoint has only the rest of the work to do).
+  const absl::Duration rest = workload_.jobs[index].duration - job.run_base;
+  if (job.since + WallFor(job, rest) <= ack) return;
   timers_.push(Timer{ack, Timer::kAck, index, ++job.generation});
 }
 

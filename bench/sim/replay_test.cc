@@ -259,6 +259,31 @@ TEST(ReplayTest, PreemptedRunResumesFromItsLastCheckpoint) {
   EXPECT_DOUBLE_EQ(*m.goodput_utilization, (600 + 500 + 8499) / 10000.0);
 }
 
+TEST(ReplayTest, ARunFromACheckpointEndingBeforeTheAckJustCompletes) {
+  // As above (A resumes at 1501 from its checkpoint at 600 and ends at
+  // 10901), but C has priority 1 and comes at 10900.5: it preempts A, whose
+  // run ends before the launcher would acknowledge (10901.5), so A just
+  // completes and loses nothing more. A's estimate (30,000 s) makes C
+  // expect a long wait, so the preemption is worth its lost work.
+  const SimFleet fleet = Fleet(1);
+  Workload w = Load({Job(0, 10000, 8), Job(1000, 500, 8, "a", 1),
+                     Job(10900.5, 10, 8, "a", 1)});
+  w.estimates[0] = absl::Seconds(30000);
+  ReplayOptions options = Every(absl::Minutes(1), /*events=*/true);
+  options.checkpoint_interval = absl::Seconds(600);
+  auto result = Replay(PolicyOn("phalanx", fleet), fleet, w, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const EventRecord& e : result->events) {
+    EXPECT_FALSE(e.job == 0 && e.type == core::EventType::kRequeued &&
+                 e.time > T(1001))
+        << "A requeued at " << absl::FormatTime(e.time);
+  }
+  const PolicyMetrics& m = result->metrics;
+  EXPECT_EQ(m.finished, 3);
+  EXPECT_EQ(m.preemptions, 2);
+  EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 8 * 401 / 3600.0);
+}
+
 TEST(ReplayTest, TraceColumnOverridesTheCheckpointInterval) {
   // A never checkpoints (0 in its column) although the default would.
   const SimFleet fleet = Fleet(1);
