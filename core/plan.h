@@ -244,7 +244,9 @@ class Plan {
   // profile only loses capacity (gangs planned or admitted, nothing given
   // back), a gang of that shape running at least as long cannot start
   // earlier, so its search begins there. Forgotten when capacity comes back
-  // (Drop, Reset) or time moves.
+  // (Drop, Reset) or time moves. Exact while CountPlacer never fails on
+  // more room where it fits on less (GainsSince assumes the same);
+  // otherwise a start may be later than the earliest, never overbooked.
   struct ShapeFloor {
     absl::Duration runtime;
     absl::Time start;
