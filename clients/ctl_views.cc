@@ -185,10 +185,8 @@ Table GangFields(const v1::Gang& gang, absl::Time now,
         {"Resizes:", absl::StrCat(gang.resizes(), ", last ",
                                   TimeAndAge(&gang.last_resize_time(), now))});
   }
-  const bool holds_gpus = gang.state() == v1::GANG_STATE_ADMITTED ||
-                          gang.state() == v1::GANG_STATE_RUNNING ||
-                          gang.state() == v1::GANG_STATE_PREEMPTING;
-  if (gang.on_loan() && holds_gpus) {
+  // The scheduler clears on_loan once the attempt releases its GPUs.
+  if (gang.on_loan()) {
     table.AddRow({"On loan:",
                   "yes: on nodes reserved for another gang, which may "
                   "preempt it"});

@@ -284,6 +284,11 @@ bool AdmissionCycle::MayUse(const Gang& gang,
 
 bool AdmissionCycle::OnLoan(const Gang& gang,
                             const std::vector<PodPlacement>& pods) const {
+  // Without the lever no placement takes a node it could not backfill.
+  if (!s_.config_.reservation.preemptible_backfill ||
+      s_.reservations_.empty()) {
+    return false;
+  }
   for (const PodPlacement& pod : pods) {
     const int slot = s_.fleet_.Find(pod.node);
     const Reservation* r = slot < 0 ? nullptr : s_.reservations_.AtSlot(slot);

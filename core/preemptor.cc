@@ -132,13 +132,7 @@ std::vector<Preemptor::Candidate> Preemptor::Candidates(
     for (const auto& [admit_time, id] : admitted) {
       const GangPtr& other = s_.gangs_.At(id);
       if (!IsVictim(*other, rules)) continue;
-      // The min-runtime guard: once it passes, try again.
-      const absl::Time protected_until =
-          *other->admit_time + config.min_runtime;
-      if (now_ < protected_until) {
-        s_.preemptions_.WakeAt(protected_until);
-        return;
-      }
+      if (GuardedByMinRuntime(*other)) return;
       // Checkpoint-aware: only a victim that checkpointed (or started)
       // recently is cheap enough to take.
       if (config.max_victim_loss > absl::ZeroDuration() &&
@@ -170,9 +164,16 @@ std::vector<Preemptor::Candidate> Preemptor::Candidates(
   return candidates;
 }
 
+bool Preemptor::GuardedByMinRuntime(const Gang& victim) {
+  const absl::Time protected_until =
+      *victim.admit_time + s_.config_.preemption.min_runtime;
+  if (now_ >= protected_until) return false;
+  s_.preemptions_.WakeAt(protected_until);  // once it passes, try again
+  return true;
+}
+
 std::vector<Preemptor::Candidate> Preemptor::LoansOn(
     const Gang& gang, const std::vector<int>& slots) {
-  const absl::Duration min_runtime = s_.config_.preemption.min_runtime;
   std::vector<Candidate> candidates;
   std::set<GangId> seen;
   for (int slot : slots) {
@@ -181,12 +182,7 @@ std::vector<Preemptor::Candidate> Preemptor::LoansOn(
       if (!MayTakeBack(gang, *other) || !other->admit_time ||
           (other->state != GangState::kAdmitted &&
            other->state != GangState::kRunning) ||
-          !seen.insert(other->id).second) {
-        continue;
-      }
-      const absl::Time protected_until = *other->admit_time + min_runtime;
-      if (now_ < protected_until) {
-        s_.preemptions_.WakeAt(protected_until);
+          !seen.insert(other->id).second || GuardedByMinRuntime(*other)) {
         continue;
       }
       candidates.push_back({LostWork(*other, now_), {other, 0}});

@@ -101,6 +101,9 @@ class Preemptor {
   void SetAside(const Victim& victim);  // its capacity freed, tentatively
   void PutBack(const Victim& victim);   // undoes SetAside
   bool FitsAsIs(const GangPtr& gang);   // holds for others respected
+  // Whether preemption.min_runtime still guards `victim` (admitted, holding
+  // capacity); sets the wake-up for when it passes.
+  bool GuardedByMinRuntime(const Gang& victim);
   // The gangs on loan on `slots` that `gang` may take back, past
   // min_runtime (sets the wake-up for the first one it still guards).
   std::vector<Candidate> LoansOn(const Gang& gang,
